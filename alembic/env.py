@@ -1,0 +1,69 @@
+"""Alembic environment: migrations for schema ``engine``, version table kept inside it."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import create_engine, pool, text
+
+from eros.db.schema import SCHEMA, metadata
+from eros.settings import load_settings
+
+config = context.config
+
+
+def _url() -> str:
+    url = context.get_x_argument(as_dictionary=True).get("url") or config.get_main_option(
+        "sqlalchemy.url")
+    if url:
+        return str(load_settings(database_url=url).database_url)
+    return load_settings().require_database_url()
+
+
+def _include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-untyped-def]
+    """Only compare what lives in our schema (the chat product may own other tables)."""
+    if type_ == "table":
+        return getattr(obj, "schema", None) == SCHEMA
+    return True
+
+
+def _configure(**kwargs: object) -> None:
+    context.configure(
+        target_metadata=metadata,
+        version_table_schema=SCHEMA,
+        include_schemas=True,
+        include_object=_include_object,
+        compare_type=True,
+        **kwargs,
+    )
+
+
+def run_migrations_offline() -> None:
+    _configure(url=_url(), literal_binds=True, dialect_opts={"paramstyle": "named"})
+    with context.begin_transaction():
+        context.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connectable = config.attributes.get("connection")
+    if connectable is None:
+        engine = create_engine(_url(), poolclass=pool.NullPool)
+        with engine.connect() as connection:
+            _run(connection)
+        engine.dispose()
+    else:
+        _run(connectable)
+
+
+def _run(connection) -> None:  # type: ignore[no-untyped-def]
+    connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+    connection.commit()
+    _configure(connection=connection)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

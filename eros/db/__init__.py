@@ -1,0 +1,1 @@
+"""Everything that speaks SQL: table definitions, statements and the functions that run them."""

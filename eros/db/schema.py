@@ -1,0 +1,138 @@
+"""Table definitions (SQLAlchemy Core) for schema ``engine``.
+
+``chat_sessions`` and ``chat_messages`` are written by the chat product with plain SQL, so every
+column eros adds has a default. ``companion_memories`` is eros's output. The alembic migrations
+create exactly this metadata (``alembic check`` proves it).
+"""
+
+from __future__ import annotations
+
+import os
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+
+SCHEMA = "engine"
+CATEGORIES = ("fact", "preference", "event", "emotion", "relation")
+#: the vector column's size is fixed when the table is created (HNSW needs it).
+EMBEDDING_DIM = int(os.environ.get("EMBEDDING_DIM", "512") or 512)
+
+metadata = MetaData(schema=SCHEMA)
+
+
+def _uuid_pk() -> Column[object]:
+    return Column("id", UUID(as_uuid=True), primary_key=True,
+                  server_default=text("gen_random_uuid()"))
+
+
+def _now(name: str) -> Column[object]:
+    return Column(name, DateTime(timezone=True), nullable=False, server_default=text("now()"))
+
+
+chat_sessions = Table(
+    "chat_sessions", metadata,
+    _uuid_pk(),
+    Column("user_id", UUID(as_uuid=True), nullable=False),
+    Column("instance_id", UUID(as_uuid=True), nullable=True),
+    _now("last_active_at"),
+    _now("created_at"),
+    Column("classified_at", DateTime(timezone=True)),
+    Column("classification_claimed_at", DateTime(timezone=True)),
+    # -- eros's own bookkeeping ------------------------------------------------------------
+    Column("claim_token", UUID(as_uuid=True)),
+    Column("next_attempt_at", DateTime(timezone=True)),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("classified_through_seq", BigInteger, nullable=False, server_default=text("0")),
+    Column("dead_lettered_at", DateTime(timezone=True)),
+    Column("outcome", Text),
+    Column("outcome_at", DateTime(timezone=True)),
+    Column("memory_count", Integer, nullable=False, server_default=text("0")),
+    Column("model", Text),
+    Column("prompt_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("completion_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("embedding_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("last_error", Text),
+    # Serves the claim: only sessions with unextracted content are in it, oldest first, so a
+    # claim reads O(batch) index entries however many sessions are done.
+    Index("ix_chat_sessions_claimable", "last_active_at",
+          postgresql_where=text("classified_at IS NULL AND dead_lettered_at IS NULL")),
+    Index("ix_chat_sessions_user", "user_id"),
+    Index("ix_chat_sessions_dead", "dead_lettered_at",
+          postgresql_where=text("dead_lettered_at IS NOT NULL")),
+)
+
+chat_messages = Table(
+    "chat_messages", metadata,
+    _uuid_pk(),
+    Column("session_id", UUID(as_uuid=True),
+           ForeignKey(f"{SCHEMA}.chat_sessions.id", ondelete="CASCADE"), nullable=False),
+    Column("role", Text, nullable=False),
+    Column("content", Text, nullable=False, server_default=text("''")),
+    _now("sent_at"),
+    # Strict tiebreak for rows sharing a sent_at (one transaction shares now()), and the
+    # watermark that tells the new part of a resumed session from the part already extracted.
+    Column("seq", BigInteger, Identity(always=False), nullable=False, unique=True),
+    Index("ix_chat_messages_session_order", "session_id", "sent_at", "seq"),
+    Index("ix_chat_messages_session_seq", "session_id", "seq"),
+)
+
+companion_memories = Table(
+    "companion_memories", metadata,
+    _uuid_pk(),
+    # SET NULL, not CASCADE: deleting a chat session must not delete what was learned from it.
+    Column("session_id", UUID(as_uuid=True),
+           ForeignKey(f"{SCHEMA}.chat_sessions.id", ondelete="SET NULL"), nullable=True),
+    Column("user_id", UUID(as_uuid=True), nullable=False),
+    Column("instance_id", UUID(as_uuid=True), nullable=True),
+    Column("content", Text, nullable=False),
+    Column("category", Text, nullable=False),
+    Column("importance", Float, nullable=True),
+    Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("embedding", Vector(EMBEDDING_DIM), nullable=True),
+    _now("created_at"),
+    #: idempotency key: session, message range and content; a second write is a no-op.
+    Column("dedup_key", Text, nullable=True, unique=True),
+    Column("model", Text),
+    CheckConstraint(f"category IN {CATEGORIES!r}", name="ck_companion_memories_category"),
+    CheckConstraint("importance IS NULL OR (importance >= 0 AND importance <= 1)",
+                    name="ck_companion_memories_importance"),
+    Index("ix_companion_memories_user_layer", "user_id", "instance_id", "category"),
+    Index("ix_companion_memories_session", "session_id"),
+    Index("ix_companion_memories_embedding_hnsw", "embedding",
+          postgresql_using="hnsw", postgresql_ops={"embedding": "vector_cosine_ops"}),
+)
+
+classification_runs = Table(
+    "classification_runs", metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column("session_id", UUID(as_uuid=True),
+           ForeignKey(f"{SCHEMA}.chat_sessions.id", ondelete="CASCADE"), nullable=False),
+    Column("user_id", UUID(as_uuid=True), nullable=False),
+    Column("task_id", Text),
+    Column("attempt", Integer, nullable=False),
+    Column("outcome", Text, nullable=False),
+    Column("memory_count", Integer, nullable=False, server_default=text("0")),
+    Column("model", Text),
+    Column("prompt_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("completion_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("embedding_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("error", Text),
+    _now("finished_at"),
+    Index("ix_classification_runs_session", "session_id"),
+    Index("ix_classification_runs_finished", "finished_at"),
+)
