@@ -1,0 +1,52 @@
+"""Retry policy as a value, with a pure backoff function.
+
+The Celery task maps a :class:`RetryDecision` onto ``Task.retry(countdown=...)``; the database
+attempt counter (not Celery's in-message counter, which a redelivery resets) enforces the cap.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter, bounded, honouring ``Retry-After``."""
+
+    base_secs: float = 5.0
+    max_secs: float = 240.0
+    max_attempts: int = 5
+
+
+@dataclass(frozen=True)
+class RetryDecision:
+    retry: bool
+    countdown: float = 0.0
+    reason: str = ""
+
+
+def compute_backoff(attempt: int, *, base: float, cap: float,
+                    retry_after: float | None = None, rng: random.Random | None = None) -> float:
+    """Seconds to wait before attempt ``attempt + 1`` (``attempt`` starts at 1).
+
+    Full jitter over ``base · 2^(attempt-1)`` capped at ``cap``; a provider's ``Retry-After``
+    is a floor (we never come back sooner than asked) but still capped, so a countdown always
+    fits inside the claim-stale window and the broker's visibility timeout.
+    """
+    rng = rng or random
+    ceiling = min(cap, base * (2 ** max(0, attempt - 1)))
+    delay = rng.uniform(ceiling / 2, ceiling)
+    if retry_after is not None and retry_after > 0:
+        delay = max(delay, retry_after)
+    return round(min(delay, cap), 3)
+
+
+def decide(policy: RetryPolicy, attempt: int, retry_after: float | None = None,
+           rng: random.Random | None = None) -> RetryDecision:
+    """Retry while attempts remain; otherwise the caller dead-letters the session."""
+    if attempt >= policy.max_attempts:
+        return RetryDecision(False, 0.0, f"gave up after {attempt} attempts")
+    countdown = compute_backoff(attempt, base=policy.base_secs, cap=policy.max_secs,
+                                retry_after=retry_after, rng=rng)
+    return RetryDecision(True, countdown, f"attempt {attempt} of {policy.max_attempts}")

@@ -1,0 +1,68 @@
+"""Database engines, one per process: pools are created after a fork, never inherited."""
+
+from __future__ import annotations
+
+import os
+
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.exc import OperationalError
+
+from eros.db import repo
+from eros.errors import ConfigError, ServiceUnavailable
+from eros.settings import Settings
+
+_engines: dict[tuple[int, str], Engine] = {}
+
+
+def make_engine(url: str, *, pool_size: int = 5) -> Engine:
+    return create_engine(url, pool_size=pool_size, max_overflow=5, pool_pre_ping=True,
+                         pool_recycle=1800, connect_args={"connect_timeout": 10})
+
+
+def get_engine(settings: Settings) -> Engine:
+    """This process's engine for ``DATABASE_URL`` (a forked child builds its own)."""
+    url = settings.require_database_url()
+    key = (os.getpid(), url)
+    engine = _engines.get(key)
+    if engine is None:
+        for stale in [k for k in _engines if k[0] != os.getpid()]:
+            _engines.pop(stale).dispose(close=False)
+        engine = _engines[key] = make_engine(url)
+    return engine
+
+
+def dispose_all() -> None:
+    """Forget inherited pools without closing the parent's sockets (call after fork)."""
+    for key in list(_engines):
+        _engines.pop(key).dispose(close=False)
+
+
+def check_database(engine: Engine, settings: Settings) -> None:
+    """Fail at start-up, naming the variable, if the database is unreachable or mismatched."""
+    try:
+        with engine.connect() as conn:
+            dim = repo.embedding_dimension(conn)
+            conn.execute(text("SELECT 1"))
+    except OperationalError as err:
+        raise ServiceUnavailable(
+            f"cannot connect to DATABASE_URL ({safe_url(str(engine.url))}): "
+            f"{str(err.orig).strip().splitlines()[0] if err.orig else err}") from None
+    except Exception as err:  # undefined table → not migrated
+        if "companion_memories" in str(err) or "does not exist" in str(err):
+            raise ServiceUnavailable(
+                "the database has no eros schema: run `eros migrate` (alembic upgrade head)"
+            ) from None
+        raise
+    if dim is not None and dim != settings.embedding_dim:
+        raise ConfigError(f"EMBEDDING_DIM is {settings.embedding_dim} but "
+                          f"engine.companion_memories.embedding is vector({dim})")
+
+
+def safe_url(url: str) -> str:
+    """A URL with any password masked, fit for logs and error messages."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<unparseable url>"

@@ -1,0 +1,291 @@
+"""The statements eros runs and the functions that run them; every function takes a
+``Connection`` so the caller decides the transaction (one for a memory write plus its stamp)."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, select, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from eros.core.text import normalise_for_dedup
+from eros.core.transcript import Turn
+from eros.db.schema import chat_messages, classification_runs, companion_memories
+
+
+@dataclass(frozen=True)
+class Claim:
+    session_id: uuid.UUID
+    user_id: uuid.UUID
+    instance_id: uuid.UUID | None
+    token: uuid.UUID
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """A claim that is still ours, with the attempt number this run counts as."""
+
+    claim: Claim
+    attempt: int
+    through_seq: int
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    content: str
+    category: str
+    importance: float | None
+    metadata: dict[str, Any]
+    embedding: list[float]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one run of classify ended with, as recorded on the session and in the runs table."""
+
+    kind: str
+    memory_count: int = 0
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    embedding_tokens: int = 0
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# The reference's claim, plus: a fresh token per claim, the attempt backoff gate and the
+# dead-letter exclusion. ix_chat_sessions_claimable serves the subquery in last_active_at order.
+CLAIM_IDLE = text("""
+UPDATE engine.chat_sessions
+   SET classification_claimed_at = now(),
+       claim_token = gen_random_uuid()
+ WHERE id IN (SELECT id FROM engine.chat_sessions
+               WHERE classified_at IS NULL
+                 AND dead_lettered_at IS NULL
+                 AND last_active_at < now() - make_interval(secs => :idle_secs)
+                 AND (classification_claimed_at IS NULL
+                      OR classification_claimed_at < now() - make_interval(secs => :stale_secs))
+                 AND (next_attempt_at IS NULL OR next_attempt_at <= now())
+               ORDER BY last_active_at
+               LIMIT :batch
+               FOR UPDATE SKIP LOCKED)
+RETURNING id, user_id, instance_id, claim_token
+""")
+
+CLAIM_ONE = text("""
+UPDATE engine.chat_sessions
+   SET classification_claimed_at = now(),
+       claim_token = gen_random_uuid(),
+       dead_lettered_at = CASE WHEN :force THEN NULL ELSE dead_lettered_at END,
+       classified_at = CASE WHEN :force THEN NULL ELSE classified_at END,
+       attempts = CASE WHEN :force THEN 0 ELSE attempts END
+ WHERE id = :session_id
+   AND (:force OR (classified_at IS NULL
+                   AND dead_lettered_at IS NULL
+                   AND (classification_claimed_at IS NULL
+                        OR classification_claimed_at < now() - make_interval(secs => :stale_secs))))
+RETURNING id, user_id, instance_id, claim_token
+""")
+
+# Heartbeat plus attempt count: a run only starts while the claim token is still ours.
+BEGIN_ATTEMPT = text("""
+UPDATE engine.chat_sessions
+   SET attempts = attempts + 1, classification_claimed_at = now()
+ WHERE id = :session_id AND claim_token = :token
+RETURNING user_id, instance_id, attempts, classified_through_seq
+""")
+
+# Stamp only while the claim is ours. If turns past the watermark arrived meanwhile, the
+# session stays unclassified so the next idle tick picks them up.
+FINISH = text("""
+UPDATE engine.chat_sessions AS s
+   SET classified_at = CASE WHEN EXISTS (SELECT 1 FROM engine.chat_messages m
+                                          WHERE m.session_id = s.id AND m.seq > :through_seq)
+                            THEN NULL ELSE now() END,
+       classification_claimed_at = NULL,
+       claim_token = NULL,
+       next_attempt_at = NULL,
+       attempts = 0,
+       classified_through_seq = GREATEST(s.classified_through_seq, :through_seq),
+       outcome = :outcome, outcome_at = now(), memory_count = :memory_count, model = :model,
+       prompt_tokens = s.prompt_tokens + :prompt_tokens,
+       completion_tokens = s.completion_tokens + :completion_tokens,
+       embedding_tokens = s.embedding_tokens + :embedding_tokens,
+       last_error = :error
+ WHERE s.id = :session_id AND s.claim_token = :token
+RETURNING s.id
+""")
+
+RECORD_RETRY = text("""
+UPDATE engine.chat_sessions
+   SET classification_claimed_at = now(), outcome = 'retrying', outcome_at = now(),
+       last_error = :error
+ WHERE id = :session_id AND claim_token = :token
+RETURNING id
+""")
+
+# A permanent provider error: not stamped; the claim is released and the session waits
+# next_attempt_at before the sweeper may try again (the attempt cap then dead-letters it).
+RELEASE = text("""
+UPDATE engine.chat_sessions
+   SET classification_claimed_at = NULL, claim_token = NULL,
+       next_attempt_at = now() + make_interval(secs => :delay_secs),
+       outcome = :outcome, outcome_at = now(), last_error = :error
+ WHERE id = :session_id AND claim_token = :token
+RETURNING id
+""")
+
+DEAD_LETTER = text("""
+UPDATE engine.chat_sessions
+   SET dead_lettered_at = now(), classification_claimed_at = NULL, claim_token = NULL,
+       outcome = 'dead_letter', outcome_at = now(), last_error = :error
+ WHERE id = :session_id AND claim_token = :token
+RETURNING id
+""")
+
+
+def _claims(rows: Sequence[Any]) -> list[Claim]:
+    return [Claim(r.id, r.user_id, r.instance_id, r.claim_token) for r in rows]
+
+
+def claim_idle(conn: Connection, *, idle_secs: float, stale_secs: float, batch: int) -> list[Claim]:
+    """Claim up to ``batch`` idle sessions; concurrent claimers get disjoint sets."""
+    rows = conn.execute(CLAIM_IDLE, {"idle_secs": idle_secs, "stale_secs": stale_secs,
+                                     "batch": batch}).all()
+    return _claims(rows)
+
+
+def claim_one(conn: Connection, session_id: uuid.UUID, *, stale_secs: float,
+              force: bool = False) -> Claim | None:
+    """Claim one session for a shell invocation; None if classified or claimed elsewhere."""
+    rows = conn.execute(CLAIM_ONE, {"session_id": session_id, "stale_secs": stale_secs,
+                                    "force": force}).all()
+    return _claims(rows)[0] if rows else None
+
+
+def begin_attempt(conn: Connection, session_id: uuid.UUID, token: uuid.UUID) -> Attempt | None:
+    """Count an attempt and refresh the claim; None when the token is no longer the claim's."""
+    row = conn.execute(BEGIN_ATTEMPT, {"session_id": session_id, "token": token}).first()
+    if row is None:
+        return None
+    claim = Claim(session_id, row.user_id, row.instance_id, token)
+    return Attempt(claim, row.attempts, row.classified_through_seq)
+
+
+def load_turns(conn: Connection, session_id: uuid.UUID, *, after_seq: int) -> list[Turn]:
+    """All turns past the watermark in conversation order (sent_at, then insertion order)."""
+    m = chat_messages.c
+    rows = conn.execute(
+        select(m.role, m.content, m.sent_at, m.seq)
+        .where(m.session_id == session_id, m.seq > after_seq)
+        .order_by(m.sent_at, m.seq)).all()
+    return [Turn(r.role, r.content, r.sent_at, r.seq) for r in rows]
+
+
+def dedup_key(session_id: uuid.UUID, first_seq: int, last_seq: int, content: str) -> str:
+    digest = hashlib.sha256(normalise_for_dedup(content).encode()).hexdigest()[:32]
+    return f"{session_id}:{first_seq}-{last_seq}:{digest}"
+
+
+def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq: int,
+           first_seq: int = 0, memories: Sequence[MemoryRow] = (),
+           task_id: str | None = None) -> int | None:
+    """Stamp the session and write its memories atomically (call inside one transaction).
+
+    Returns how many memories were new, or None when the claim is no longer ours (the caller
+    must roll back). Rows already written for the same extraction are skipped by dedup_key.
+    """
+    claim = attempt.claim
+    if conn.execute(FINISH, {
+        "session_id": claim.session_id, "token": claim.token, "through_seq": through_seq,
+        "outcome": outcome.kind, "memory_count": len(memories), "model": outcome.model,
+        "prompt_tokens": outcome.prompt_tokens, "completion_tokens": outcome.completion_tokens,
+        "embedding_tokens": outcome.embedding_tokens, "error": outcome.error,
+    }).first() is None:
+        return None
+    written = 0
+    if memories:
+        stmt = pg_insert(companion_memories).values([{
+            "session_id": claim.session_id, "user_id": claim.user_id, "instance_id": None,
+            "content": m.content, "category": m.category, "importance": m.importance,
+            "metadata": m.metadata, "embedding": m.embedding, "model": outcome.model,
+            "dedup_key": dedup_key(claim.session_id, first_seq, through_seq, m.content),
+        } for m in memories]).on_conflict_do_nothing(index_elements=["dedup_key"])
+        written = len(conn.execute(stmt.returning(companion_memories.c.id)).all())
+    record_run(conn, attempt, outcome, memory_count=written, task_id=task_id)
+    return written
+
+
+def record_run(conn: Connection, attempt: Attempt, outcome: Outcome, *, memory_count: int = 0,
+               task_id: str | None = None) -> None:
+    conn.execute(insert(classification_runs).values(
+        session_id=attempt.claim.session_id, user_id=attempt.claim.user_id, task_id=task_id,
+        attempt=attempt.attempt, outcome=outcome.kind, memory_count=memory_count,
+        model=outcome.model, prompt_tokens=outcome.prompt_tokens,
+        completion_tokens=outcome.completion_tokens, embedding_tokens=outcome.embedding_tokens,
+        error=outcome.error))
+
+
+def record_retry(conn: Connection, attempt: Attempt, outcome: Outcome,
+                 task_id: str | None = None) -> bool:
+    """Keep the claim alive across a Celery retry countdown; False if it was lost."""
+    ok = conn.execute(RECORD_RETRY, {"session_id": attempt.claim.session_id,
+                                     "token": attempt.claim.token,
+                                     "error": outcome.error}).first() is not None
+    if ok:
+        record_run(conn, attempt, outcome, task_id=task_id)
+    return ok
+
+
+def release(conn: Connection, attempt: Attempt, outcome: Outcome, *, delay_secs: float,
+            task_id: str | None = None) -> bool:
+    ok = conn.execute(RELEASE, {"session_id": attempt.claim.session_id,
+                                "token": attempt.claim.token, "delay_secs": delay_secs,
+                                "outcome": outcome.kind, "error": outcome.error}).first()
+    if ok is not None:
+        record_run(conn, attempt, outcome, task_id=task_id)
+    return ok is not None
+
+
+def dead_letter(conn: Connection, attempt: Attempt, outcome: Outcome,
+                task_id: str | None = None) -> bool:
+    ok = conn.execute(DEAD_LETTER, {"session_id": attempt.claim.session_id,
+                                    "token": attempt.claim.token,
+                                    "error": outcome.error}).first()
+    if ok is not None:
+        record_run(conn, attempt, outcome, task_id=task_id)
+    return ok is not None
+
+
+REQUEUE = text("""
+UPDATE engine.chat_sessions
+   SET dead_lettered_at = NULL, attempts = 0, next_attempt_at = NULL, claim_token = NULL,
+       classification_claimed_at = NULL, classified_at = NULL,
+       classified_through_seq = CASE WHEN :from_start THEN 0 ELSE classified_through_seq END
+ WHERE (:all_dead AND dead_lettered_at IS NOT NULL) OR id = ANY(CAST(:ids AS uuid[]))
+RETURNING id
+""")
+
+
+def requeue(conn: Connection, session_ids: Sequence[uuid.UUID] = (), *, dead_letters: bool = False,
+            from_start: bool = False) -> int:
+    """Make sessions eligible again (after fixing what dead-lettered them)."""
+    rows = conn.execute(REQUEUE, {"ids": list(session_ids), "all_dead": dead_letters,
+                                  "from_start": from_start}).all()
+    return len(rows)
+
+
+def embedding_dimension(conn: Connection) -> int | None:
+    """The vector column's declared size, to check EMBEDDING_DIM against at start-up."""
+    return conn.execute(text(
+        "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'engine.companion_memories'::regclass"
+        " AND attname = 'embedding'")).scalar()
+
+
+def count_memories(conn: Connection, session_id: uuid.UUID) -> int:
+    m = companion_memories.c
+    return int(conn.execute(select(func.count()).where(m.session_id == session_id)).scalar_one())

@@ -1,0 +1,1 @@
+"""Versioned prompt files shipped with the package."""

@@ -1,0 +1,37 @@
+"""Adapters that put the offline heuristic extractor and hash embedder behind our protocols."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from eros.offline import LocalEmbedder, OfflineExtractor
+from eros.providers.base import Completion, Embeddings, InputType
+
+
+class OfflineChat:
+    """Deterministic heuristic extraction with no network (a demo and load-test aid)."""
+
+    name = "offline-heuristic"
+    offline = True
+
+    def __init__(self) -> None:
+        self._inner = OfflineExtractor()
+
+    def complete(self, system: str, user: str, *, max_tokens: int) -> Completion:
+        reply = self._inner.complete(system, user, max_tokens)
+        return Completion(reply.text, reply.finish_reason, reply.model, reply.prompt_tokens,
+                          reply.completion_tokens)
+
+
+class OfflineEmbedder:
+    """Feature-hashing embeddings of the configured size, with no network."""
+
+    name = "local-hash"
+    offline = True
+
+    def __init__(self, dim: int) -> None:
+        self._inner = LocalEmbedder(dim)
+
+    def embed(self, texts: Sequence[str], *, input_type: InputType) -> Embeddings:
+        result = self._inner.embed(texts, input_type)
+        return Embeddings(result.vectors, result.total_tokens, result.model)

@@ -1,0 +1,71 @@
+"""Embeddings through the ``voyageai`` SDK: all of a session's texts in one request."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import voyageai
+import voyageai.error as verr
+
+from eros.errors import PermanentError, TransientError
+from eros.providers.base import Embeddings, InputType
+from eros.providers.retry_after import parse_retry_after
+from eros.settings import Settings
+
+_TRANSIENT = (verr.RateLimitError, verr.ServerError, verr.ServiceUnavailableError,
+              verr.Timeout, verr.APIConnectionError, verr.TryAgain)
+
+
+class VoyageEmbedder:
+    """``Embedder`` over voyageai; vectors of the wrong size are a PermanentError."""
+
+    offline = False
+
+    def __init__(self, settings: Settings) -> None:
+        self.name = settings.embedding_model
+        self._dim = settings.embedding_dim
+        # voyageai counts attempts, not retries: max_retries=1 means one try.
+        self._client = voyageai.Client(
+            api_key=settings.voyage_api_key,
+            base_url=settings.voyage_base_url,
+            timeout=settings.embedding_timeout_secs,
+            max_retries=settings.provider_max_retries + 1,
+        )
+
+    def embed(self, texts: Sequence[str], *, input_type: InputType) -> Embeddings:
+        if not texts:
+            return Embeddings([], 0, self.name)
+        try:
+            result = self._client.embed(list(texts), model=self.name, input_type=input_type,
+                                        output_dimension=self._dim)
+        except verr.VoyageError as err:
+            raise translate_voyage_error(err) from None
+        except OSError as err:  # sockets below the SDK
+            raise TransientError(f"embedding connection error: {err}", provider="embedding") \
+                from None
+        vectors = [list(map(float, v)) for v in result.embeddings]
+        check_vectors(vectors, len(texts), self._dim)
+        return Embeddings(vectors, int(result.total_tokens or 0), self.name)
+
+
+def check_vectors(vectors: list[list[float]], expected: int, dim: int) -> None:
+    """A count or size mismatch would corrupt recall: fail instead of inserting."""
+    if len(vectors) != expected:
+        raise PermanentError(f"embedding returned {len(vectors)} vectors for {expected} texts",
+                             provider="embedding")
+    for vector in vectors:
+        if len(vector) != dim:
+            raise PermanentError(f"embedding has {len(vector)} dimensions, EMBEDDING_DIM is {dim}",
+                                 provider="embedding")
+
+
+def translate_voyage_error(err: verr.VoyageError) -> TransientError | PermanentError:
+    status = err.http_status
+    message = f"embedding {type(err).__name__}" + (f" HTTP {status}" if status else "") + \
+        f": {str(err)[:300]}"
+    if isinstance(err, _TRANSIENT) or (status is not None and (status >= 500 or status == 429)):
+        headers = err.headers or {}
+        retry_after = parse_retry_after(headers.get("retry-after") or headers.get("Retry-After"))
+        return TransientError(message, provider="embedding", status=status,
+                              retry_after=retry_after)
+    return PermanentError(message, provider="embedding", status=status)

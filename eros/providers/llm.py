@@ -1,0 +1,71 @@
+"""Chat completions through the ``openai`` SDK at an OpenAI-compatible endpoint (OpenRouter,
+Ollama, vLLM, llama.cpp, LM Studio, …)."""
+
+from __future__ import annotations
+
+import openai
+
+from eros.errors import PermanentError, TransientError
+from eros.providers.base import Completion
+from eros.providers.retry_after import parse_retry_after
+from eros.settings import Settings
+
+_TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+
+
+class OpenRouterChat:
+    """``ChatCompleter`` over the openai SDK, with a hard timeout and bounded SDK retries."""
+
+    offline = False
+
+    def __init__(self, settings: Settings) -> None:
+        self.name = settings.dreaming_model
+        self._client = openai.OpenAI(
+            base_url=settings.openrouter_base_url,
+            api_key=settings.openrouter_api_key or "unset",
+            timeout=settings.llm_timeout_secs,
+            max_retries=settings.provider_max_retries,
+        )
+
+    def complete(self, system: str, user: str, *, max_tokens: int) -> Completion:
+        try:
+            response = self._client.chat.completions.create(
+                model=self.name,
+                messages=[{"role": "system", "content": system},
+                          {"role": "user", "content": user}],
+                max_tokens=max_tokens,
+                temperature=0,
+            )
+        except openai.APIError as err:
+            raise translate_openai_error(err) from None
+        if not response.choices:
+            raise TransientError("LLM reply had no choices", provider="llm")
+        choice = response.choices[0]
+        usage = response.usage
+        return Completion(
+            text=choice.message.content or "",
+            finish_reason=choice.finish_reason,
+            model=response.model or self.name,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+        )
+
+
+def translate_openai_error(err: openai.APIError) -> TransientError | PermanentError:
+    """Network faults, timeouts, 408/409/429/5xx are transient; other statuses are permanent."""
+    if isinstance(err, openai.APIConnectionError):  # includes APITimeoutError
+        kind = "timeout" if isinstance(err, openai.APITimeoutError) else "connection error"
+        return TransientError(f"LLM {kind}: {err.message}", provider="llm")
+    if isinstance(err, openai.APIStatusError):
+        status = err.status_code
+        message = f"LLM HTTP {status}: {_short(err.message)}"
+        if status in _TRANSIENT_STATUS or status >= 500:
+            retry_after = parse_retry_after(err.response.headers.get("retry-after"))
+            return TransientError(message, provider="llm", status=status,
+                                  retry_after=retry_after)
+        return PermanentError(message, provider="llm", status=status)
+    return TransientError(f"LLM error: {_short(str(err))}", provider="llm")
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 300 else text[:300] + "…"

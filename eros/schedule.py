@@ -1,0 +1,80 @@
+"""The beat schedule: built from DREAMING_TICK_SECS, or loaded from a TOML file in the format
+of ``celerybeat-schedule.example`` when DREAMING_BEAT_SCHEDULE names one."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from celery.schedules import crontab
+
+from eros.errors import ConfigError
+from eros.settings import Settings
+
+CLAIM_TASK = "eros.claim_idle_sessions"
+
+
+def default_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
+    """One claim every tick; a tick that could not be delivered in time expires, so an outage
+    does not release a burst of claims when beat reconnects."""
+    tick = float(settings.dreaming_tick_secs)
+    return {
+        "claim-idle-sessions": {
+            "task": CLAIM_TASK,
+            "schedule": tick,
+            "options": {"queue": settings.eros_claim_queue, "expires": tick},
+        },
+    }
+
+
+def load_schedule(path: Path, settings: Settings) -> dict[str, dict[str, Any]]:
+    """Parse a schedule file; every error names the file and the entry."""
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as err:
+        raise ConfigError(f"DREAMING_BEAT_SCHEDULE: cannot read {path}: {err}") from None
+    schedule: dict[str, dict[str, Any]] = {}
+    for name, entry in document.items():
+        if not isinstance(entry, dict):
+            raise ConfigError(f"DREAMING_BEAT_SCHEDULE: [{name}] must be a table")
+        schedule[name] = _entry(name, entry, settings)
+    return schedule
+
+
+def _entry(name: str, entry: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    where = f"DREAMING_BEAT_SCHEDULE: [{name}]"
+    task = entry.get("task")
+    if not isinstance(task, str) or not task.startswith("eros."):
+        raise ConfigError(f"{where}: 'task' must name an eros task, e.g. {CLAIM_TASK!r}")
+    when: Any
+    if "crontab" in entry:
+        fields = str(entry["crontab"]).split()
+        if len(fields) != 5:
+            raise ConfigError(f"{where}: 'crontab' needs five fields (m h dom mon dow)")
+        minute, hour, dom, month, dow = fields
+        when = crontab(minute=minute, hour=hour, day_of_month=dom, month_of_year=month,
+                       day_of_week=dow)
+    else:
+        every = entry.get("every_secs", settings.dreaming_tick_secs)
+        if not isinstance(every, int | float) or every <= 0:
+            raise ConfigError(f"{where}: 'every_secs' must be a positive number")
+        when = float(every)
+    options: dict[str, Any] = {"queue": entry.get("queue", settings.eros_claim_queue)}
+    expires = entry.get("expires_secs", when if isinstance(when, float) else None)
+    if expires is not None:
+        if not isinstance(expires, int | float) or expires <= 0:
+            raise ConfigError(f"{where}: 'expires_secs' must be a positive number")
+        options["expires"] = float(expires)
+    result: dict[str, Any] = {"task": task, "schedule": when, "options": options}
+    if "kwargs" in entry:
+        if not isinstance(entry["kwargs"], dict):
+            raise ConfigError(f"{where}: 'kwargs' must be a table")
+        result["kwargs"] = dict(entry["kwargs"])
+    return result
+
+
+def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
+    if settings.dreaming_beat_schedule is not None:
+        return load_schedule(settings.dreaming_beat_schedule, settings)
+    return default_schedule(settings)

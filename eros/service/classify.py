@@ -1,0 +1,153 @@
+"""Classify one claimed session: extract, normalise, embed, write and stamp atomically.
+
+Network errors propagate as :class:`~eros.errors.TransientError` for the task to retry; the
+database is only touched in short transactions before and after the HTTP calls, never across.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine
+
+from eros.core.parsing import Candidate, ParseResult, parse_extraction
+from eros.core.prompts import Prompt, user_message
+from eros.core.transcript import Transcript, build_transcript
+from eros.db import repo
+from eros.db.repo import Attempt, Claim, MemoryRow, Outcome
+from eros.providers.base import ChatCompleter, Completion, Embedder
+from eros.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """What classify needs, built once per worker process."""
+
+    settings: Settings
+    engine: Engine
+    llm: ChatCompleter
+    embedder: Embedder
+    prompt: Prompt
+
+
+@dataclass
+class Report:
+    """What happened, for logs, the CLI's ``classify`` and tests."""
+
+    session_id: str
+    outcome: str
+    attempt: int = 0
+    memories_written: int = 0
+    transcript: str = ""
+    raw_reply: str = ""
+    candidates: list[Candidate] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def start_attempt(pipeline: Pipeline, claim: Claim) -> Attempt | None:
+    """Count an attempt and refresh the claim; None when the claim is no longer ours."""
+    with pipeline.engine.begin() as conn:
+        return repo.begin_attempt(conn, claim.session_id, claim.token)
+
+
+def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None,
+             dry_run: bool = False) -> Report:
+    """Run one attempt to its recorded end, or raise TransientError/PermanentError."""
+    settings = pipeline.settings
+    claim = attempt.claim
+    report = Report(str(claim.session_id), "pending", attempt.attempt)
+    with pipeline.engine.connect() as conn:
+        turns = repo.load_turns(conn, claim.session_id, after_seq=attempt.through_seq)
+    through_seq = max((t.seq for t in turns), default=attempt.through_seq)
+    transcript = build_transcript(turns, budget_chars=settings.dreaming_transcript_budget_chars)
+    report.transcript = transcript.text
+    if transcript.empty:
+        return _finish(pipeline, attempt, report, Outcome("empty"), through_seq, transcript,
+                       [], task_id, dry_run)
+
+    completion, truncated_twice = _complete(pipeline, transcript)
+    report.raw_reply = completion.text
+    parsed = parse_extraction(completion.text, max_items=settings.dreaming_max_memories,
+                              salvage=truncated_twice)
+    report.candidates = list(parsed.candidates)
+    usage: dict[str, Any] = {"model": completion.model,
+                             "prompt_tokens": completion.prompt_tokens,
+                             "completion_tokens": completion.completion_tokens}
+    report.detail.update(dropped=parsed.dropped, parse_errors=list(parsed.errors),
+                         turns_trimmed=transcript.turns_trimmed)
+    kind = _outcome_kind(parsed, truncated_twice)
+    if not parsed.candidates:
+        error = "; ".join(parsed.errors) or None
+        if truncated_twice:
+            error = "reply cut off at the token limit twice; nothing complete to keep"
+        return _finish(pipeline, attempt, report, Outcome(kind, error=error, **usage),
+                       through_seq, transcript, [], task_id, dry_run)
+
+    embeddings = pipeline.embedder.embed([c.content for c in parsed.candidates],
+                                         input_type="document")
+    rows = [_memory_row(c, vector, pipeline.prompt, transcript)
+            for c, vector in zip(parsed.candidates, embeddings.vectors, strict=True)]
+    error = "reply cut off at the token limit twice; complete items kept" \
+        if truncated_twice else None
+    outcome = Outcome(kind, memory_count=len(rows), embedding_tokens=embeddings.total_tokens,
+                      error=error, **usage)
+    return _finish(pipeline, attempt, report, outcome, through_seq, transcript, rows, task_id,
+                   dry_run)
+
+
+def _complete(pipeline: Pipeline, transcript: Transcript) -> tuple[Completion, bool]:
+    """One call; a reply cut off at max_tokens is retried once with the larger limit."""
+    settings = pipeline.settings
+    message = user_message(transcript.text)
+    completion = pipeline.llm.complete(pipeline.prompt.system, message,
+                                       max_tokens=settings.dreaming_max_tokens)
+    if not completion.truncated:
+        return completion, False
+    log.warning("reply cut off at max_tokens=%d; retrying once with %d",
+                settings.dreaming_max_tokens, settings.dreaming_truncation_retry_tokens)
+    retry = pipeline.llm.complete(pipeline.prompt.system, message,
+                                  max_tokens=settings.dreaming_truncation_retry_tokens)
+    merged = Completion(retry.text, retry.finish_reason, retry.model,
+                        completion.prompt_tokens + retry.prompt_tokens,
+                        completion.completion_tokens + retry.completion_tokens)
+    return merged, retry.truncated
+
+
+def _outcome_kind(parsed: ParseResult, truncated: bool) -> str:
+    if truncated:
+        return "truncated"
+    return {"ok": "memories", "empty": "no_memories", "unparseable": "unparseable"}[parsed.status]
+
+
+def _memory_row(candidate: Candidate, vector: list[float], prompt: Prompt,
+                transcript: Transcript) -> MemoryRow:
+    metadata = {**candidate.extra_metadata, "prompt_version": prompt.version,
+                "source_seq": [transcript.first_seq, transcript.last_seq]}
+    return MemoryRow(candidate.content, candidate.category, candidate.importance, metadata,
+                     vector)
+
+
+def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outcome,
+            through_seq: int, transcript: Transcript, rows: list[MemoryRow],
+            task_id: str | None, dry_run: bool) -> Report:
+    report.outcome = outcome.kind
+    if dry_run:
+        report.detail["would_write"] = len(rows)
+        return report
+    with pipeline.engine.begin() as conn:
+        written = repo.finish(conn, attempt, outcome, through_seq=through_seq,
+                              first_seq=transcript.first_seq, memories=rows, task_id=task_id)
+        if written is None:
+            conn.rollback()
+            report.outcome = "claim_lost"
+            log.warning("claim lost before write; nothing written",
+                        extra={"session_id": report.session_id})
+            return report
+    report.memories_written = written
+    log.info("session classified: outcome=%s memories=%d", outcome.kind, written,
+             extra={"session_id": report.session_id})
+    return report

@@ -1,0 +1,205 @@
+"""The Celery app (``celery -A eros.worker worker|beat``) and its two thin tasks.
+
+Tasks decode arguments, call a service function and turn errors into retries or records.
+Contract: task names ``eros.claim_idle_sessions`` and ``eros.classify_session``, JSON arguments.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from typing import Any
+
+from celery import Celery, Task, signals
+from celery.exceptions import Retry, SoftTimeLimitExceeded
+from kombu import Queue
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from eros.core.prompts import load_prompt
+from eros.core.retry import RetryPolicy, compute_backoff, decide
+from eros.db import repo
+from eros.db.engine import dispose_all, get_engine
+from eros.db.repo import Attempt, Claim, Outcome
+from eros.errors import PermanentError, TransientError
+from eros.providers import make_providers
+from eros.schedule import beat_schedule
+from eros.service.classify import Pipeline, classify, start_attempt
+from eros.settings import Settings, get_settings
+
+log = logging.getLogger("eros.worker")
+CLAIM_TASK = "eros.claim_idle_sessions"
+CLASSIFY_TASK = "eros.classify_session"
+
+
+def create_app(settings: Settings) -> Celery:
+    """The Celery app, configured for late acks and at-least-once delivery with idempotent
+    tasks (the claim token and the idempotency key make a second delivery write nothing)."""
+    app = Celery("eros")
+    broker = settings.require_redis_url()
+    transport = {"visibility_timeout": settings.eros_visibility_timeout_secs}
+    stale = settings.dreaming_claim_stale_secs
+    app.conf.update(
+        broker_url=broker,
+        broker_transport_options=transport,
+        broker_connection_retry_on_startup=True,
+        task_ignore_result=True,
+        task_serializer="json",
+        accept_content=["json"],
+        task_acks_late=True,
+        task_reject_on_worker_lost=False,  # the stale-claim rescue re-runs it instead
+        worker_prefetch_multiplier=1,
+        worker_cancel_long_running_tasks_on_connection_loss=True,
+        task_queues=(Queue(settings.eros_claim_queue), Queue(settings.eros_classify_queue)),
+        task_default_queue=settings.eros_classify_queue,
+        task_routes={CLAIM_TASK: {"queue": settings.eros_claim_queue},
+                     CLASSIFY_TASK: {"queue": settings.eros_classify_queue}},
+        # The hard limit kills an attempt before its claim can go stale and be re-taken.
+        task_soft_time_limit=int(stale * 0.7),
+        task_time_limit=int(stale * 0.85),
+        beat_schedule={} if settings.dreaming_disabled else beat_schedule(settings),
+        timezone="UTC",
+        worker_hijack_root_logger=True,
+    )
+    return app
+
+
+settings = get_settings()
+app = create_app(settings)
+_pipelines: dict[int, Pipeline] = {}
+
+
+@signals.worker_process_init.connect
+def _after_fork(**_: Any) -> None:
+    """Pools are per process: drop anything inherited from the parent."""
+    dispose_all()
+    _pipelines.clear()
+
+
+def pipeline() -> Pipeline:
+    pid = os.getpid()
+    if pid not in _pipelines:
+        llm, embedder = make_providers(settings)
+        _pipelines[pid] = Pipeline(settings, get_engine(settings), llm, embedder,
+                                   load_prompt(settings.dreaming_prompt_file))
+    return _pipelines[pid]
+
+
+def _policy() -> RetryPolicy:
+    return RetryPolicy(settings.dreaming_retry_backoff_secs,
+                       settings.dreaming_retry_backoff_max_secs, settings.dreaming_max_attempts)
+
+
+@app.task(name=CLAIM_TASK, ignore_result=True)
+def claim_idle_sessions(batch: int | None = None) -> int:
+    """Claim idle sessions with one SKIP LOCKED statement and fan out one classify each."""
+    if settings.dreaming_disabled:
+        log.info("dreaming disabled (DREAMING_DISABLED); not claiming")
+        return 0
+    engine = pipeline().engine
+    with engine.begin() as conn:
+        claims = repo.claim_idle(conn, idle_secs=settings.dreaming_idle_secs,
+                                 stale_secs=settings.dreaming_claim_stale_secs,
+                                 batch=batch or settings.dreaming_batch)
+    for claim in claims:
+        classify_session.apply_async(
+            args=[str(claim.session_id)], kwargs={"claim_token": str(claim.token)},
+            queue=settings.eros_classify_queue)
+    log.info("claimed %d idle sessions", len(claims))
+    return len(claims)
+
+
+@app.task(name=CLASSIFY_TASK, bind=True, ignore_result=True, max_retries=None)
+def classify_session(self: Task, session_id: str, claim_token: str | None = None,
+                     force: bool = False) -> dict[str, Any]:
+    """Classify one session. Without ``claim_token`` (a shell call) it takes the claim itself
+    and skips a session already classified or claimed elsewhere, unless ``force``."""
+    try:
+        sid = uuid.UUID(str(session_id))
+        token = uuid.UUID(claim_token) if claim_token else None
+    except ValueError:
+        log.error("classify_session: %r is not a session UUID", session_id)
+        return {"session_id": session_id, "outcome": "invalid_argument"}
+    p = pipeline()
+    try:
+        if token is None:
+            with p.engine.begin() as conn:
+                claim = repo.claim_one(conn, sid, stale_secs=settings.dreaming_claim_stale_secs,
+                                       force=force)
+            if claim is None:
+                log.info("session %s skipped: classified, dead-lettered, missing or claimed "
+                         "elsewhere (use force=true to re-run)", sid)
+                return {"session_id": session_id, "outcome": "skipped"}
+            token = claim.token
+        attempt = start_attempt(p, Claim(sid, sid, None, token))
+    except (OperationalError, DBAPIError) as err:
+        raise _db_retry(self, err, session_id, token) from None
+    if attempt is None:
+        log.info("session %s: claim no longer ours; another worker has it", sid)
+        return {"session_id": session_id, "outcome": "claim_lost"}
+    if attempt.attempt > settings.dreaming_max_attempts:
+        return _dead_letter(p, attempt, self.request.id, "attempt cap reached")
+    retry_kwargs = {"claim_token": str(token), "force": force}
+    try:
+        report = classify(p, attempt, task_id=self.request.id)
+    except TransientError as err:
+        return _retry_or_dead_letter(self, p, attempt, err, retry_kwargs)
+    except SoftTimeLimitExceeded:
+        err = TransientError("attempt exceeded its soft time limit", provider="worker")
+        return _retry_or_dead_letter(self, p, attempt, err, retry_kwargs)
+    except PermanentError as err:
+        return _permanent(p, attempt, err, self.request.id)
+    except (OperationalError, DBAPIError) as err:
+        raise _db_retry(self, err, session_id, token, attempt.attempt, force) from None
+    return {"session_id": session_id, "outcome": report.outcome,
+            "memories": report.memories_written, "attempt": attempt.attempt}
+
+
+def _retry_or_dead_letter(task: Task, p: Pipeline, attempt: Attempt, err: TransientError,
+                          retry_kwargs: dict[str, Any]) -> dict[str, Any]:
+    sid = str(attempt.claim.session_id)
+    decision = decide(_policy(), attempt.attempt, err.retry_after)
+    if not decision.retry:
+        return _dead_letter(p, attempt, task.request.id, f"{decision.reason}; last: {err}")
+    with p.engine.begin() as conn:
+        alive = repo.record_retry(conn, attempt, Outcome("retrying", error=str(err)),
+                                  task.request.id)
+    if not alive:
+        return {"session_id": sid, "outcome": "claim_lost"}
+    log.warning("session %s: transient %s error (%s); retry in %.1fs, %s", sid, err.provider,
+                err, decision.countdown, decision.reason)
+    raise task.retry(args=[sid], kwargs=retry_kwargs, countdown=decision.countdown, exc=err)
+
+
+def _permanent(p: Pipeline, attempt: Attempt, err: PermanentError,
+               task_id: str | None) -> dict[str, Any]:
+    sid = str(attempt.claim.session_id)
+    log.error("session %s: permanent %s error, not retried now: %s", sid, err.provider, err)
+    if attempt.attempt >= settings.dreaming_max_attempts:
+        return _dead_letter(p, attempt, task_id, f"permanent error: {err}")
+    with p.engine.begin() as conn:
+        repo.release(conn, attempt, Outcome("permanent_error", error=str(err)),
+                     delay_secs=settings.dreaming_claim_stale_secs, task_id=task_id)
+    return {"session_id": sid, "outcome": "permanent_error", "error": str(err)}
+
+
+def _dead_letter(p: Pipeline, attempt: Attempt, task_id: str | None,
+                 reason: str) -> dict[str, Any]:
+    sid = str(attempt.claim.session_id)
+    with p.engine.begin() as conn:
+        repo.dead_letter(conn, attempt, Outcome("dead_letter", error=reason[:2000]), task_id)
+    log.error("session %s dead-lettered after %d attempts: %s", sid, attempt.attempt, reason)
+    return {"session_id": sid, "outcome": "dead_letter", "error": reason}
+
+
+def _db_retry(task: Task, err: Exception, session_id: str, token: uuid.UUID | None,
+              attempt: int = 1, force: bool = False) -> Retry:
+    """The database itself is unreachable: retry with backoff, nothing can be recorded."""
+    countdown = compute_backoff(attempt, base=settings.dreaming_retry_backoff_secs,
+                                cap=settings.dreaming_retry_backoff_max_secs)
+    log.warning("session %s: database error (%s); retry in %.1fs", session_id,
+                type(err).__name__, countdown)
+    kwargs = {"claim_token": str(token) if token else None, "force": force}
+    return task.retry(args=[session_id], kwargs=kwargs, countdown=countdown,
+                      exc=TransientError(f"database error: {type(err).__name__}",
+                                         provider="database"))

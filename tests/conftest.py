@@ -1,0 +1,70 @@
+"""Shared fixtures: real PostgreSQL + pgvector, real Redis, cloned template databases."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+
+import pytest
+import redis
+from sqlalchemy import Engine, create_engine
+
+from tests.support.services import TemplateDatabases, postgres_server, redis_server
+
+# Tests must never reach a real provider or an operator's database by accident.
+for _name in ("OPENROUTER_API_KEY", "VOYAGE_API_KEY", "DATABASE_URL", "REDIS_URL",
+              "EROS_PROVIDERS", "DREAMING_BEAT_SCHEDULE"):
+    os.environ.pop(_name, None)
+os.environ.setdefault("EMBEDDING_DIM", "512")
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> Iterator[str]:
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def templates(pg_server_url: str) -> Iterator[TemplateDatabases]:
+    tpl = TemplateDatabases(pg_server_url)
+    yield tpl
+    tpl.close()
+
+
+@pytest.fixture
+def db_url(templates: TemplateDatabases) -> Iterator[str]:
+    """A freshly migrated database of its own for this test."""
+    url = templates.clone()
+    yield url
+    templates.drop(url)
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    eng = create_engine(db_url, pool_size=10, max_overflow=10)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def redis_base() -> Iterator[str]:
+    with redis_server() as url:
+        yield url
+
+
+_redis_dbs = itertools.cycle(range(1, 16))
+
+
+@pytest.fixture
+def redis_url(redis_base: str) -> Iterator[str]:
+    """A flushed Redis database number of its own (1–15) for this test."""
+    if redis_base.startswith("redis+socket://"):
+        url = redis_base + f"?virtual_host={next(_redis_dbs)}"
+    else:
+        url = f"{redis_base}/{next(_redis_dbs)}"
+    client = redis.Redis.from_url(url.replace("redis+socket://", "unix://"))
+    client.flushdb()
+    yield url
+    client.flushdb()
+    client.close()

@@ -1,0 +1,1 @@
+"""Test-only helpers: real services, template databases, worker processes, data builders."""
