@@ -25,7 +25,7 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 
 SCHEMA = "engine"
 CATEGORIES = ("fact", "preference", "event", "emotion", "relation")
@@ -108,11 +108,22 @@ companion_memories = Table(
     #: idempotency key: session, message range and content; a second write is a no-op.
     Column("dedup_key", Text, nullable=True, unique=True),
     Column("model", Text),
+    # -- consolidation (real dreaming): nothing is hard-deleted --------------------------------
+    #: ``current``, or ``merged`` / ``superseded`` once consolidation replaced it.
+    Column("status", Text, nullable=False, server_default=text("'current'")),
+    Column("replaced_by", UUID(as_uuid=True),
+           ForeignKey(f"{SCHEMA}.companion_memories.id", ondelete="SET NULL"), nullable=True),
+    #: when the memory stopped being current.
+    Column("replaced_at", DateTime(timezone=True), nullable=True),
+    CheckConstraint("status IN ('current', 'merged', 'superseded')",
+                    name="ck_companion_memories_status"),
     CheckConstraint(f"category IN {CATEGORIES!r}", name="ck_companion_memories_category"),
     CheckConstraint("importance IS NULL OR (importance >= 0 AND importance <= 1)",
                     name="ck_companion_memories_importance"),
     Index("ix_companion_memories_user_layer", "user_id", "instance_id", "category"),
     Index("ix_companion_memories_session", "session_id"),
+    Index("ix_companion_memories_current", "user_id", "created_at",
+          postgresql_where=text("status = 'current'")),
     Index("ix_companion_memories_embedding_hnsw", "embedding",
           postgresql_using="hnsw", postgresql_ops={"embedding": "vector_cosine_ops"}),
 )
@@ -135,4 +146,37 @@ classification_runs = Table(
     _now("finished_at"),
     Index("ix_classification_runs_session", "session_id"),
     Index("ix_classification_runs_finished", "finished_at"),
+)
+
+memory_history = Table(
+    "memory_history", metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column("user_id", UUID(as_uuid=True), nullable=False),
+    #: ``merge`` (duplicates folded into result) or ``supersede`` (a newer fact replaced them).
+    Column("action", Text, nullable=False),
+    Column("result_id", UUID(as_uuid=True),
+           ForeignKey(f"{SCHEMA}.companion_memories.id", ondelete="SET NULL"), nullable=True),
+    Column("source_ids", ARRAY(UUID(as_uuid=True)), nullable=False),
+    Column("model", Text),
+    Column("details", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    _now("created_at"),
+    CheckConstraint("action IN ('merge', 'supersede')", name="ck_memory_history_action"),
+    Index("ix_memory_history_user", "user_id", "created_at"),
+    Index("ix_memory_history_result", "result_id"),
+)
+
+consolidation_state = Table(
+    "consolidation_state", metadata,
+    Column("user_id", UUID(as_uuid=True), primary_key=True),
+    #: newest memory created_at the last completed pass had seen.
+    Column("seen_until", DateTime(timezone=True)),
+    Column("last_run_at", DateTime(timezone=True)),
+    Column("claimed_at", DateTime(timezone=True)),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("near_dup_share_before", Float),
+    Column("near_dup_share_after", Float),
+    Column("merged_total", Integer, nullable=False, server_default=text("0")),
+    Column("superseded_total", Integer, nullable=False, server_default=text("0")),
+    Column("last_outcome", Text),
+    Column("last_error", Text),
 )

@@ -22,7 +22,7 @@ def test_upgrade_check_downgrade_upgrade(templates: TemplateDatabases) -> None:
     with engine.connect() as conn:
         tables = set(inspect(conn).get_table_names(schema="engine"))
         assert {"chat_sessions", "chat_messages", "companion_memories",
-                "classification_runs"} <= tables
+                "classification_runs", "memory_history", "consolidation_state"} <= tables
         indexes = {i["name"] for i in inspect(conn).get_indexes("chat_sessions", schema="engine")}
         assert "ix_chat_sessions_claimable" in indexes
         method = conn.execute(text(

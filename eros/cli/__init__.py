@@ -1,0 +1,44 @@
+"""The ``eros`` command line: one entry point for everything a developer or operator does.
+
+Errors are one clear line on stderr (a traceback only with ``--debug``); exit code 2 means a
+usage error, 1 a failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import click
+
+from eros.errors import ErosError
+
+
+class ErosGroup(click.Group):
+    """Turns eros errors into one line and exit code 1, unless ``--debug``."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ErosError as err:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"eros: error: {err}", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=ErosGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks and DEBUG logs.")
+@click.version_option(package_name="eros")
+@click.pass_context
+def main(ctx: click.Context, debug: bool) -> None:
+    """eros — the dreaming worker system: idle chat sessions become long-term memories."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+# Each command module registers its commands on ``main`` when imported.
+from eros.cli import commands as _commands  # noqa: E402,F401
