@@ -82,7 +82,8 @@ UPDATE engine.chat_sessions
        claim_token = gen_random_uuid(),
        dead_lettered_at = CASE WHEN :force THEN NULL ELSE dead_lettered_at END,
        classified_at = CASE WHEN :force THEN NULL ELSE classified_at END,
-       attempts = CASE WHEN :force THEN 0 ELSE attempts END
+       attempts = CASE WHEN :force THEN 0 ELSE attempts END,
+       classified_through_seq = CASE WHEN :force THEN 0 ELSE classified_through_seq END
  WHERE id = :session_id
    AND (:force OR (classified_at IS NULL
                    AND dead_lettered_at IS NULL
@@ -186,13 +187,15 @@ def load_turns(conn: Connection, session_id: uuid.UUID, *, after_seq: int) -> li
     return [Turn(r.role, r.content, r.sent_at, r.seq) for r in rows]
 
 
-def dedup_key(session_id: uuid.UUID, first_seq: int, last_seq: int, content: str) -> str:
+def dedup_key(session_id: uuid.UUID, content: str) -> str:
+    """One memory per session and normalised content: a redelivered task, a forced re-run
+    or a resumed session restating a fact can never write the same memory twice."""
     digest = hashlib.sha256(normalise_for_dedup(content).encode()).hexdigest()[:32]
-    return f"{session_id}:{first_seq}-{last_seq}:{digest}"
+    return f"{session_id}:{digest}"
 
 
 def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq: int,
-           first_seq: int = 0, memories: Sequence[MemoryRow] = (),
+           memories: Sequence[MemoryRow] = (),
            task_id: str | None = None) -> int | None:
     """Stamp the session and write its memories atomically (call inside one transaction).
 
@@ -213,7 +216,7 @@ def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq:
             "session_id": claim.session_id, "user_id": claim.user_id, "instance_id": None,
             "content": m.content, "category": m.category, "importance": m.importance,
             "metadata": m.metadata, "embedding": m.embedding, "model": outcome.model,
-            "dedup_key": dedup_key(claim.session_id, first_seq, through_seq, m.content),
+            "dedup_key": dedup_key(claim.session_id, m.content),
         } for m in memories]).on_conflict_do_nothing(index_elements=["dedup_key"])
         written = len(conn.execute(stmt.returning(companion_memories.c.id)).all())
     record_run(conn, attempt, outcome, memory_count=written, task_id=task_id)

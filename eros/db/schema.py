@@ -105,7 +105,7 @@ companion_memories = Table(
     Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
     Column("embedding", Vector(EMBEDDING_DIM), nullable=True),
     _now("created_at"),
-    #: idempotency key: session, message range and content; a second write is a no-op.
+    #: idempotency key: session and normalised content; a second write is a no-op.
     Column("dedup_key", Text, nullable=True, unique=True),
     Column("model", Text),
     # -- consolidation (real dreaming): nothing is hard-deleted --------------------------------

@@ -139,8 +139,8 @@ def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outco
         report.detail["would_write"] = len(rows)
         return report
     with pipeline.engine.begin() as conn:
-        written = repo.finish(conn, attempt, outcome, through_seq=through_seq,
-                              first_seq=transcript.first_seq, memories=rows, task_id=task_id)
+        written = repo.finish(conn, attempt, outcome, through_seq=through_seq, memories=rows,
+                              task_id=task_id)
         if written is None:
             conn.rollback()
             report.outcome = "claim_lost"

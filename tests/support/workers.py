@@ -105,3 +105,25 @@ def wait_until(predicate: Callable[[], bool], *, timeout: float, interval: float
             return
         time.sleep(interval)
     raise TimeoutError(f"timed out after {timeout}s waiting for {message}")
+
+
+class BeatProcess:
+    """``celery -A eros.worker beat`` with its state file in a temporary directory."""
+
+    def __init__(self, env: Mapping[str, str], *, log_dir: Path, name: str = "beat") -> None:
+        self.log_path = log_dir / f"{name}.log"
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        args = [sys.executable, "-m", "celery", "-A", "eros.worker", "beat", "--loglevel=INFO",
+                f"--schedule={log_dir / (name + '-state')}"]
+        self.proc = subprocess.Popen(args, env=dict(env), cwd=ROOT, stdout=self._log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=15)
+        self._log.close()
