@@ -13,7 +13,7 @@ from typing import Any
 
 from celery import Celery, Task, signals
 from celery.exceptions import Retry, SoftTimeLimitExceeded
-from kombu import Queue
+from kombu.entity import Queue
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from eros.core.prompts import load_prompt
@@ -145,8 +145,8 @@ def classify_session(self: Task, session_id: str, claim_token: str | None = None
     except TransientError as err:
         return _retry_or_dead_letter(self, p, attempt, err, retry_kwargs)
     except SoftTimeLimitExceeded:
-        err = TransientError("attempt exceeded its soft time limit", provider="worker")
-        return _retry_or_dead_letter(self, p, attempt, err, retry_kwargs)
+        timeout = TransientError("attempt exceeded its soft time limit", provider="worker")
+        return _retry_or_dead_letter(self, p, attempt, timeout, retry_kwargs)
     except PermanentError as err:
         return _permanent(p, attempt, err, self.request.id)
     except (OperationalError, DBAPIError) as err:

@@ -34,9 +34,10 @@ def compute_backoff(attempt: int, *, base: float, cap: float,
     is a floor (we never come back sooner than asked) but still capped, so a countdown always
     fits inside the claim-stale window and the broker's visibility timeout.
     """
-    rng = rng or random
-    ceiling = min(cap, base * (2 ** max(0, attempt - 1)))
-    delay = rng.uniform(ceiling / 2, ceiling)
+    uniform = rng.uniform if rng is not None else random.uniform
+    # The exponent is capped so a large attempt number cannot overflow float (2**1024).
+    ceiling = min(cap, base * (2 ** min(max(0, attempt - 1), 64)))
+    delay = uniform(ceiling / 2, ceiling)
     if retry_after is not None and retry_after > 0:
         delay = max(delay, retry_after)
     return round(min(delay, cap), 3)

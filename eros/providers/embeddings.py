@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import voyageai
 import voyageai.error as verr
+from voyageai.client import Client
 
 from eros.errors import PermanentError, TransientError
 from eros.providers.base import Embeddings, InputType
@@ -25,7 +25,7 @@ class VoyageEmbedder:
         self.name = settings.embedding_model
         self._dim = settings.embedding_dim
         # voyageai counts attempts, not retries: max_retries=1 means one try.
-        self._client = voyageai.Client(
+        self._client = Client(
             api_key=settings.voyage_api_key,
             base_url=settings.voyage_base_url,
             timeout=settings.embedding_timeout_secs,

@@ -132,7 +132,8 @@ def test_poison_replies_are_stamped_with_the_reason(pipeline: Pipeline, token: s
 
 def test_fenced_reply_is_parsed(pipeline: Pipeline) -> None:
     with pipeline.engine.begin() as conn:
-        sid = add_session(conn, [("user", "REPLY_FENCED"), mem_line("event", 0.5, "Exam on Friday")])
+        sid = add_session(conn, [("user", "REPLY_FENCED"),
+                                 mem_line("event", 0.5, "Exam on Friday")])
     assert _run(pipeline, sid).outcome == "memories"
     assert _memories(pipeline, sid) == [("Exam on Friday", "event", 0.5)]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -72,10 +73,8 @@ class WorkerProcess:
 
     def kill(self) -> None:
         """SIGKILL the whole worker, pool processes included: no chance to ack or clean up."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait(timeout=30)
 
     def terminate(self, timeout: float = 60.0) -> None:
@@ -90,10 +89,8 @@ class WorkerProcess:
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.terminate(timeout=20)
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         self._log.close()
 
 
