@@ -166,3 +166,26 @@ def _runs(engine: Engine, sid: uuid.UUID) -> int:
     with engine.connect() as conn:
         return int(conn.execute(text("SELECT count(*) FROM engine.classification_runs"
                                      " WHERE session_id = :i"), {"i": sid}).scalar_one())
+
+
+def test_permanent_provider_error_is_recorded_and_released_not_stamped(
+        engine: Engine, start_worker: Starter, start_beat: Callable[..., BeatProcess],
+        llm: FakeLLMServer) -> None:
+    with engine.begin() as conn:
+        sid = add_session(conn, [mem_line("fact", 0.5, "bad key")])
+    llm.script([Fault.status(401)])
+    start_worker("w1", concurrency=1)
+    start_beat()
+
+    def recorded() -> bool:
+        with engine.connect() as conn:
+            return conn.execute(text("SELECT outcome FROM engine.chat_sessions WHERE id = :i"),
+                                {"i": sid}).scalar() == "permanent_error"
+    wait_until(recorded, timeout=60, message="permanent error recorded")
+    with engine.connect() as conn:
+        row = conn.execute(text(
+            "SELECT classified_at, claim_token, next_attempt_at > now() AS waiting, last_error"
+            " FROM engine.chat_sessions WHERE id = :i"), {"i": sid}).one()
+    assert row.classified_at is None and row.claim_token is None and row.waiting
+    assert "401" in row.last_error
+    assert llm.request_count == 1  # not retried in a loop
