@@ -21,6 +21,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Numeric,
     Table,
     Text,
     text,
@@ -74,6 +75,9 @@ chat_sessions = Table(
     Index("ix_chat_sessions_user", "user_id"),
     Index("ix_chat_sessions_dead", "dead_lettered_at",
           postgresql_where=text("dead_lettered_at IS NOT NULL")),
+    # In flight = claimed and not yet finished: the claim's backpressure counts these.
+    Index("ix_chat_sessions_claimed", "classification_claimed_at",
+          postgresql_where=text("claim_token IS NOT NULL")),
 )
 
 chat_messages = Table(
@@ -144,6 +148,8 @@ classification_runs = Table(
     Column("embedding_tokens", Integer, nullable=False, server_default=text("0")),
     Column("error", Text),
     _now("finished_at"),
+    #: cost of this attempt from the configured price table (LLM_PRICE_*, EMBEDDING_PRICE_*).
+    Column("cost_usd", Numeric(14, 8), nullable=False, server_default=text("0")),
     Index("ix_classification_runs_session", "session_id"),
     Index("ix_classification_runs_finished", "finished_at"),
 )
