@@ -62,12 +62,65 @@ class Settings(BaseSettings):
     #: path of a beat schedule file in the format of ``celerybeat-schedule.example``.
     dreaming_beat_schedule: Path | None = None
 
+    # --- recall (docs/recall.md) -----------------------------------------------------------
+    #: ``grouped`` is the reference (K per category); ``decay`` and ``composite`` are the
+    #: roadmap's rankings. The default keeps the reference's prompt until weights are tuned.
+    recall_strategy: Literal["grouped", "decay", "composite"] = "grouped"
+    #: global top-K of ``decay`` and ``composite`` (10 = the most ``grouped`` can return).
+    recall_k: int = Field(default=10, ge=1, le=100)
+    #: K within each category for ``grouped`` (the reference's 2).
+    recall_per_category_k: int = Field(default=2, ge=1, le=50)
+    #: ``decay``: weight λ of the recency bonus ``λ · exp(−age/τ)``.
+    recall_decay_lambda: float = Field(default=0.2, ge=0, le=10)
+    #: ``decay``: τ in days.
+    recall_decay_tau_days: float = Field(default=21.0, gt=0)
+    #: ``composite``: τ in days; longer than decay's, as the factor multiplies the score.
+    recall_composite_tau_days: float = Field(default=90.0, gt=0)
+    #: ``composite``: the importance of rows that have none (written before it was emitted).
+    recall_default_importance: float = Field(default=0.5, ge=0, le=1)
+    #: ``decay``/``composite`` rescore the N most similar memories, N = max(this, 10 × K).
+    recall_candidates: int = Field(default=100, ge=1, le=10000)
+    #: a scope (or, for ``grouped``, a category) with fewer rows than this is scanned exactly;
+    #: larger ones go through HNSW with iterative index scans.
+    recall_exact_scan_below: int = Field(default=2000, ge=0)
+    #: ``hnsw.ef_search`` of the HNSW path (raised to the pool size when that is larger).
+    recall_hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
+    #: ``hnsw.max_scan_tuples``: how far an iterative scan may go before giving up.
+    recall_hnsw_max_scan_tuples: int = Field(default=20000, ge=1)
+    #: labels of ``eros recall --render`` and of the Celery task's rendered prompt.
+    recall_labels: Literal["zh", "en"] = "zh"
+
     # --- worker ---------------------------------------------------------------------------
     eros_claim_queue: str = "eros.claim"
     eros_classify_queue: str = "eros.classify"
     #: Redis visibility timeout; must stay well above the longest retry countdown.
     eros_visibility_timeout_secs: int = Field(default=3600, ge=60)
     eros_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    #: ``json``: one event per line with session and task ids; ``text`` for a terminal.
+    eros_log_format: Literal["json", "text"] = "json"
+
+    # --- operations (docs/operations.md) -----------------------------------------------------
+    #: the claim tops the number of claimed-but-unfinished sessions up to this ceiling, so an
+    #: outage never piles up claims that go stale.
+    dreaming_max_in_flight: int = Field(default=500, ge=1)
+    #: global limits shared by all replicas through Redis (0 = unlimited).
+    llm_requests_per_minute: int = Field(default=0, ge=0)
+    llm_tokens_per_minute: int = Field(default=0, ge=0)
+    llm_max_concurrency: int = Field(default=0, ge=0)
+    embedding_requests_per_minute: int = Field(default=0, ge=0)
+    embedding_tokens_per_minute: int = Field(default=0, ge=0)
+    embedding_max_concurrency: int = Field(default=0, ge=0)
+    #: a bucket holds this many seconds' worth of its per-minute rate (the largest burst).
+    rate_limit_burst_secs: float = Field(default=10.0, gt=0, le=60)
+    #: how long a task may wait in-process for a concurrency slot before it is rescheduled.
+    rate_limit_slot_wait_secs: float = Field(default=2.0, ge=0, le=60)
+    #: Prometheus metrics port of a worker's main process (0 = off).
+    eros_metrics_port: int = Field(default=0, ge=0, le=65535)
+    #: price table, US dollars per million tokens (Claude Haiku 4.5 and voyage-3.5-lite list
+    #: prices at the time of writing); offline providers cost nothing.
+    llm_price_input_per_mtok: float = Field(default=1.0, ge=0)
+    llm_price_output_per_mtok: float = Field(default=5.0, ge=0)
+    embedding_price_per_mtok: float = Field(default=0.02, ge=0)
 
     @field_validator("database_url")
     @classmethod
@@ -139,6 +192,14 @@ class Settings(BaseSettings):
             raise ConfigError("REDIS_URL is not set (e.g. redis://127.0.0.1:6379/0); "
                               "`eros run` starts an embedded Redis when it is unset")
         return self.redis_url
+
+    def redis_client_url(self) -> str:
+        """REDIS_URL in redis-py's spelling (kombu's ``redis+socket://…?virtual_host=N``
+        becomes ``unix://…?db=N``)."""
+        url = self.require_redis_url()
+        if url.startswith("redis+socket://"):
+            url = "unix://" + url.removeprefix("redis+socket://").replace("virtual_host=", "db=")
+        return url
 
 
 def _describe(err: ValidationError) -> str:

@@ -16,6 +16,7 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from kombu.entity import Queue
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from eros import logs, metrics
 from eros.core.prompts import load_prompt
 from eros.core.retry import RetryPolicy, compute_backoff, decide
 from eros.db import repo
@@ -23,6 +24,7 @@ from eros.db.engine import dispose_all, get_engine
 from eros.db.repo import Attempt, Claim, Outcome
 from eros.errors import PermanentError, TransientError
 from eros.providers import make_providers
+from eros.ratelimit import Throttled, make_limiter
 from eros.schedule import beat_schedule
 from eros.service.classify import Pipeline, classify, start_attempt
 from eros.settings import Settings, get_settings
@@ -60,6 +62,9 @@ def create_app(settings: Settings) -> Celery:
         beat_schedule={} if settings.dreaming_disabled else beat_schedule(settings),
         timezone="UTC",
         worker_hijack_root_logger=True,
+        # beat records a heartbeat each loop for `eros health --beat`
+        beat_scheduler="eros.beat:HeartbeatScheduler",
+        beat_max_loop_interval=min(30, settings.dreaming_tick_secs),
     )
     return app
 
@@ -76,12 +81,31 @@ def _after_fork(**_: Any) -> None:
     _pipelines.clear()
 
 
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def _structured_logs(logger: logging.Logger, **_: Any) -> None:
+    logs.install(logger, settings.eros_log_format, settings.eros_log_level)
+
+
+@signals.worker_init.connect
+def _serve_metrics(**_: Any) -> None:
+    """The worker's main process serves the metrics of all its pool processes."""
+    if settings.eros_metrics_port:
+        metrics.serve(settings.eros_metrics_port, get_engine(settings), settings)
+
+
+@signals.worker_process_shutdown.connect
+def _forget_process(pid: int | None = None, **_: Any) -> None:
+    metrics.process_exited(pid or os.getpid())
+
+
 def pipeline() -> Pipeline:
     pid = os.getpid()
     if pid not in _pipelines:
         llm, embedder = make_providers(settings)
         _pipelines[pid] = Pipeline(settings, get_engine(settings), llm, embedder,
-                                   load_prompt(settings.dreaming_prompt_file))
+                                   load_prompt(settings.dreaming_prompt_file),
+                                   make_limiter(settings))
     return _pipelines[pid]
 
 
@@ -96,17 +120,32 @@ def claim_idle_sessions(batch: int | None = None) -> int:
     if settings.dreaming_disabled:
         log.info("dreaming disabled (DREAMING_DISABLED); not claiming")
         return 0
+    return len(claim_and_fan_out(batch))
+
+
+def claim_and_fan_out(batch: int | None = None) -> list[Claim]:
+    """The claim task's body, also run in-process by ``eros sweep`` (which needs the claims
+    to follow them): one SKIP LOCKED claim, then one classify message per claimed session."""
     engine = pipeline().engine
+    stale = settings.dreaming_claim_stale_secs
     with engine.begin() as conn:
-        claims = repo.claim_idle(conn, idle_secs=settings.dreaming_idle_secs,
-                                 stale_secs=settings.dreaming_claim_stale_secs,
-                                 batch=batch or settings.dreaming_batch)
+        # Backpressure: top the claimed-but-unfinished count up to the ceiling, no further.
+        room = settings.dreaming_max_in_flight - repo.count_in_flight(conn, stale_secs=stale)
+        want = min(batch or settings.dreaming_batch, room)
+        claims = [] if want <= 0 else repo.claim_idle(
+            conn, idle_secs=settings.dreaming_idle_secs, stale_secs=stale, batch=want)
+    metrics.CLAIM_TICKS.labels("full" if want <= 0 else "claimed").inc()
+    metrics.CLAIM_BATCH.observe(len(claims))
+    metrics.CLAIMED.inc(len(claims))
+    if want <= 0:
+        log.info("not claiming: %d sessions already in flight (DREAMING_MAX_IN_FLIGHT=%d)",
+                 settings.dreaming_max_in_flight - room, settings.dreaming_max_in_flight)
     for claim in claims:
         classify_session.apply_async(
             args=[str(claim.session_id)], kwargs={"claim_token": str(claim.token)},
             queue=settings.eros_classify_queue)
     log.info("claimed %d idle sessions", len(claims))
-    return len(claims)
+    return claims
 
 
 @app.task(name=CLASSIFY_TASK, bind=True, ignore_result=True, max_retries=None)
@@ -142,6 +181,8 @@ def classify_session(self: Task, session_id: str, claim_token: str | None = None
     retry_kwargs = {"claim_token": str(token), "force": force}
     try:
         report = classify(p, attempt, task_id=self.request.id)
+    except Throttled as err:
+        return _throttled(self, p, attempt, err, retry_kwargs)
     except TransientError as err:
         return _retry_or_dead_letter(self, p, attempt, err, retry_kwargs)
     except SoftTimeLimitExceeded:
@@ -166,15 +207,35 @@ def _retry_or_dead_letter(task: Task, p: Pipeline, attempt: Attempt, err: Transi
                                   task.request.id)
     if not alive:
         return {"session_id": sid, "outcome": "claim_lost"}
+    metrics.RETRIES.labels(err.provider).inc()
+    metrics.OUTCOMES.labels("retrying").inc()
     log.warning("session %s: transient %s error (%s); retry in %.1fs, %s", sid, err.provider,
                 err, decision.countdown, decision.reason)
     raise task.retry(args=[sid], kwargs=retry_kwargs, countdown=decision.countdown, exc=err)
+
+
+def _throttled(task: Task, p: Pipeline, attempt: Attempt, err: Throttled,
+               retry_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Wait for a global limit without holding the slot and without spending an attempt."""
+    sid = str(attempt.claim.session_id)
+    with p.engine.begin() as conn:
+        alive = repo.record_throttled(conn, attempt)
+    if not alive:
+        return {"session_id": sid, "outcome": "claim_lost"}
+    metrics.THROTTLED.labels(err.resource).inc()
+    # jittered within [wait, 1.5 × wait] so throttled replicas do not come back in step
+    wait = max(err.wait, 0.1)
+    countdown = compute_backoff(1, base=wait * 1.5, retry_after=wait,
+                                cap=min(wait * 1.5, settings.dreaming_retry_backoff_max_secs))
+    log.info("session %s throttled by %s; rescheduled in %.1fs", sid, err.resource, countdown)
+    raise task.retry(args=[sid], kwargs=retry_kwargs, countdown=countdown, exc=err)
 
 
 def _permanent(p: Pipeline, attempt: Attempt, err: PermanentError,
                task_id: str | None) -> dict[str, Any]:
     sid = str(attempt.claim.session_id)
     log.error("session %s: permanent %s error, not retried now: %s", sid, err.provider, err)
+    metrics.OUTCOMES.labels("permanent_error").inc()
     if attempt.attempt >= settings.dreaming_max_attempts:
         return _dead_letter(p, attempt, task_id, f"permanent error: {err}")
     with p.engine.begin() as conn:
@@ -188,6 +249,8 @@ def _dead_letter(p: Pipeline, attempt: Attempt, task_id: str | None,
     sid = str(attempt.claim.session_id)
     with p.engine.begin() as conn:
         repo.dead_letter(conn, attempt, Outcome("dead_letter", error=reason[:2000]), task_id)
+    metrics.DEAD_LETTERS.inc()
+    metrics.OUTCOMES.labels("dead_letter").inc()
     log.error("session %s dead-lettered after %d attempts: %s", sid, attempt.attempt, reason)
     return {"session_id": sid, "outcome": "dead_letter", "error": reason}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, text
@@ -54,7 +54,7 @@ class Outcome:
     completion_tokens: int = 0
     embedding_tokens: int = 0
     error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    cost_usd: float = 0.0
 
 
 # The reference's claim, plus: a fresh token per claim, the attempt backoff gate and the
@@ -230,7 +230,7 @@ def record_run(conn: Connection, attempt: Attempt, outcome: Outcome, *, memory_c
         attempt=attempt.attempt, outcome=outcome.kind, memory_count=memory_count,
         model=outcome.model, prompt_tokens=outcome.prompt_tokens,
         completion_tokens=outcome.completion_tokens, embedding_tokens=outcome.embedding_tokens,
-        error=outcome.error))
+        error=outcome.error, cost_usd=outcome.cost_usd))
 
 
 def record_retry(conn: Connection, attempt: Attempt, outcome: Outcome,
@@ -292,3 +292,64 @@ def embedding_dimension(conn: Connection) -> int | None:
 def count_memories(conn: Connection, session_id: uuid.UUID) -> int:
     m = companion_memories.c
     return int(conn.execute(select(func.count()).where(m.session_id == session_id)).scalar_one())
+
+
+THROTTLED = text("""
+UPDATE engine.chat_sessions
+   SET attempts = GREATEST(attempts - 1, 0), classification_claimed_at = now()
+ WHERE id = :session_id AND claim_token = :token
+RETURNING id
+""")
+
+
+def record_throttled(conn: Connection, attempt: Attempt) -> bool:
+    """A global limit made this run wait: it does not count as an attempt; claim kept alive."""
+    return conn.execute(THROTTLED, {"session_id": attempt.claim.session_id,
+                                    "token": attempt.claim.token}).first() is not None
+
+
+IN_FLIGHT = text("""
+SELECT count(*) FROM engine.chat_sessions
+ WHERE claim_token IS NOT NULL
+   AND classification_claimed_at >= now() - make_interval(secs => :stale_secs)
+""")
+
+
+def count_in_flight(conn: Connection, *, stale_secs: float) -> int:
+    """Claimed and not finished (queued, running or waiting for a retry), claims not stale."""
+    return int(conn.execute(IN_FLIGHT, {"stale_secs": stale_secs}).scalar_one())
+
+
+@dataclass(frozen=True)
+class Backlog:
+    eligible: int
+    oldest_idle_secs: float
+    in_flight: int
+    dead_letters: int
+
+
+BACKLOG = text("""
+SELECT
+  (SELECT count(*) FROM engine.chat_sessions
+    WHERE classified_at IS NULL AND dead_lettered_at IS NULL
+      AND last_active_at < now() - make_interval(secs => :idle_secs)
+      AND (classification_claimed_at IS NULL
+           OR classification_claimed_at < now() - make_interval(secs => :stale_secs)))
+    AS eligible,
+  (SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(last_active_at)), 0)
+     FROM engine.chat_sessions
+    WHERE classified_at IS NULL AND dead_lettered_at IS NULL
+      AND last_active_at < now() - make_interval(secs => :idle_secs)) AS oldest_idle_secs,
+  (SELECT count(*) FROM engine.chat_sessions
+    WHERE claim_token IS NOT NULL
+      AND classification_claimed_at >= now() - make_interval(secs => :stale_secs)) AS in_flight,
+  (SELECT count(*) FROM engine.chat_sessions WHERE dead_lettered_at IS NOT NULL)
+    AS dead_letters
+""")
+
+
+def backlog_snapshot(conn: Connection, *, idle_secs: float, stale_secs: float) -> Backlog:
+    """The figures ops watch; every subquery is served by a partial index."""
+    row = conn.execute(BACKLOG, {"idle_secs": idle_secs, "stale_secs": stale_secs}).one()
+    return Backlog(int(row.eligible), float(row.oldest_idle_secs), int(row.in_flight),
+                   int(row.dead_letters))

@@ -7,18 +7,25 @@ database is only touched in short transactions before and after the HTTP calls, 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Engine
 
+from eros import metrics
+from eros.core.cost import Prices, cost_usd
 from eros.core.parsing import Candidate, ParseResult, parse_extraction
 from eros.core.prompts import Prompt, user_message
 from eros.core.transcript import Transcript, build_transcript
 from eros.db import repo
 from eros.db.repo import Attempt, Claim, MemoryRow, Outcome
 from eros.providers.base import ChatCompleter, Completion, Embedder
+from eros.ratelimit import Limiter, NoLimits
 from eros.settings import Settings
+
+#: what an extraction's embedding request is charged against EMBEDDING_TOKENS_PER_MINUTE
+#: before its size is known (10 memories of about 40 tokens).
+EMBEDDING_TOKEN_ESTIMATE = 400
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +39,17 @@ class Pipeline:
     llm: ChatCompleter
     embedder: Embedder
     prompt: Prompt
+    limiter: Limiter = field(default_factory=NoLimits)
+
+    @property
+    def prices(self) -> Prices:
+        s = self.settings
+        return Prices(s.llm_price_input_per_mtok, s.llm_price_output_per_mtok,
+                      s.embedding_price_per_mtok)
+
+    def cost(self, outcome_tokens: dict[str, int]) -> float:
+        return cost_usd(self.prices, llm_offline=self.llm.offline,
+                        embedder_offline=self.embedder.offline, **outcome_tokens)
 
 
 @dataclass
@@ -69,6 +87,7 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
         return _finish(pipeline, attempt, report, Outcome("empty"), through_seq, transcript,
                        [], task_id, dry_run)
 
+    _reserve(pipeline, transcript)
     completion, truncated_twice = _complete(pipeline, transcript)
     report.raw_reply = completion.text
     parsed = parse_extraction(completion.text, max_items=settings.dreaming_max_memories,
@@ -87,8 +106,9 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
         return _finish(pipeline, attempt, report, Outcome(kind, error=error, **usage),
                        through_seq, transcript, [], task_id, dry_run)
 
-    embeddings = pipeline.embedder.embed([c.content for c in parsed.candidates],
-                                         input_type="document")
+    with pipeline.limiter.slot("embedding"), metrics.EMBED_LATENCY.time():
+        embeddings = pipeline.embedder.embed([c.content for c in parsed.candidates],
+                                             input_type="document")
     rows = [_memory_row(c, vector, pipeline.prompt, transcript)
             for c, vector in zip(parsed.candidates, embeddings.vectors, strict=True)]
     error = "reply cut off at the token limit twice; complete items kept" \
@@ -99,18 +119,29 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
                    dry_run)
 
 
+def _reserve(pipeline: Pipeline, transcript: Transcript) -> None:
+    """Charge the global per-minute budgets before spending anything (raises Throttled)."""
+    settings = pipeline.settings
+    estimate = (len(pipeline.prompt.system) + len(transcript.text)) // 4 + \
+        settings.dreaming_max_tokens
+    pipeline.limiter.reserve("llm", tokens=estimate)
+    pipeline.limiter.reserve("embedding", tokens=EMBEDDING_TOKEN_ESTIMATE)
+
+
 def _complete(pipeline: Pipeline, transcript: Transcript) -> tuple[Completion, bool]:
     """One call; a reply cut off at max_tokens is retried once with the larger limit."""
     settings = pipeline.settings
     message = user_message(transcript.text)
-    completion = pipeline.llm.complete(pipeline.prompt.system, message,
-                                       max_tokens=settings.dreaming_max_tokens)
+    with pipeline.limiter.slot("llm"), metrics.LLM_LATENCY.time():
+        completion = pipeline.llm.complete(pipeline.prompt.system, message,
+                                           max_tokens=settings.dreaming_max_tokens)
     if not completion.truncated:
         return completion, False
     log.warning("reply cut off at max_tokens=%d; retrying once with %d",
                 settings.dreaming_max_tokens, settings.dreaming_truncation_retry_tokens)
-    retry = pipeline.llm.complete(pipeline.prompt.system, message,
-                                  max_tokens=settings.dreaming_truncation_retry_tokens)
+    with pipeline.limiter.slot("llm"), metrics.LLM_LATENCY.time():
+        retry = pipeline.llm.complete(pipeline.prompt.system, message,
+                                      max_tokens=settings.dreaming_truncation_retry_tokens)
     merged = Completion(retry.text, retry.finish_reason, retry.model,
                         completion.prompt_tokens + retry.prompt_tokens,
                         completion.completion_tokens + retry.completion_tokens)
@@ -134,7 +165,11 @@ def _memory_row(candidate: Candidate, vector: list[float], prompt: Prompt,
 def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outcome,
             through_seq: int, transcript: Transcript, rows: list[MemoryRow],
             task_id: str | None, dry_run: bool) -> Report:
+    outcome = replace(outcome, cost_usd=pipeline.cost({
+        "prompt_tokens": outcome.prompt_tokens, "completion_tokens": outcome.completion_tokens,
+        "embedding_tokens": outcome.embedding_tokens}))
     report.outcome = outcome.kind
+    report.detail["cost_usd"] = outcome.cost_usd
     if dry_run:
         report.detail["would_write"] = len(rows)
         return report
@@ -148,6 +183,9 @@ def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outco
                         extra={"session_id": report.session_id})
             return report
     report.memories_written = written
+    metrics.record_outcome(outcome.kind, memories=written, prompt_tokens=outcome.prompt_tokens,
+                           completion_tokens=outcome.completion_tokens,
+                           embedding_tokens=outcome.embedding_tokens, cost=outcome.cost_usd)
     log.info("session classified: outcome=%s memories=%d", outcome.kind, written,
              extra={"session_id": report.session_id})
     return report

@@ -1,0 +1,54 @@
+"""Structured logs: one JSON event per line, carrying the session and task ids.
+
+Message contents never appear at INFO: log calls pass ids and counts, not text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+_STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message",
+                                                                              "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    """``{"ts", "level", "logger", "event", "task_id", "task_name", "session_id", …}``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        event: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "event": record.getMessage(),
+        }
+        task = _current_task()
+        if task is not None:
+            event["task_id"], event["task_name"] = task
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD and not key.startswith("_"):
+                event[key] = value if isinstance(value, str | int | float | bool) else str(value)
+        if record.exc_info:
+            event["exc"] = self.formatException(record.exc_info)
+        return json.dumps(event, ensure_ascii=False)
+
+
+def _current_task() -> tuple[str, str] | None:
+    try:
+        from celery import current_task
+    except ImportError:  # pragma: no cover
+        return None
+    task = current_task
+    if task is None or task.request is None or not task.request.id:
+        return None
+    return str(task.request.id), str(task.name)
+
+
+def install(logger: logging.Logger, fmt: str, level: str) -> None:
+    """Put our formatter on every handler of ``logger`` (Celery's setup-logging signals)."""
+    if fmt == "json":
+        for handler in logger.handlers:
+            handler.setFormatter(JsonFormatter())
+    logging.getLogger("eros").setLevel(level)

@@ -1,0 +1,180 @@
+"""Global provider limits shared by every replica through Redis.
+
+Two small atomic Lua scripts: a token bucket per resource (requests per minute and tokens per
+minute, checked and charged together) and a leased semaphore for provider concurrency (a
+killed worker's slot expires with its lease). A caller that would have to wait gets
+:class:`Throttled` with the wait, so the Celery task is rescheduled instead of holding a slot.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from typing import Protocol
+
+import redis
+
+from eros.errors import ErosError
+from eros.settings import Settings
+
+# KEYS: bucket keys. ARGV: now_ms, then (capacity, per_ms_rate, cost) per key.
+# Grants all or nothing; returns 0 when granted, else ms until every bucket could pay.
+_BUCKETS = """
+local now = tonumber(ARGV[1])
+local wait = 0
+local state = {}
+for i, key in ipairs(KEYS) do
+  local cap = tonumber(ARGV[2 + (i - 1) * 3])
+  local rate = tonumber(ARGV[3 + (i - 1) * 3])
+  local cost = math.min(tonumber(ARGV[4 + (i - 1) * 3]), cap)
+  local v = redis.call('HMGET', key, 'level', 'ts')
+  local level = tonumber(v[1]) or cap
+  local ts = tonumber(v[2]) or now
+  level = math.min(cap, level + math.max(0, now - ts) * rate)
+  state[i] = {level, cost}
+  if level < cost then
+    wait = math.max(wait, math.ceil((cost - level) / rate))
+  end
+end
+if wait > 0 then return wait end
+for i, key in ipairs(KEYS) do
+  local cap = tonumber(ARGV[2 + (i - 1) * 3])
+  local rate = tonumber(ARGV[3 + (i - 1) * 3])
+  redis.call('HSET', key, 'level', state[i][1] - state[i][2], 'ts', now)
+  redis.call('PEXPIRE', key, math.ceil(cap / rate) + 60000)
+end
+return 0
+"""
+
+# KEYS[1]: the semaphore's sorted set. ARGV: now_ms, limit, lease_ms, holder.
+_ACQUIRE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[3]), ARGV[4])
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) * 2)
+  return 1
+end
+return 0
+"""
+
+
+class Throttled(ErosError):
+    """A global provider limit is reached; come back after ``wait`` seconds (not a failure)."""
+
+    def __init__(self, resource: str, wait: float) -> None:
+        super().__init__(f"{resource} limit reached; retry in {wait:.2f}s")
+        self.resource = resource
+        self.wait = wait
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (Throttled, (self.resource, self.wait))
+
+
+@dataclass(frozen=True)
+class Limits:
+    requests_per_minute: int = 0
+    tokens_per_minute: int = 0
+    max_concurrency: int = 0
+    lease_secs: float = 120.0
+    burst_secs: float = 10.0
+
+    @property
+    def active(self) -> bool:
+        return bool(self.requests_per_minute or self.tokens_per_minute or self.max_concurrency)
+
+
+class Limiter(Protocol):
+    """Reserve request/token budget before a call; hold a concurrency slot during it."""
+
+    def reserve(self, resource: str, *, tokens: int) -> None: ...
+
+    def slot(self, resource: str) -> AbstractContextManager[None]: ...
+
+
+class NoLimits:
+    """Used when no limit is configured: nothing to ask Redis."""
+
+    def reserve(self, resource: str, *, tokens: int) -> None:
+        return None
+
+    @contextmanager
+    def slot(self, resource: str) -> Iterator[None]:
+        yield
+
+
+class RedisLimiter:
+    """Limits per resource name (``llm``, ``embedding``) enforced across all replicas."""
+
+    def __init__(self, client: redis.Redis, limits: dict[str, Limits], *,
+                 prefix: str = "eros:limit", slot_wait_secs: float = 0.0) -> None:
+        self._redis = client
+        self._limits = limits
+        self._prefix = prefix
+        self._slot_wait = slot_wait_secs
+        self._buckets = client.register_script(_BUCKETS)
+        self._acquire = client.register_script(_ACQUIRE)
+
+    def reserve(self, resource: str, *, tokens: int) -> None:
+        """Charge one request and ``tokens`` tokens, or raise Throttled with the wait."""
+        limits = self._limits.get(resource)
+        if limits is None or not (limits.requests_per_minute or limits.tokens_per_minute):
+            return
+        keys: list[str] = []
+        args: list[float] = [_now_ms()]
+        for kind, per_minute, cost in (("requests", limits.requests_per_minute, 1),
+                                       ("tokens", limits.tokens_per_minute, tokens)):
+            if per_minute:
+                keys.append(f"{self._prefix}:{resource}:{kind}")
+                capacity = max(1.0, per_minute * limits.burst_secs / 60.0)
+                args += [capacity, per_minute / 60000.0, max(0, cost)]
+        wait_ms = int(self._buckets(keys=keys, args=args))
+        if wait_ms > 0:
+            raise Throttled(f"{resource} rate", wait_ms / 1000.0)
+
+    @contextmanager
+    def slot(self, resource: str) -> Iterator[None]:
+        """Hold one of ``max_concurrency`` provider slots for the duration of a call."""
+        limits = self._limits.get(resource)
+        if limits is None or not limits.max_concurrency:
+            yield
+            return
+        key = f"{self._prefix}:{resource}:slots"
+        holder = uuid.uuid4().hex
+        lease_ms = int(limits.lease_secs * 1000)
+        deadline = time.monotonic() + self._slot_wait
+        while not int(self._acquire(keys=[key], args=[_now_ms(), limits.max_concurrency,
+                                                      lease_ms, holder])):
+            if time.monotonic() >= deadline:
+                raise Throttled(f"{resource} concurrency", 1.0)
+            time.sleep(0.05)
+        try:
+            yield
+        finally:
+            self._redis.zrem(key, holder)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def make_limiter(settings: Settings) -> RedisLimiter | NoLimits:
+    """A Redis-backed limiter when any provider limit is configured, else a no-op."""
+    attempts = settings.provider_max_retries + 1
+    burst = settings.rate_limit_burst_secs
+    limits = {
+        "llm": Limits(settings.llm_requests_per_minute, settings.llm_tokens_per_minute,
+                      settings.llm_max_concurrency,
+                      settings.llm_timeout_secs * attempts * 2 + 30, burst),
+        "embedding": Limits(settings.embedding_requests_per_minute,
+                            settings.embedding_tokens_per_minute,
+                            settings.embedding_max_concurrency,
+                            settings.embedding_timeout_secs * attempts + 30, burst),
+    }
+    if not any(limit.active for limit in limits.values()):
+        return NoLimits()
+    client = redis.Redis.from_url(settings.redis_client_url(), socket_timeout=5,
+                                  socket_connect_timeout=5)
+    return RedisLimiter(client, limits, slot_wait_secs=settings.rate_limit_slot_wait_secs)
