@@ -26,7 +26,9 @@ class JsonFormatter(logging.Formatter):
         }
         task = _current_task()
         if task is not None:
-            event["task_id"], event["task_name"] = task
+            event["task_id"], event["task_name"], session_id = task
+            if session_id:
+                event["session_id"] = session_id
         for key, value in record.__dict__.items():
             if key not in _STANDARD and not key.startswith("_"):
                 event[key] = value if isinstance(value, str | int | float | bool) else str(value)
@@ -35,15 +37,16 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(event, ensure_ascii=False)
 
 
-def _current_task() -> tuple[str, str] | None:
-    try:
-        from celery import current_task
-    except ImportError:  # pragma: no cover
-        return None
-    task = current_task
+def _current_task() -> tuple[str, str, str | None] | None:
+    """The running task's id and name, and the session it works on (its first argument)."""
+    from celery._state import get_current_task
+
+    task = get_current_task()
     if task is None or task.request is None or not task.request.id:
         return None
-    return str(task.request.id), str(task.name)
+    args = task.request.args or ()
+    session_id = str(args[0]) if task.name == "eros.classify_session" and args else None
+    return str(task.request.id), str(task.name), session_id
 
 
 def install(logger: logging.Logger, fmt: str, level: str) -> None:

@@ -11,12 +11,12 @@ import os
 import uuid
 from typing import Any
 
-from celery import Celery, Task, signals
+from celery import Task, signals
 from celery.exceptions import Retry, SoftTimeLimitExceeded
-from kombu.entity import Queue
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from eros import logs, metrics
+from eros.celery_app import CLAIM_TASK, CLASSIFY_TASK, create_app
 from eros.core.prompts import load_prompt
 from eros.core.retry import RetryPolicy, compute_backoff, decide
 from eros.db import repo
@@ -25,48 +25,10 @@ from eros.db.repo import Attempt, Claim, Outcome
 from eros.errors import PermanentError, TransientError
 from eros.providers import make_providers
 from eros.ratelimit import Throttled, make_limiter
-from eros.schedule import beat_schedule
 from eros.service.classify import Pipeline, classify, start_attempt
-from eros.settings import Settings, get_settings
+from eros.settings import get_settings
 
 log = logging.getLogger("eros.worker")
-CLAIM_TASK = "eros.claim_idle_sessions"
-CLASSIFY_TASK = "eros.classify_session"
-
-
-def create_app(settings: Settings) -> Celery:
-    """The Celery app, configured for late acks and at-least-once delivery with idempotent
-    tasks (the claim token and the idempotency key make a second delivery write nothing)."""
-    app = Celery("eros")
-    broker = settings.require_redis_url()
-    transport = {"visibility_timeout": settings.eros_visibility_timeout_secs}
-    stale = settings.dreaming_claim_stale_secs
-    app.conf.update(
-        broker_url=broker,
-        broker_transport_options=transport,
-        broker_connection_retry_on_startup=True,
-        task_ignore_result=True,
-        task_serializer="json",
-        accept_content=["json"],
-        task_acks_late=True,
-        task_reject_on_worker_lost=False,  # the stale-claim rescue re-runs it instead
-        worker_prefetch_multiplier=1,
-        worker_cancel_long_running_tasks_on_connection_loss=True,
-        task_queues=(Queue(settings.eros_claim_queue), Queue(settings.eros_classify_queue)),
-        task_default_queue=settings.eros_classify_queue,
-        task_routes={CLAIM_TASK: {"queue": settings.eros_claim_queue},
-                     CLASSIFY_TASK: {"queue": settings.eros_classify_queue}},
-        # The hard limit kills an attempt before its claim can go stale and be re-taken.
-        task_soft_time_limit=int(stale * 0.7),
-        task_time_limit=int(stale * 0.85),
-        beat_schedule={} if settings.dreaming_disabled else beat_schedule(settings),
-        timezone="UTC",
-        worker_hijack_root_logger=True,
-        # beat records a heartbeat each loop for `eros health --beat`
-        beat_scheduler="eros.beat:HeartbeatScheduler",
-        beat_max_loop_interval=min(30, settings.dreaming_tick_secs),
-    )
-    return app
 
 
 settings = get_settings()

@@ -16,15 +16,25 @@ from eros.errors import ErosError
 
 
 class ErosGroup(click.Group):
-    """Turns eros errors into one line and exit code 1, unless ``--debug``."""
+    """Turns eros errors (and unexpected ones) into one line and exit code 1, unless
+    ``--debug``; click's own usage errors keep exit code 2."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
         except ErosError as err:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             click.echo(f"eros: error: {err}", err=True)
+            ctx.exit(1)
+        except Exception as err:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            first = (str(err).strip().splitlines() or [""])[0]
+            click.echo(f"eros: error: {type(err).__name__}: {first} "
+                       "(run `eros --debug ...` for the traceback)", err=True)
             ctx.exit(1)
 
 
@@ -42,3 +52,8 @@ def main(ctx: click.Context, debug: bool) -> None:
 
 # Each command module registers its commands on ``main`` when imported.
 from eros.cli import commands as _commands  # noqa: E402,F401
+from eros.cli import data_cmds as _data_cmds  # noqa: E402,F401
+from eros.cli import inspect_cmds as _inspect_cmds  # noqa: E402,F401
+from eros.cli import ops_cmds as _ops_cmds  # noqa: E402,F401
+from eros.cli import run_cmd as _run_cmd  # noqa: E402,F401
+from eros.cli import health_cmd as _health_cmd  # noqa: E402,F401

@@ -1,0 +1,54 @@
+"""The Celery application factory: broker, queues, routing, delivery guarantees, beat.
+
+Kept apart from ``eros.worker`` (which builds the app from the environment at import, as
+``celery -A eros.worker`` needs) so the configuration can be built from any Settings.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+from kombu.entity import Exchange, Queue
+
+from eros.schedule import beat_schedule
+from eros.settings import Settings
+
+CLAIM_TASK = "eros.claim_idle_sessions"
+CLASSIFY_TASK = "eros.classify_session"
+
+
+def create_app(settings: Settings) -> Celery:
+    """The Celery app, configured for late acks and at-least-once delivery with idempotent
+    tasks (the claim token and the idempotency key make a second delivery write nothing)."""
+    app = Celery("eros")
+    broker = settings.require_redis_url()
+    transport = {"visibility_timeout": settings.eros_visibility_timeout_secs}
+    stale = settings.dreaming_claim_stale_secs
+    app.conf.update(
+        broker_url=broker,
+        broker_transport_options=transport,
+        broker_connection_retry_on_startup=True,
+        task_ignore_result=True,
+        task_serializer="json",
+        accept_content=["json"],
+        task_acks_late=True,
+        task_reject_on_worker_lost=False,  # the stale-claim rescue re-runs it instead
+        worker_prefetch_multiplier=1,
+        worker_cancel_long_running_tasks_on_connection_loss=True,
+        # each queue with its own exchange and key: sharing the default ones would bind both
+        # queues to one routing key and deliver every message twice
+        task_queues=tuple(Queue(q, Exchange(q, type="direct"), routing_key=q)
+                          for q in (settings.eros_claim_queue, settings.eros_classify_queue)),
+        task_default_queue=settings.eros_classify_queue,
+        task_routes={CLAIM_TASK: {"queue": settings.eros_claim_queue},
+                     CLASSIFY_TASK: {"queue": settings.eros_classify_queue}},
+        # The hard limit kills an attempt before its claim can go stale and be re-taken.
+        task_soft_time_limit=int(stale * 0.7),
+        task_time_limit=int(stale * 0.85),
+        beat_schedule={} if settings.dreaming_disabled else beat_schedule(settings),
+        timezone="UTC",
+        worker_hijack_root_logger=True,
+        # beat records a heartbeat each loop for `eros health --beat`
+        beat_scheduler="eros.beat:HeartbeatScheduler",
+        beat_max_loop_interval=min(30, settings.dreaming_tick_secs),
+    )
+    return app
