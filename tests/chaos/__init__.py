@@ -1,0 +1,1 @@
+"""Chaos suite: drain a backlog with several real workers while things break."""

@@ -1,0 +1,39 @@
+"""``python -m tests.chaos [--long] [--only NAME,…]``: run the chaos scenarios, print a table.
+
+The default is what CI runs (1,000 sessions, 3 workers per scenario); ``--long`` drains 5,000
+sessions with 4 workers per scenario.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tests.chaos.harness import Servers, run, table
+from tests.chaos.scenarios import SCENARIOS
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.chaos", description=__doc__)
+    parser.add_argument("--long", action="store_true", help="5,000 sessions, 4 workers")
+    parser.add_argument("--only", default="", help="comma-separated scenario names")
+    args = parser.parse_args(argv)
+    names = [n for n in args.only.split(",") if n] or [n for n in SCENARIOS if n != "baseline"]
+    sessions, workers = (5000, 4) if args.long else (1000, 3)
+    results = []
+    servers = Servers()
+    try:
+        for name in names:
+            result = run(name, SCENARIOS[name], servers, sessions=sessions, workers=workers,
+                         timeout=900 if args.long else 240)
+            results.append(result)
+            print(table([result]).splitlines()[-1], "  ", "; ".join(result.events), flush=True)
+    finally:
+        servers.close()
+    print()
+    print(table(results))
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

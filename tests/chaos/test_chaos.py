@@ -1,0 +1,33 @@
+"""The chaos scenarios as tests: each must end with every session classified exactly once or
+dead-lettered with a reason, no duplicate memory and no claim stuck past the stale window.
+The per-scenario table is printed at the end of the pytest run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.chaos.harness import Result, Servers, run
+from tests.chaos.scenarios import SCENARIOS
+
+pytestmark = [pytest.mark.e2e, pytest.mark.chaos]
+RESULTS: list[Result] = []
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[Servers]:
+    shared = Servers()
+    yield shared
+    shared.close()
+
+
+@pytest.mark.parametrize("name", [n for n in SCENARIOS if n != "baseline"])
+def test_scenario(name: str, servers: Servers) -> None:
+    result = run(name, SCENARIOS[name], servers, sessions=1000, workers=3)
+    RESULTS.append(result)
+    assert result.lost == 0, result
+    assert result.duplicates == 0 and result.twice == 0 and result.wrong == 0, result
+    assert result.stuck == 0, result
+    assert result.classified + result.dead_lettered == result.sessions, result
+    assert result.events or name == "baseline"  # the disruption really happened
