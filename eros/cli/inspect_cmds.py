@@ -1,0 +1,246 @@
+"""Looking: ``status`` (the health of the pipeline), ``memories USER`` and ``users``."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from eros.cli import main
+
+if TYPE_CHECKING:
+    from eros.cli._common import Runtime
+
+CATEGORIES = ("fact", "preference", "event", "emotion", "relation")
+
+_STATUS_HELP = """Show the backlog, work in flight, outcomes, dead letters, recent errors and
+which providers and services are in use.
+
+\b
+--json prints one object with these stable keys:
+  backlog       eligible (idle, unclassified, not dead-lettered, not backing off; in-flight
+                sessions included), claimable (eligible and not in flight: what the next
+                claim takes), oldest_idle_secs (number or null), waiting_retry (backing off
+                after an error), not_idle_yet (unclassified, still active)
+  in_flight     claimed (claim younger than DREAMING_CLAIM_STALE_SECS), stale_claims
+  outcomes      sessions {kind: count} (latest outcome of each session),
+                runs_24h {kind: count} (every run in the last 24 hours)
+  dead_letters  count, sessions [{session_id, dead_lettered_at, last_error}] (newest 5)
+  recent_errors [{session_id, attempt, outcome, error, finished_at}] (newest 5)
+  totals        sessions, classified, users, memories, memories_current
+  providers     mode, llm {offline, name, model, base_url},
+                embedder {offline, name, model, dim, base_url}
+  services      database {url, embedded}, broker {url, embedded, reachable}
+  settings      idle_secs, tick_secs, claim_stale_secs, batch, max_attempts
+  generated_at  ISO-8601 time of the report
+URLs have passwords masked; API keys are never printed.
+"""
+
+
+@main.command(help=_STATUS_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (keys above).")
+def status(as_json: bool) -> None:
+    from eros.cli._common import runtime
+
+    with runtime() as rt:
+        report = _status_report(rt)
+    if as_json:
+        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        _print_status(report)
+
+
+def _broker_info(rt: Runtime) -> dict[str, Any]:
+    """The broker a worker would use; looked at, never started (status must not change it)."""
+    from eros.cli._common import mask
+    from eros.embedded import EmbeddedRedis, data_dir
+
+    url, embedded = rt.settings.redis_url, False
+    if not url:
+        url, embedded = EmbeddedRedis(data_dir()).url, True
+    reachable = False
+    try:
+        import redis
+
+        client = redis.Redis.from_url(url.replace("redis+socket://", "unix://").split("?")[0],
+                                      socket_timeout=1, socket_connect_timeout=1)
+        try:
+            reachable = bool(client.ping())
+        finally:
+            client.close()
+    except Exception:  # unreachable, unparseable, refused: all just "not reachable"
+        reachable = False
+    return {"url": mask(url), "embedded": embedded, "reachable": reachable}
+
+
+def _status_report(rt: Runtime) -> dict[str, Any]:
+    from eros.cli._common import mask, providers_info
+    from eros.db import queries
+
+    s = rt.settings
+    with rt.engine.connect() as conn:
+        counts = queries.session_counts(conn, idle_secs=s.dreaming_idle_secs,
+                                        stale_secs=s.dreaming_claim_stale_secs)
+        outcomes = queries.outcome_counts(conn)
+        dead = queries.dead_letters(conn)
+        errors = queries.recent_errors(conn)
+        memories = queries.memory_counts(conn)
+    return {
+        "backlog": {k: counts[k] for k in ("eligible", "claimable", "oldest_idle_secs",
+                                           "waiting_retry", "not_idle_yet")},
+        "in_flight": {"claimed": counts["in_flight"], "stale_claims": counts["stale_claims"]},
+        "outcomes": outcomes,
+        "dead_letters": {"count": counts["dead_letters"], "sessions": dead},
+        "recent_errors": errors,
+        "totals": {"sessions": counts["sessions"], "classified": counts["classified"],
+                   "users": counts["users"], "memories": memories["total"],
+                   "memories_current": memories["current"]},
+        "providers": providers_info(s),
+        "services": {
+            "database": {"url": mask(s.require_database_url()),
+                         "embedded": rt.services.db_embedded},
+            "broker": _broker_info(rt),
+        },
+        "settings": {"idle_secs": s.dreaming_idle_secs, "tick_secs": s.dreaming_tick_secs,
+                     "claim_stale_secs": s.dreaming_claim_stale_secs,
+                     "batch": s.dreaming_batch, "max_attempts": s.dreaming_max_attempts},
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _age(secs: float | None) -> str:
+    if secs is None:
+        return "-"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            return f"{secs / size:.1f}{unit}"
+    return f"{secs:.0f}s"
+
+
+def _kinds(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
+
+
+def _print_status(r: dict[str, Any]) -> None:
+    from eros.cli._common import clip, describe_providers, terminal_columns
+
+    cols = terminal_columns()
+    b, f, t = r["backlog"], r["in_flight"], r["totals"]
+    db, broker = r["services"]["database"], r["services"]["broker"]
+    lines = [
+        f"backlog      {b['eligible']} eligible ({b['claimable']} claimable), oldest idle "
+        f"{_age(b['oldest_idle_secs'])}; {b['waiting_retry']} backing off, "
+        f"{b['not_idle_yet']} not idle yet",
+        f"in flight    {f['claimed']} claimed, {f['stale_claims']} stale claims",
+        f"outcomes     sessions: {_kinds(r['outcomes']['sessions'])}",
+        f"             runs (24 h): {_kinds(r['outcomes']['runs_24h'])}",
+        f"dead letters {r['dead_letters']['count']}",
+    ]
+    lines += [clip(f"  {d['session_id']}  {d['last_error'] or ''}", cols)
+              for d in r["dead_letters"]["sessions"]]
+    lines.append(f"recent errors {len(r['recent_errors'])}")
+    lines += [clip(f"  {e['finished_at'][:19]}  {e['session_id']}  {e['outcome']}: "
+                   f"{e['error']}", cols) for e in r["recent_errors"]]
+    lines += [
+        f"totals       {t['sessions']} sessions ({t['classified']} classified) of {t['users']} "
+        f"users; {t['memories_current']} current memories ({t['memories']} in all)",
+        f"providers    {describe_providers(r['providers'])}",
+        f"database     {'embedded' if db['embedded'] else 'external'} {db['url']}",
+        f"broker       {'embedded' if broker['embedded'] else 'external'} {broker['url']} "
+        f"({'reachable' if broker['reachable'] else 'not reachable'})",
+    ]
+    click.echo("\n".join(lines))
+
+
+# --- memories -------------------------------------------------------------------------------
+@main.command()
+@click.argument("user", type=click.UUID)
+@click.option("--category", "-c", type=click.Choice(CATEGORIES), help="Only this category.")
+@click.option("--instance", type=click.UUID, metavar="ID",
+              help="Only the relationship layer with this persona instance.")
+@click.option("--all", "include_all", is_flag=True,
+              help="Include merged and superseded memories (current only by default).")
+@click.option("--limit", "-n", type=click.IntRange(1, 10000), default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per memory, in a list.")
+@click.option("--history", is_flag=True,
+              help="Lineage: what each memory replaced and what replaced it (implies --all).")
+def memories(user: uuid.UUID, category: str | None, instance: uuid.UUID | None,
+             include_all: bool, limit: int, as_json: bool, history: bool) -> None:
+    """List a user's memories, newest first: content, category, importance, layer, created_at.
+
+    Layer is `profile` (shared by every persona) or `relationship:<instance>`. Find user ids
+    with `eros users`.
+    """
+    from eros.cli._common import runtime
+    from eros.db.queries import MemoryFilter, list_memories
+
+    query = MemoryFilter(user, category, instance, include_all or history, limit)
+    with runtime() as rt, rt.engine.connect() as conn:
+        rows = list_memories(conn, query)
+        if history:  # consolidation lineage (eros.cli.consolidate_cmd)
+            from eros.cli.consolidate_cmd import lineage_json, render_lineage
+            from eros.db.consolidation_sql import lineage
+
+            lineages = lineage(conn, user, [r["id"] for r in rows])
+    if history:
+        click.echo(json.dumps([{**_memory_json(r), **lineage_json(lineages.get(r["id"]))}
+                               for r in rows], ensure_ascii=False, indent=2) if as_json
+                   else render_lineage(rows, lineages) or f"no memories for user {user}")
+        return
+    if as_json:
+        click.echo(json.dumps([_memory_json(r) for r in rows], ensure_ascii=False, indent=2))
+        return
+    if not rows:
+        click.echo(f"no {'' if include_all else 'current '}memories for user {user}"
+                   + (f" in category {category}" if category else ""))
+        return
+    click.echo(render_memories(rows, show_status=include_all))
+
+
+def _layer(instance_id: uuid.UUID | None) -> str:
+    return "profile" if instance_id is None else f"relationship:{str(instance_id)[:8]}"
+
+
+def _memory_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {"id": str(row["id"]), "content": row["content"], "category": row["category"],
+            "importance": row["importance"], "created_at": row["created_at"].isoformat(),
+            "layer": "profile" if row["instance_id"] is None else "relationship",
+            "instance_id": str(row["instance_id"]) if row["instance_id"] else None,
+            "status": row["status"],
+            "session_id": str(row["session_id"]) if row["session_id"] else None}
+
+
+def render_memories(rows: list[dict[str, Any]], *, show_status: bool = False) -> str:
+    """The memories table (``show_status`` adds the status column)."""
+    from eros.cli._common import table
+
+    headers = ["created_at", "category", "imp.", "layer", *(["status"] if show_status else []),
+               "content"]
+    body = [[r["created_at"].astimezone(UTC).strftime("%Y-%m-%d %H:%M"), r["category"],
+             "" if r["importance"] is None else f"{r['importance']:.2f}", _layer(r["instance_id"]),
+             *([r["status"]] if show_status else []), " ".join(r["content"].split())]
+            for r in rows]
+    return table(headers, body)
+
+
+# --- users ----------------------------------------------------------------------------------
+@main.command()
+@click.option("--limit", "-n", type=click.IntRange(1, 10000), default=50, show_default=True)
+def users(limit: int) -> None:
+    """List users with their session and memory counts, most recently active first."""
+    from eros.cli._common import runtime, table
+    from eros.db.queries import list_users
+
+    with runtime() as rt, rt.engine.connect() as conn:
+        rows = list_users(conn, limit)
+    if not rows:
+        click.echo("no sessions yet (try `eros seed`)")
+        return
+    click.echo(table(["user", "sessions", "classified", "memories", "last active"],
+                     [[str(r["user_id"]), str(r["sessions"]), str(r["classified"]),
+                       str(r["memories"]),
+                       r["last_active_at"].astimezone(UTC).strftime("%Y-%m-%d %H:%M")]
+                      for r in rows]))

@@ -1,0 +1,315 @@
+"""``eros run``: the main job in one process tree, and ``eros run --demo``.
+
+The tree is: this process (supervisor) → embedded PostgreSQL and Redis when their URLs are
+unset → ``celery worker`` and ``celery beat`` as children with the URLs exported to them.
+Shutdown runs in the reverse order — beat, then the worker (a warm shutdown lets running tasks
+finish), then the servers — so no task ever loses its database mid-write. The children sit in
+their own process groups so a Ctrl-C reaches only the supervisor, which then stops them in
+order; a second Ctrl-C kills them at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import click
+
+from eros.cli import main
+from eros.errors import ErosError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from eros.embedded import Services
+    from eros.settings import Settings
+
+log = logging.getLogger("eros.run")
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+#: the demo's fast ticks; the idle threshold only has to be below the corpus's age.
+DEMO_TICK_SECS = 2
+DEMO_IDLE_SECS = 60
+
+
+class Stopped(BaseException):
+    """A stop signal arrived (a BaseException so no ``except Exception`` swallows it)."""
+
+
+def _pdeathsig() -> None:  # pragma: no cover - runs in the forked child
+    """Linux: the child gets SIGTERM if the supervisor dies, even by SIGKILL."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class Supervisor:
+    """Celery children: started in order, watched, stopped in reverse order."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path | None = None) -> None:
+        self.env = env
+        self.log_dir = log_dir
+        self.children: list[tuple[str, Any, IO[bytes] | None]] = []
+
+    def spawn(self, name: str, argv: list[str]) -> None:
+        import subprocess
+
+        out: IO[bytes] | None = None
+        if self.log_dir is not None:
+            out = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop()
+        proc = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT if out else None, process_group=0,
+                                preexec_fn=_pdeathsig if sys.platform == "linux" else None)
+        self.children.append((name, proc, out))
+        log.info("started %s (pid %d)", name, proc.pid)
+
+    def check(self) -> None:
+        """Raise if a child exited: the job is not running any more."""
+        for name, proc, _ in self.children:
+            code = proc.poll()
+            if code is not None:
+                where = f"; see {self.log_dir / (name + '.log')}" if self.log_dir else ""
+                raise ErosError(f"celery {name} exited with code {code}{where}")
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM each child, newest first (beat before the worker), then wait."""
+        for name, proc, _ in reversed(self.children):
+            if proc.poll() is None:
+                log.info("stopping %s (pid %d)", name, proc.pid)
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=timeout)
+                except Exception:  # TimeoutExpired, or interrupted by a second signal
+                    log.warning("%s did not stop within %.0fs; killing it", name, timeout)
+                    self.kill()
+        self.kill()  # whatever is left, pool processes included
+        for _, _, out in self.children:
+            if out is not None:
+                out.close()
+
+    def kill(self) -> None:
+        for _, proc, _ in self.children:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(Exception):
+                proc.wait(timeout=5)
+
+
+class Signals:
+    """SIGINT/SIGTERM/SIGHUP: the first raises :class:`Stopped`; any later one (or one that
+    arrives while already stopping) kills the children instead of waiting for them."""
+
+    def __init__(self) -> None:
+        self.stopping = False
+        self.supervisor: Supervisor | None = None
+        self._old: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            self._old[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        if not self.stopping:
+            self.stopping = True
+            log.warning("%s received: stopping (again to force)", signal.Signals(signum).name)
+            raise Stopped(signum)
+        log.warning("%s received again: killing the workers", signal.Signals(signum).name)
+        if self.supervisor is not None:
+            self.supervisor.kill()
+
+
+@contextlib.contextmanager
+def _run_lock(root: Path) -> Iterator[None]:
+    """One ``eros run`` per data directory (two would share a beat state file)."""
+    path = root / "run.lock"
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            other = handle.read().strip() or "?"
+            raise ErosError(f"another `eros run` (pid {other}) is using {root}; stop it, or set "
+                            "EROS_DATA_DIR to run a second one elsewhere") from None
+        handle.truncate(0)
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _celery(quiet: bool, *args: str) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "eros.worker", *(["-q"] if quiet else []),
+            *args]
+
+
+def _child_env(settings: Settings, overrides: dict[str, str]) -> dict[str, str]:
+    """This environment (keys included: the children use the configured providers) plus the
+    resolved service URLs and the command-line overrides; text logs on a terminal unless
+    EROS_LOG_FORMAT says otherwise."""
+    env = dict(os.environ)
+    if "EROS_LOG_FORMAT" not in env and sys.stderr.isatty():
+        env["EROS_LOG_FORMAT"] = "text"  # JSON lines are for log shippers, not a terminal
+    env.update(overrides)
+    env["DATABASE_URL"] = settings.require_database_url()
+    env["REDIS_URL"] = settings.require_redis_url()
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@main.command()
+@click.option("-c", "--concurrency", type=click.IntRange(min=1),
+              help="Worker processes (default: one per CPU).")
+@click.option("-l", "--loglevel", type=click.Choice(LEVELS, case_sensitive=False),
+              help="Log level (default EROS_LOG_LEVEL; WARNING for the children in --demo).")
+@click.option("--tick", type=click.IntRange(min=1), metavar="SECS",
+              help="Claim every SECS (sets DREAMING_TICK_SECS for the children).")
+@click.option("--idle", type=click.IntRange(min=0), metavar="SECS",
+              help="A session is idle after SECS (sets DREAMING_IDLE_SECS).")
+@click.option("--demo", is_flag=True,
+              help="Seed the sample corpus if there are no sessions, drain it with fast "
+                   f"ticks ({DEMO_TICK_SECS}s, idle {DEMO_IDLE_SECS}s), print what was "
+                   "extracted and exit.")
+@click.option("--demo-timeout", type=click.FloatRange(min=1), default=180.0, show_default=True,
+              metavar="SECS", help="With --demo: give up (exit 1) after SECS.")
+def run(concurrency: int | None, loglevel: str | None, tick: int | None, idle: int | None,
+        demo: bool, demo_timeout: float) -> None:
+    """Run the whole job: a Celery worker and beat in one process tree.
+
+    With DATABASE_URL unset an embedded PostgreSQL (with pgvector) is started in the data
+    directory (EROS_DATA_DIR, default the user data dir), and with REDIS_URL unset an embedded
+    Redis; both are reused on the next run and stopped on exit. The database is migrated.
+    Ctrl-C (or SIGTERM) stops beat, lets running tasks finish, then stops the servers.
+    """
+    from eros.embedded import data_dir
+    from eros.settings import load_settings
+
+    overrides: dict[str, str] = {}
+    if demo:
+        overrides = {"DREAMING_TICK_SECS": str(DEMO_TICK_SECS),
+                     "DREAMING_IDLE_SECS": str(DEMO_IDLE_SECS)}
+    if tick is not None:
+        overrides["DREAMING_TICK_SECS"] = str(tick)
+    if idle is not None:
+        overrides["DREAMING_IDLE_SECS"] = str(idle)
+    fields = {k.lower(): v for k, v in overrides.items()}
+    settings = load_settings(**fields)
+    level = (loglevel or settings.eros_log_level).upper()
+    logging.getLogger("eros").setLevel(level)
+    child_level = loglevel.upper() if loglevel else ("WARNING" if demo else level)
+    root = data_dir()
+    signals = Signals()
+    with _run_lock(root):
+        signals.install()
+        try:
+            code = _run(settings, fields, overrides, root, signals, concurrency=concurrency,
+                        child_level=child_level, demo=demo, demo_timeout=demo_timeout)
+        finally:
+            signals.restore()
+    sys.exit(code)
+
+
+def _run(settings: Settings, fields: dict[str, str], overrides: dict[str, str], root: Path,
+         signals: Signals, *, concurrency: int | None, child_level: str, demo: bool,
+         demo_timeout: float) -> int:
+    from eros.cli._common import check_broker, check_db, describe_providers, providers_info
+    from eros.db.engine import make_engine
+    from eros.embedded import EmbeddedStack
+    from eros.migrations import upgrade
+    from eros.settings import load_settings
+
+    stack = EmbeddedStack(settings.database_url, settings.redis_url, need_db=True,
+                          need_broker=True, root=root)
+    supervisor: Supervisor | None = None
+    engine: Engine | None = None
+    try:
+        started = time.monotonic()
+        services = stack.start()
+        settings = load_settings(database_url=services.database_url,
+                                 redis_url=services.redis_url, **fields)
+        if not services.db_embedded:
+            upgrade(settings.require_database_url())  # the embedded one was migrated already
+        engine = make_engine(settings.require_database_url(), pool_size=2)
+        check_db(engine, settings, embedded=services.db_embedded)
+        check_broker(settings.require_redis_url(), embedded=services.redis_embedded)
+        log.info("providers: %s", describe_providers(providers_info(settings)))
+        if demo:
+            _demo_seed(engine)
+        log_dir = None
+        if demo:
+            log_dir = root / "logs"
+            log_dir.mkdir(exist_ok=True)
+        supervisor = signals.supervisor = Supervisor(_child_env(settings, overrides), log_dir)
+        worker_args = ["worker", f"--loglevel={child_level}", "--hostname=eros-run@%h",
+                       "--without-gossip", "--without-mingle"]
+        if concurrency:
+            worker_args.append(f"--concurrency={concurrency}")
+        supervisor.spawn("worker", _celery(demo, *worker_args))
+        supervisor.spawn("beat", _celery(demo, "beat", f"--loglevel={child_level}",
+                                         f"--schedule={root / 'celerybeat-schedule'}"))
+        if not demo:
+            log.info("running: claim every %ss, idle after %ss; Ctrl-C to stop",
+                     settings.dreaming_tick_secs, settings.dreaming_idle_secs)
+            while True:
+                supervisor.check()
+                time.sleep(0.5)
+        from eros.cli.demo import drain, print_summary
+
+        drained = drain(engine, settings, supervisor.check, timeout=demo_timeout)
+        signals.stopping = True  # a signal from here on escalates instead of interrupting
+        supervisor.stop()
+        print_summary(engine, settings, services, elapsed=time.monotonic() - started)
+        if not drained:
+            raise ErosError(f"the backlog did not drain within {demo_timeout:.0f}s "
+                            "(see `eros status`)")
+        return 0
+    except Stopped:
+        return 0
+    finally:
+        signals.stopping = True
+        if supervisor is not None:
+            supervisor.stop()
+        if engine is not None:
+            engine.dispose()
+        stack.stop()
+
+
+def _demo_seed(engine: Engine) -> None:
+    from eros.db.queries import count_sessions
+    from eros.service.ingest import corpus_lines, ingest
+
+    with engine.connect() as conn:
+        existing = count_sessions(conn)
+    if existing:
+        click.echo(f"demo: the database already has {existing} sessions; not seeding", err=True)
+        return
+    report = ingest(engine, corpus_lines, shift="if-recent")
+    click.echo(f"demo: seeded the sample corpus: {report.inserted} sessions, "
+               f"{report.messages} messages", err=True)
+
+
+def services_hint(services: Services) -> list[str]:
+    """How to reach the database afterwards (the demo's last lines)."""
+    if services.db_embedded and services.psql_url:
+        return ["  eros psql                   # psql on the embedded database (starts it if "
+                "needed)",
+                f"  {services.psql} '{services.psql_url}'   # while `eros run` is running"]
+    from eros.cli._common import mask
+
+    return [f"  psql '{mask(services.database_url or '')}'"]
