@@ -35,6 +35,10 @@ which providers and services are in use.
                 embedder {offline, name, model, dim, base_url}
   services      database {url, embedded}, broker {url, embedded, reachable}
   settings      idle_secs, tick_secs, claim_stale_secs, batch, max_attempts
+  cost          daily [{day, sessions, runs, prompt_tokens, completion_tokens,
+                embedding_tokens, cost_usd}] (newest 7 days), per_session_usd,
+                per_user_month_usd (estimated: average over users active in the last 30
+                days of their 30-day cost), active_users_30d, last_30_days_usd
   generated_at  ISO-8601 time of the report
 URLs have passwords masked; API keys are never printed.
 """
@@ -88,6 +92,7 @@ def _status_report(rt: Runtime) -> dict[str, Any]:
         dead = queries.dead_letters(conn)
         errors = queries.recent_errors(conn)
         memories = queries.memory_counts(conn)
+        cost = queries.cost_report(conn)
     return {
         "backlog": {k: counts[k] for k in ("eligible", "claimable", "oldest_idle_secs",
                                            "waiting_retry", "not_idle_yet")},
@@ -107,6 +112,7 @@ def _status_report(rt: Runtime) -> dict[str, Any]:
         "settings": {"idle_secs": s.dreaming_idle_secs, "tick_secs": s.dreaming_tick_secs,
                      "claim_stale_secs": s.dreaming_claim_stale_secs,
                      "batch": s.dreaming_batch, "max_attempts": s.dreaming_max_attempts},
+        "cost": cost,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
@@ -152,6 +158,12 @@ def _print_status(r: dict[str, Any]) -> None:
         f"broker       {'embedded' if broker['embedded'] else 'external'} {broker['url']} "
         f"({'reachable' if broker['reachable'] else 'not reachable'})",
     ]
+    c = r["cost"]
+    today = c["daily"][0] if c["daily"] else None
+    lines.append(
+        f"cost         ${c['per_user_month_usd']:.6f} per active user per month (estimated, "
+        f"{c['active_users_30d']} users in 30 days); ${c['per_session_usd']:.6f} per session; "
+        + (f"${today['cost_usd']:.4f} on {today['day']}" if today else "nothing yet"))
     click.echo("\n".join(lines))
 
 

@@ -203,3 +203,33 @@ def claims_progress(conn: Connection, claims: Sequence[Claim]) -> list[dict[str,
     rows = conn.execute(PROGRESS, {"ids": [c.session_id for c in claims],
                                    "tokens": [c.token for c in claims]})
     return [dict(r._mapping) for r in rows]
+
+
+COST_DAYS = text("""
+SELECT day::date AS day, sessions, runs, prompt_tokens, completion_tokens, embedding_tokens,
+       cost_usd
+  FROM engine.dreaming_cost_daily ORDER BY day DESC LIMIT :days
+""")
+COST_TOTALS = text("""
+SELECT (SELECT COALESCE(avg(cost_usd), 0) FROM engine.dreaming_cost_per_session)
+         AS per_session,
+       (SELECT COALESCE(avg(cost_usd_30d), 0) FROM engine.dreaming_cost_per_user_month)
+         AS per_user_month,
+       (SELECT count(*) FROM engine.dreaming_cost_per_user_month) AS active_users_30d,
+       (SELECT COALESCE(sum(cost_usd_30d), 0) FROM engine.dreaming_cost_per_user_month)
+         AS last_30_days
+""")
+
+
+def cost_report(conn: Connection, days: int = 7) -> dict[str, Any]:
+    """Cost per day (newest first), average per session, and the estimated cost per active
+    user per month (the last 30 days' cost of each user who had a session classified)."""
+    daily = [{"day": r.day.isoformat(), "sessions": int(r.sessions), "runs": int(r.runs),
+              "prompt_tokens": int(r.prompt_tokens), "completion_tokens": int(r.completion_tokens),
+              "embedding_tokens": int(r.embedding_tokens), "cost_usd": float(r.cost_usd)}
+             for r in conn.execute(COST_DAYS, {"days": days})]
+    t = conn.execute(COST_TOTALS).one()
+    return {"daily": daily, "per_session_usd": float(t.per_session),
+            "per_user_month_usd": float(t.per_user_month),
+            "active_users_30d": int(t.active_users_30d),
+            "last_30_days_usd": float(t.last_30_days)}

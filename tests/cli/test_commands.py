@@ -15,7 +15,7 @@ from tests.support.data import add_session
 
 CORPUS_SESSIONS, CORPUS_MESSAGES = 40, 353
 STATUS_KEYS = {"backlog", "in_flight", "outcomes", "dead_letters", "recent_errors", "totals",
-               "providers", "services", "settings", "generated_at"}
+               "providers", "services", "settings", "cost", "generated_at"}
 TURNS = [("user", "I live in Shanghai."), ("assistant", "Nice city!"),
          ("user", "I love jazz and I work as a nurse.")]
 

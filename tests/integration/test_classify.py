@@ -223,3 +223,28 @@ def test_oversized_transcript_is_trimmed_to_the_newest_turns(pipeline: Pipeline,
     assert "earlier turns omitted" in sent
     assert report.detail["turns_trimmed"] > 150
     assert _memories(pipeline, sid) == [("Newest fact", "fact", 0.5)]
+
+
+def test_cost_is_recorded_per_attempt_and_aggregated_by_the_views(pipeline: Pipeline) -> None:
+    from eros.db import queries
+
+    with pipeline.engine.begin() as conn:
+        first = add_session(conn, [mem_line("fact", 0.5, "Has two cats")])
+        second = add_session(conn, [mem_line("fact", 0.5, "Drinks oolong")])
+    _run(pipeline, first)
+    _run(pipeline, second)
+    with pipeline.engine.connect() as conn:
+        runs = conn.execute(text("SELECT prompt_tokens, completion_tokens, embedding_tokens,"
+                                 " cost_usd FROM engine.classification_runs")).all()
+        assert len(runs) == 2
+        for r in runs:
+            expected = (r.prompt_tokens * 1.0 + r.completion_tokens * 5.0
+                        + r.embedding_tokens * 0.02) / 1e6
+            assert r.prompt_tokens > 0 and float(r.cost_usd) == pytest.approx(expected)
+        total = sum(float(r.cost_usd) for r in runs)
+        report = queries.cost_report(conn)
+    assert report["daily"][0]["runs"] == 2 and report["daily"][0]["sessions"] == 2
+    assert report["daily"][0]["cost_usd"] == pytest.approx(total)
+    assert report["per_session_usd"] == pytest.approx(total / 2)
+    assert report["active_users_30d"] == 2
+    assert report["per_user_month_usd"] == pytest.approx(total / 2)
