@@ -14,6 +14,8 @@ from eros.settings import Settings
 
 CLAIM_TASK = "eros.claim_idle_sessions"
 CLASSIFY_TASK = "eros.classify_session"
+FIND_CONSOLIDATION_TASK = "eros.find_consolidation_candidates"
+CONSOLIDATE_TASK = "eros.consolidate_user"
 
 
 def create_app(settings: Settings) -> Celery:
@@ -37,10 +39,13 @@ def create_app(settings: Settings) -> Celery:
         # each queue with its own exchange and key: sharing the default ones would bind both
         # queues to one routing key and deliver every message twice
         task_queues=tuple(Queue(q, Exchange(q, type="direct"), routing_key=q)
-                          for q in (settings.eros_claim_queue, settings.eros_classify_queue)),
+                          for q in (settings.eros_claim_queue, settings.eros_classify_queue,
+                                    settings.eros_consolidate_queue)),
         task_default_queue=settings.eros_classify_queue,
         task_routes={CLAIM_TASK: {"queue": settings.eros_claim_queue},
-                     CLASSIFY_TASK: {"queue": settings.eros_classify_queue}},
+                     CLASSIFY_TASK: {"queue": settings.eros_classify_queue},
+                     FIND_CONSOLIDATION_TASK: {"queue": settings.eros_claim_queue},
+                     CONSOLIDATE_TASK: {"queue": settings.eros_consolidate_queue}},
         # The hard limit kills an attempt before its claim can go stale and be re-taken.
         task_soft_time_limit=int(stale * 0.7),
         task_time_limit=int(stale * 0.85),

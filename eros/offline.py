@@ -405,3 +405,33 @@ class LocalEmbedder:
         return OfflineEmbeddings(
             vectors=[hash_embedding(t, self.dim) for t in texts],
             total_tokens=sum(len(t) // 4 for t in texts), model=self.name)
+
+
+# --- consolidation (real dreaming), offline ---------------------------------------------------
+_CLUSTER_LINE = re.compile(r"^Cluster (\d+) \(category (\w+)\):\s*$")
+_MEMBER_LINE = re.compile(r"^\[(\d+)\] [^|]*\| (\w+) \| importance ([-\d.]+) \| (.*)$")
+
+
+def offline_consolidation_reply(request: str) -> str:
+    """A deterministic, NON-MODEL answer to a consolidation request: every cluster is treated
+    as duplicates of its newest member (members are listed oldest first), which becomes the
+    canonical memory. Nothing is ever superseded or kept separate — enough to try the pass
+    end to end without an API key, not a judgement anyone should rely on."""
+    clusters: list[dict[str, Any]] = []
+    for line in request.splitlines():
+        header = _CLUSTER_LINE.match(line)
+        if header:
+            clusters.append({"cluster": int(header.group(1)), "duplicates": [],
+                             "superseded": [], "separate": []})
+            continue
+        member = _MEMBER_LINE.match(line)
+        if member and clusters:
+            number, category, importance, content = member.groups()
+            clusters[-1]["duplicates"].append(int(number))
+            try:
+                value: float | None = float(importance)
+            except ValueError:
+                value = None
+            clusters[-1]["canonical"] = {"content": content, "category": category,
+                                         "importance": value}
+    return json.dumps({"clusters": clusters}, ensure_ascii=False)

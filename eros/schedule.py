@@ -13,17 +13,26 @@ from eros.errors import ConfigError
 from eros.settings import Settings
 
 CLAIM_TASK = "eros.claim_idle_sessions"
+FIND_CONSOLIDATION_TASK = "eros.find_consolidation_candidates"
 
 
 def default_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
-    """One claim every tick; a tick that could not be delivered in time expires, so an outage
-    does not release a burst of claims when beat reconnects."""
+    """One claim every tick and one consolidation finder run every
+    CONSOLIDATION_INTERVAL_SECS; a tick that could not be delivered in time expires, so an
+    outage does not release a burst of claims when beat reconnects."""
     tick = float(settings.dreaming_tick_secs)
     return {
         "claim-idle-sessions": {
             "task": CLAIM_TASK,
             "schedule": tick,
             "options": {"queue": settings.eros_claim_queue, "expires": tick},
+        },
+        # on the claim queue too: a consolidation backlog must not delay the finder
+        "find-consolidation-candidates": {
+            "task": FIND_CONSOLIDATION_TASK,
+            "schedule": float(settings.consolidation_interval_secs),
+            "options": {"queue": settings.eros_claim_queue,
+                        "expires": float(settings.consolidation_interval_secs)},
         },
     }
 
@@ -53,17 +62,21 @@ def _entry(name: str, entry: dict[str, Any], settings: Settings) -> dict[str, An
         if len(fields) != 5:
             raise ConfigError(f"{where}: 'crontab' needs five fields (m h dom mon dow)")
         minute, hour, dom, month, dow = fields
-        when = crontab(minute=minute, hour=hour, day_of_month=dom, month_of_year=month,
-                       day_of_week=dow)
+        try:  # celery validates the fields here, with its own ValueError/KeyError
+            when = crontab(minute=minute, hour=hour, day_of_month=dom, month_of_year=month,
+                           day_of_week=dow)
+        except (ValueError, KeyError) as err:
+            raise ConfigError(f"{where}: 'crontab' {entry['crontab']!r} is invalid: {err}") \
+                from None
     else:
         every = entry.get("every_secs", settings.dreaming_tick_secs)
-        if not isinstance(every, int | float) or every <= 0:
+        if not _positive_number(every):
             raise ConfigError(f"{where}: 'every_secs' must be a positive number")
         when = float(every)
     options: dict[str, Any] = {"queue": entry.get("queue", settings.eros_claim_queue)}
     expires = entry.get("expires_secs", when if isinstance(when, float) else None)
     if expires is not None:
-        if not isinstance(expires, int | float) or expires <= 0:
+        if not _positive_number(expires):
             raise ConfigError(f"{where}: 'expires_secs' must be a positive number")
         options["expires"] = float(expires)
     result: dict[str, Any] = {"task": task, "schedule": when, "options": options}
@@ -72,6 +85,11 @@ def _entry(name: str, entry: dict[str, Any], settings: Settings) -> dict[str, An
             raise ConfigError(f"{where}: 'kwargs' must be a table")
         result["kwargs"] = dict(entry["kwargs"])
     return result
+
+
+def _positive_number(value: object) -> bool:
+    """TOML ``true`` is an int to Python; as an interval it is a typo, not one second."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
 def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:

@@ -90,9 +90,38 @@ class Settings(BaseSettings):
     #: labels of ``eros recall --render`` and of the Celery task's rendered prompt.
     recall_labels: Literal["zh", "en"] = "zh"
 
+    # --- consolidation (docs/consolidation.md) -------------------------------------------
+    #: seconds between two runs of the finder (beat); each run enqueues at most
+    #: CONSOLIDATION_BATCH users.
+    consolidation_interval_secs: int = Field(default=3600, ge=1)
+    #: θ: two memories of one layer and category are near duplicates when their cosine
+    #: similarity is at least this. Untuned: contradictions ("lives in Shanghai" / "moved to
+    #: Tokyo") are less alike than paraphrases, so a lower θ finds more supersessions at the
+    #: price of larger clusters for the model to sort out.
+    consolidation_similarity: float = Field(default=0.85, gt=0, le=1)
+    #: a user is consolidated when this share of their current memories has a near twin
+    #: (and something is new since the last pass); 0 = whenever anything is new.
+    consolidation_min_near_dup_share: float = Field(default=0.1, ge=0, le=1)
+    #: users enqueued per finder run (backpressure, like DREAMING_BATCH).
+    consolidation_batch: int = Field(default=50, ge=1, le=10000)
+    #: users whose share the finder measures per run (the ones waiting longest first).
+    consolidation_scan_limit: int = Field(default=500, ge=1, le=100000)
+    #: consecutive failed passes (unparseable reply, provider errors) before a user is parked;
+    #: `eros consolidate USER` runs a parked user and un-parks it on success.
+    consolidation_max_attempts: int = Field(default=5, ge=1, le=100)
+    #: the model of the consolidation call; unset = DREAMING_MODEL.
+    consolidation_model: str | None = None
+    #: clusters per call (one call per user); the rest wait for the next pass.
+    consolidation_max_clusters: int = Field(default=30, ge=1, le=500)
+    #: members shown per cluster (the newest); older ones wait for the next pass.
+    consolidation_max_cluster_size: int = Field(default=12, ge=2, le=100)
+    #: max_tokens of the consolidation reply.
+    consolidation_max_tokens: int = Field(default=4000, ge=64)
+
     # --- worker ---------------------------------------------------------------------------
     eros_claim_queue: str = "eros.claim"
     eros_classify_queue: str = "eros.classify"
+    eros_consolidate_queue: str = "eros.consolidate"
     #: Redis visibility timeout; must stay well above the longest retry countdown.
     eros_visibility_timeout_secs: int = Field(default=3600, ge=60)
     eros_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -176,6 +205,10 @@ class Settings(BaseSettings):
     @property
     def llm_is_offline(self) -> bool:
         return self.eros_providers == "offline" or not self.openrouter_api_key
+
+    @property
+    def consolidation_model_name(self) -> str:
+        return self.consolidation_model or self.dreaming_model
 
     @property
     def embedder_is_offline(self) -> bool:

@@ -20,9 +20,9 @@ from eros.celery_app import CLAIM_TASK, CLASSIFY_TASK, create_app
 from eros.core.prompts import load_prompt
 from eros.core.retry import RetryPolicy, compute_backoff, decide
 from eros.db import repo
-from eros.db.engine import dispose_all, get_engine
+from eros.db.engine import check_database, dispose_all, get_engine
 from eros.db.repo import Attempt, Claim, Outcome
-from eros.errors import PermanentError, TransientError
+from eros.errors import ErosError, PermanentError, TransientError
 from eros.providers import make_providers
 from eros.ratelimit import Throttled, make_limiter
 from eros.service.classify import Pipeline, classify, start_attempt
@@ -50,10 +50,31 @@ def _structured_logs(logger: logging.Logger, **_: Any) -> None:
 
 
 @signals.worker_init.connect
-def _serve_metrics(**_: Any) -> None:
-    """The worker's main process serves the metrics of all its pool processes."""
+def _start_checks(**_: Any) -> None:
+    """Refuse to start against an unreachable or unmigrated database, or a vector column of
+    another size than EMBEDDING_DIM: failing loudly at start beats failing every task."""
+    try:
+        check_database(get_engine(settings), settings)
+    except ErosError as err:
+        log.critical("eros worker cannot start: %s", err)
+        raise SystemExit(f"eros: error: {err}") from None
+    llm, embedder = make_providers(settings)
+    log.info("providers: llm=%s%s embedding=%s%s", llm.name, " (offline)" if llm.offline else "",
+             embedder.name, " (offline)" if embedder.offline else "")
     if settings.eros_metrics_port:
         metrics.serve(settings.eros_metrics_port, get_engine(settings), settings)
+
+
+@signals.worker_init.connect
+def _preload_provider_sdks(**_: Any) -> None:
+    """Import the provider SDKs in the main process, before the pool forks, so children
+    inherit them. Otherwise every prefork child imports openai and voyageai on its first task
+    (about 1.5 s of CPU each): a 16-process pool on 2 cores then spends its first ~15 s
+    importing instead of classifying (measured by bench/drain_bench.py)."""
+    if not settings.llm_is_offline:
+        import eros.providers.llm
+    if not settings.embedder_is_offline:
+        import eros.providers.embeddings  # noqa: F401
 
 
 @signals.worker_process_shutdown.connect
@@ -228,3 +249,34 @@ def _db_retry(task: Task, err: Exception, session_id: str, token: uuid.UUID | No
     return task.retry(args=[session_id], kwargs=kwargs, countdown=countdown,
                       exc=TransientError(f"database error: {type(err).__name__}",
                                          provider="database"))
+
+
+# The consolidation tasks register themselves on ``app`` (kept in their own module).
+from eros import consolidation_tasks as _consolidation_tasks  # noqa: E402,F401
+
+# --- recall (issue 5, docs/recall.md) -------------------------------------------------------
+RECALL_TASK = "eros.recall"
+
+
+@app.task(name=RECALL_TASK, ignore_result=False)
+def recall_memories(user_id: str, query: str, instance_id: str | None = None,
+                    strategy: str | None = None, k: int | None = None, scope: str = "both",
+                    include_replaced: bool = False, labels: str | None = None
+                    ) -> dict[str, Any]:
+    """Recall for callers that prefer the queue: ``RecallResult.to_dict()`` plus the rendered
+    ``prompt`` (RECALL_LABELS unless ``labels``). Invalid arguments come back as
+    ``{"error": ...}``; provider errors fail the task — a late recall is useless, so no retry."""
+    from eros.errors import RecallError
+    from eros.recall import recall
+
+    p = pipeline()
+    try:
+        result = recall(p.engine, p.embedder, user_id, query, instance_id=instance_id,
+                        scope=scope, strategy=strategy, k=k,  # type: ignore[arg-type]
+                        include_replaced=include_replaced, settings=settings)
+        payload = result.to_dict()
+        payload["prompt"] = result.render(labels or settings.recall_labels)
+    except (RecallError, ValueError) as err:
+        log.warning("recall for user %s rejected: %s", user_id, err)
+        return {"error": str(err)}
+    return payload

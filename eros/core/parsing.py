@@ -7,7 +7,9 @@ says why the rest was dropped.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +23,9 @@ from eros.core.text import clean_text, normalise_for_dedup
 MAX_CONTENT_CHARS = 1000
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _WORDY_IMPORTANCE = {"low": 0.25, "medium": 0.5, "moderate": 0.5, "high": 0.8, "critical": 1.0}
+#: metadata nested deeper than this is cut (None): deeper JSON would blow the recursion limit
+#: when it is made JSON-safe or serialised for jsonb, turning the reply into a poison pill.
+_MAX_METADATA_DEPTH = 16
 
 ParseStatus = Literal["ok", "empty", "unparseable"]
 
@@ -64,7 +69,10 @@ class Candidate(BaseModel):
                 return None
         if not isinstance(value, int | float) or value != value:  # NaN
             return None
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # a JSON integer beyond float range: clamp like any out-of-range
+            number = math.inf if value > 0 else -math.inf
         if number > 1.0 and number <= 10.0:  # a 1–10 scale
             number /= 10.0
         return min(1.0, max(0.0, number))
@@ -72,7 +80,8 @@ class Candidate(BaseModel):
     @property
     def extra_metadata(self) -> dict[str, Any]:
         """Fields beyond content/category/importance (domain, evidence_type, …), JSON-safe."""
-        return _json_safe(dict(self.model_extra or {}))
+        safe: dict[str, Any] = _json_safe(dict(self.model_extra or {}))
+        return safe
 
 
 @dataclass(frozen=True)
@@ -186,10 +195,8 @@ def _complete_objects(text: str) -> Iterator[Any]:
         end = _balanced_end(text, start, "{")
         if end is None:
             return
-        try:
+        with contextlib.suppress(ValueError, RecursionError):
             yield json.loads(text[start:end])
-        except (ValueError, RecursionError):
-            pass
         position = end - 1
 
 
@@ -213,14 +220,25 @@ def _first_error(err: Exception) -> str:
     return str(err)[:200]
 
 
-def _json_safe(value: Any) -> Any:
-    """Metadata goes into jsonb: strip NULs from strings everywhere, keep structure."""
+def _json_safe(value: Any, depth: int = 0) -> Any:
+    """Metadata goes into jsonb: strip NULs from strings everywhere, keep structure; NaN and
+    ±Infinity (which PostgreSQL's JSON rejects) become null, as does anything nested deeper
+    than ``_MAX_METADATA_DEPTH``."""
     if isinstance(value, str):
         return clean_text(value)
+    if isinstance(value, dict | list) and depth >= _MAX_METADATA_DEPTH:
+        return None
     if isinstance(value, dict):
-        return {clean_text(str(k)): _json_safe(v) for k, v in value.items()}
+        return {clean_text(str(k)): _json_safe(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, float) and value != value:
+        return [_json_safe(v, depth + 1) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def find_json_document(reply: str) -> Any:
+    """The first JSON document in a model reply — the whole text, a fenced block or the first
+    balanced ``{…}``/``[…]`` — or None. Shared by every parser of model replies (extraction,
+    consolidation) so they tolerate the same wrappings."""
+    return _find_document(clean_text(reply))

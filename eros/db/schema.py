@@ -11,6 +11,7 @@ import os
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
+    DDL,
     BigInteger,
     CheckConstraint,
     Column,
@@ -24,6 +25,7 @@ from sqlalchemy import (
     Numeric,
     Table,
     Text,
+    event,
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
@@ -119,6 +121,8 @@ companion_memories = Table(
            ForeignKey(f"{SCHEMA}.companion_memories.id", ondelete="SET NULL"), nullable=True),
     #: when the memory stopped being current.
     Column("replaced_at", DateTime(timezone=True), nullable=True),
+    #: when a consolidation pass judged it in a cluster; NULL = never judged (0005).
+    Column("consolidation_seen_at", DateTime(timezone=True), nullable=True),
     CheckConstraint("status IN ('current', 'merged', 'superseded')",
                     name="ck_companion_memories_status"),
     CheckConstraint(f"category IN {CATEGORIES!r}", name="ck_companion_memories_category"),
@@ -128,9 +132,16 @@ companion_memories = Table(
     Index("ix_companion_memories_session", "session_id"),
     Index("ix_companion_memories_current", "user_id", "created_at",
           postgresql_where=text("status = 'current'")),
+    # Serves recall (0004): capped counts and exact scans per user, layer and category.
+    Index("ix_companion_memories_recall", "user_id", "instance_id", "category",
+          postgresql_where=text("status = 'current'")),
     Index("ix_companion_memories_embedding_hnsw", "embedding",
           postgresql_using="hnsw", postgresql_ops={"embedding": "vector_cosine_ops"}),
 )
+
+# Vectors inline in the heap row, not in TOAST (0004): an exact scan reads one buffer per row.
+event.listen(companion_memories, "after_create", DDL(  # type: ignore[no-untyped-call]
+    f"ALTER TABLE {SCHEMA}.companion_memories ALTER COLUMN embedding SET STORAGE MAIN"))
 
 classification_runs = Table(
     "classification_runs", metadata,

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eros.offline import LocalEmbedder, OfflineExtractor
+from eros.core.consolidation_reply import REQUEST_HEADER
+from eros.offline import LocalEmbedder, OfflineExtractor, offline_consolidation_reply
 from eros.providers.base import Completion, Embeddings, InputType
 
 
 class OfflineChat:
-    """Deterministic heuristic extraction with no network (a demo and load-test aid)."""
+    """Deterministic heuristic extraction with no network (a demo and load-test aid); a
+    consolidation request gets the offline rule "every cluster is duplicates of its newest
+    member" (:func:`eros.offline.offline_consolidation_reply`)."""
 
     name = "offline-heuristic"
     offline = True
@@ -18,6 +21,10 @@ class OfflineChat:
         self._inner = OfflineExtractor()
 
     def complete(self, system: str, user: str, *, max_tokens: int) -> Completion:
+        if user.startswith(REQUEST_HEADER):
+            text = offline_consolidation_reply(user)
+            return Completion(text, "stop", "offline-consolidation",
+                              (len(system) + len(user)) // 4, len(text) // 4)
         reply = self._inner.complete(system, user, max_tokens)
         return Completion(reply.text, reply.finish_reason, reply.model, reply.prompt_tokens,
                           reply.completion_tokens)

@@ -1,0 +1,377 @@
+"""The statements of consolidation (real dreaming) and the functions that run them.
+
+Every function takes a ``Connection``: the service decides the transactions (a read snapshot,
+then one write transaction per pass under a per-user advisory lock). The near-duplicate
+predicate — same user, layer and category, both current, cosine distance ≤ 1 − θ — is written
+once (``_NEAR``) and used by the pass's pair query and by the finder's share, so the finder
+never triggers on a different notion of "near" than the pass acts on.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, text
+
+from eros.core.consolidation import Memory, Pair
+from eros.core.consolidation_plan import Change, HistoryEntry, NewRow
+from eros.db.schema import companion_memories, memory_history
+
+#: first key of the two-key advisory lock: our namespace, so no other lock user collides.
+LOCK_NAMESPACE = "eros.consolidate"
+_NIL = "'00000000-0000-0000-0000-000000000000'::uuid"
+_NEAR = "(a.embedding <=> b.embedding) <= :max_distance"
+
+SNAPSHOT = text("""
+SELECT id, content, category, created_at, importance, instance_id,
+       consolidation_seen_at IS NOT NULL AS seen
+  FROM engine.companion_memories
+ WHERE user_id = :user_id AND status = 'current'
+ ORDER BY created_at, id
+""")
+
+# One scan of the user's current rows, then a hash join on (layer, category) in memory: the
+# user's rows are compared with each other only, never with anyone else's.
+NEAR_PAIRS = text(f"""
+WITH mine AS MATERIALIZED (
+    SELECT id, COALESCE(instance_id, {_NIL}) AS layer, category, embedding
+      FROM engine.companion_memories
+     WHERE user_id = :user_id AND status = 'current' AND embedding IS NOT NULL)
+SELECT a.id AS a, b.id AS b
+  FROM mine a JOIN mine b ON a.layer = b.layer AND a.category = b.category AND a.id < b.id
+ WHERE {_NEAR}
+""")
+
+# After a pass: the current rows that were not in the snapshot (canonical rows just written,
+# memories classify added meanwhile) and their near pairs — so the after-share costs
+# O(new × n) distances instead of a second O(n²) self-join.
+FRESH_ROWS = text("""
+SELECT id, content, category, created_at, importance, instance_id,
+       consolidation_seen_at IS NOT NULL AS seen
+  FROM engine.companion_memories
+ WHERE user_id = :user_id AND status = 'current' AND id <> ALL(CAST(:known AS uuid[]))
+""")
+
+FRESH_PAIRS = text(f"""
+WITH mine AS MATERIALIZED (
+    SELECT id, COALESCE(instance_id, {_NIL}) AS layer, category, embedding,
+           id = ANY(CAST(:fresh AS uuid[])) AS fresh
+      FROM engine.companion_memories
+     WHERE user_id = :user_id AND status = 'current' AND embedding IS NOT NULL)
+SELECT a.id AS a, b.id AS b
+  FROM mine a JOIN mine b ON a.layer = b.layer AND a.category = b.category AND a.id <> b.id
+ WHERE a.fresh AND (NOT b.fresh OR a.id < b.id) AND {_NEAR}
+""")
+
+TRY_LOCK = text("SELECT pg_try_advisory_xact_lock(hashtext(:ns), hashtext(CAST(:user_id AS text)))")
+
+LOCK_CURRENT = text("""
+SELECT id FROM engine.companion_memories
+ WHERE id = ANY(CAST(:ids AS uuid[])) AND status = 'current'
+ FOR UPDATE
+""")
+
+APPLY_CHANGES = text("""
+UPDATE engine.companion_memories AS m
+   SET status = c.status, replaced_by = c.replaced_by, replaced_at = now(),
+       consolidation_seen_at = COALESCE(m.consolidation_seen_at, now())
+  FROM unnest(CAST(:ids AS uuid[]), CAST(:statuses AS text[]), CAST(:targets AS uuid[]))
+       AS c(id, status, replaced_by)
+ WHERE m.id = c.id AND m.status = 'current'
+""")
+
+SET_IMPORTANCE = text("""
+UPDATE engine.companion_memories AS m SET importance = c.importance
+  FROM unnest(CAST(:ids AS uuid[]), CAST(:values AS double precision[])) AS c(id, importance)
+ WHERE m.id = c.id AND m.status = 'current'
+""")
+
+STAMP_SEEN = text("""
+UPDATE engine.companion_memories SET consolidation_seen_at = now()
+ WHERE id = ANY(CAST(:ids AS uuid[])) AND status = 'current' AND consolidation_seen_at IS NULL
+""")
+
+
+def read_snapshot(conn: Connection, user_id: uuid.UUID) -> list[Memory]:
+    return [Memory(r.id, r.content, r.category, r.created_at, r.importance, r.instance_id,
+                   r.seen) for r in conn.execute(SNAPSHOT, {"user_id": user_id})]
+
+
+def near_pairs(conn: Connection, user_id: uuid.UUID, *, similarity: float) -> list[Pair]:
+    rows = conn.execute(NEAR_PAIRS, {"user_id": user_id, "max_distance": 1.0 - similarity})
+    return [(r.a, r.b) for r in rows]
+
+
+def fresh_rows(conn: Connection, user_id: uuid.UUID,
+               known: Sequence[uuid.UUID]) -> list[Memory]:
+    return [Memory(r.id, r.content, r.category, r.created_at, r.importance, r.instance_id,
+                   r.seen) for r in conn.execute(FRESH_ROWS, {"user_id": user_id,
+                                                              "known": list(known)})]
+
+
+def fresh_pairs(conn: Connection, user_id: uuid.UUID, fresh: Sequence[uuid.UUID], *,
+                similarity: float) -> list[Pair]:
+    """Near pairs with at least one end in ``fresh``."""
+    if not fresh:
+        return []
+    rows = conn.execute(FRESH_PAIRS, {"user_id": user_id, "fresh": list(fresh),
+                                      "max_distance": 1.0 - similarity})
+    return [(r.a, r.b) for r in rows]
+
+
+def try_lock(conn: Connection, user_id: uuid.UUID) -> bool:
+    """The per-user pass lock, held until this transaction ends; False if another has it."""
+    return bool(conn.execute(TRY_LOCK, {"ns": LOCK_NAMESPACE, "user_id": str(user_id)})
+                .scalar_one())
+
+
+def lock_current(conn: Connection, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    """Which of ``ids`` are still current, row-locked until commit."""
+    if not ids:
+        return set()
+    return {r.id for r in conn.execute(LOCK_CURRENT, {"ids": list(ids)})}
+
+
+def insert_canonical(conn: Connection, user_id: uuid.UUID,
+                     rows: Sequence[tuple[NewRow, list[float]]], *, model: str,
+                     prompt_version: str, pass_id: str) -> None:
+    if not rows:
+        return
+    conn.execute(insert(companion_memories).values([{
+        "id": row.id, "user_id": user_id, "instance_id": row.instance_id, "session_id": None,
+        "content": row.content, "category": row.category, "importance": row.importance,
+        "embedding": vector, "created_at": row.created_at, "model": model,
+        "metadata": {"consolidated_from": [str(i) for i in row.source_ids],
+                     "prompt_version": prompt_version, "consolidation_pass": pass_id},
+        "consolidation_seen_at": func.now(),
+    } for row, vector in rows]))
+
+
+def apply_changes(conn: Connection, changes: Sequence[Change]) -> int:
+    if not changes:
+        return 0
+    result = conn.execute(APPLY_CHANGES, {
+        "ids": [c.memory_id for c in changes], "statuses": [c.status for c in changes],
+        "targets": [c.replaced_by for c in changes]})
+    return int(result.rowcount)
+
+
+def set_importance(conn: Connection, values: Sequence[tuple[uuid.UUID, float]]) -> None:
+    if values:
+        conn.execute(SET_IMPORTANCE, {"ids": [v[0] for v in values],
+                                      "values": [v[1] for v in values]})
+
+
+def insert_history(conn: Connection, user_id: uuid.UUID, entries: Sequence[HistoryEntry], *,
+                   model: str | None, run: dict[str, Any]) -> None:
+    if entries:
+        conn.execute(insert(memory_history), [{
+            "user_id": user_id, "action": e.action, "result_id": e.result_id,
+            "source_ids": list(e.source_ids), "model": model if e.details.get("kind") == "llm"
+            else None, "details": {**e.details, "run": run}} for e in entries])
+
+
+def stamp_seen(conn: Connection, ids: Sequence[uuid.UUID]) -> None:
+    if ids:
+        conn.execute(STAMP_SEEN, {"ids": list(ids)})
+
+
+# --- per-user state ---------------------------------------------------------------------------
+BEGIN_PASS = text("""
+INSERT INTO engine.consolidation_state AS s (user_id, claimed_at, attempts)
+VALUES (:user_id, now(), 1)
+ON CONFLICT (user_id) DO UPDATE SET claimed_at = now(), attempts = s.attempts + 1
+RETURNING s.attempts
+""")
+
+FINISH_PASS = text("""
+INSERT INTO engine.consolidation_state AS s
+       (user_id, seen_until, last_run_at, claimed_at, attempts, near_dup_share_before,
+        near_dup_share_after, merged_total, superseded_total, last_outcome, last_error)
+VALUES (:user_id, :seen_until, now(), NULL, 0, :before, :after, :merged, :superseded,
+        :outcome, :error)
+ON CONFLICT (user_id) DO UPDATE SET
+       seen_until = COALESCE(EXCLUDED.seen_until, s.seen_until), last_run_at = now(),
+       claimed_at = NULL, attempts = 0, near_dup_share_before = EXCLUDED.near_dup_share_before,
+       near_dup_share_after = EXCLUDED.near_dup_share_after,
+       merged_total = s.merged_total + EXCLUDED.merged_total,
+       superseded_total = s.superseded_total + EXCLUDED.superseded_total,
+       last_outcome = EXCLUDED.last_outcome, last_error = EXCLUDED.last_error
+""")
+
+# A failed pass: nothing about the memories changes, the attempt stays counted.
+RECORD_FAILURE = text("""
+INSERT INTO engine.consolidation_state AS s (user_id, last_run_at, claimed_at, last_outcome,
+                                             last_error, near_dup_share_before)
+VALUES (:user_id, now(), CASE WHEN :keep_claim THEN now() END, :outcome, :error, :before)
+ON CONFLICT (user_id) DO UPDATE SET
+       last_run_at = now(),
+       claimed_at = CASE WHEN :keep_claim THEN now() ELSE NULL END,
+       last_outcome = EXCLUDED.last_outcome, last_error = EXCLUDED.last_error,
+       near_dup_share_before = COALESCE(EXCLUDED.near_dup_share_before,
+                                        s.near_dup_share_before)
+""")
+
+STATE = text("SELECT * FROM engine.consolidation_state WHERE user_id = :user_id")
+
+
+def begin_pass(conn: Connection, user_id: uuid.UUID) -> int:
+    """Count an attempt and refresh the claim (the heartbeat of a pass); the attempt number."""
+    return int(conn.execute(BEGIN_PASS, {"user_id": user_id}).scalar_one())
+
+
+def finish_pass(conn: Connection, user_id: uuid.UUID, *, seen_until: datetime | None,
+                before: float, after: float, merged: int, superseded: int, outcome: str,
+                error: str | None = None) -> None:
+    conn.execute(FINISH_PASS, {"user_id": user_id, "seen_until": seen_until, "before": before,
+                               "after": after, "merged": merged, "superseded": superseded,
+                               "outcome": outcome, "error": error})
+
+
+def record_failure(conn: Connection, user_id: uuid.UUID, *, outcome: str, error: str | None,
+                   before: float | None = None, keep_claim: bool = False) -> None:
+    """``keep_claim`` keeps the user claimed through a retry countdown."""
+    conn.execute(RECORD_FAILURE, {"user_id": user_id, "outcome": outcome,
+                                  "error": (error or "")[:2000] or None, "before": before,
+                                  "keep_claim": keep_claim})
+
+
+def state(conn: Connection, user_id: uuid.UUID) -> dict[str, Any] | None:
+    row = conn.execute(STATE, {"user_id": user_id}).first()
+    return dict(row._mapping) if row is not None else None
+
+
+# --- the finder -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CandidateUser:
+    user_id: uuid.UUID
+    newest: datetime
+    total: int
+    near: int
+
+    @property
+    def share(self) -> float:
+        return self.near / self.total if self.total else 0.0
+
+
+# Users with current memories newer than what the finder or a pass last looked at (an
+# index-only scan of ix_companion_memories_current), not claimed, not parked; the
+# longest-waiting first. Only for those few is the share computed, each against its own rows
+# (a semi-join per memory that stops at the first near twin). A classify committing late with
+# an older created_at can slip under the watermark: it is then noticed with the user's next
+# memory — a late trigger, never a wrong merge (the pass itself reads everything current).
+FIND_CANDIDATES = text("""
+WITH fresh AS (
+    SELECT user_id, max(created_at) AS newest
+      FROM engine.companion_memories
+     WHERE status = 'current'
+     GROUP BY user_id),
+candidates AS (
+    SELECT f.user_id, f.newest
+      FROM fresh f LEFT JOIN engine.consolidation_state s ON s.user_id = f.user_id
+     WHERE (s.seen_until IS NULL OR f.newest > s.seen_until)
+       AND (s.claimed_at IS NULL OR s.claimed_at < now() - make_interval(secs => :stale_secs))
+       AND COALESCE(s.attempts, 0) < :max_attempts
+     ORDER BY s.seen_until NULLS FIRST, f.newest
+     LIMIT :scan_limit)
+SELECT c.user_id, c.newest, sh.total, sh.near
+  FROM candidates c
+  CROSS JOIN LATERAL (
+      SELECT count(*) AS total,
+             count(*) FILTER (WHERE EXISTS (
+                 SELECT 1 FROM engine.companion_memories b
+                  WHERE b.user_id = a.user_id AND b.status = 'current'
+                    AND b.category = a.category
+                    AND b.instance_id IS NOT DISTINCT FROM a.instance_id
+                    AND b.id <> a.id AND (a.embedding <=> b.embedding) <= :max_distance))
+                 AS near
+        FROM engine.companion_memories a
+       WHERE a.user_id = c.user_id AND a.status = 'current') sh
+""")
+
+# Disjoint claims for concurrent finders: a row claimed (or being claimed) by another finder
+# fails the WHERE after its lock is released, so it is neither updated nor returned.
+CLAIM_USERS = text("""
+INSERT INTO engine.consolidation_state AS s (user_id, claimed_at)
+SELECT unnest(CAST(:ids AS uuid[])), now()
+ON CONFLICT (user_id) DO UPDATE SET claimed_at = now()
+ WHERE s.claimed_at IS NULL OR s.claimed_at < now() - make_interval(secs => :stale_secs)
+RETURNING s.user_id
+""")
+
+# Below the threshold: remember what was looked at, so the user is measured again only when
+# something newer arrives.
+MARK_CHECKED = text("""
+INSERT INTO engine.consolidation_state AS s (user_id, seen_until)
+SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:newest AS timestamptz[]))
+ON CONFLICT (user_id) DO UPDATE
+   SET seen_until = GREATEST(s.seen_until, EXCLUDED.seen_until)
+""")
+
+
+def find_candidates(conn: Connection, *, similarity: float, stale_secs: float,
+                    max_attempts: int, scan_limit: int) -> list[CandidateUser]:
+    rows = conn.execute(FIND_CANDIDATES, {
+        "max_distance": 1.0 - similarity, "stale_secs": stale_secs,
+        "max_attempts": max_attempts, "scan_limit": scan_limit})
+    return [CandidateUser(r.user_id, r.newest, int(r.total), int(r.near)) for r in rows]
+
+
+def claim_users(conn: Connection, user_ids: Sequence[uuid.UUID], *,
+                stale_secs: float) -> list[uuid.UUID]:
+    if not user_ids:
+        return []
+    rows = conn.execute(CLAIM_USERS, {"ids": list(user_ids), "stale_secs": stale_secs})
+    return [r.user_id for r in rows]
+
+
+def mark_checked(conn: Connection, users: Sequence[CandidateUser]) -> None:
+    if users:
+        conn.execute(MARK_CHECKED, {"ids": [u.user_id for u in users],
+                                    "newest": [u.newest for u in users]})
+
+
+# --- lineage (eros memories USER --history) ---------------------------------------------------
+REPLACED_BY = text("""
+SELECT m.id, m.status, m.replaced_by, m.replaced_at, r.content AS replacement
+  FROM engine.companion_memories m
+  LEFT JOIN engine.companion_memories r ON r.id = m.replaced_by
+ WHERE m.id = ANY(CAST(:ids AS uuid[]))
+""")
+
+REPLACED = text("""
+SELECT h.result_id, h.action, h.model, h.created_at, src.id AS source_id, s.content, s.status
+  FROM engine.memory_history h
+ CROSS JOIN LATERAL unnest(h.source_ids) AS src(id)
+  LEFT JOIN engine.companion_memories s ON s.id = src.id
+ WHERE h.user_id = :user_id AND h.result_id = ANY(CAST(:ids AS uuid[]))
+ ORDER BY h.created_at, h.id
+""")
+
+
+@dataclass
+class Lineage:
+    """What one memory replaced (from memory_history) and what replaced it (its row)."""
+
+    replaced: list[dict[str, Any]]
+    replaced_by: dict[str, Any] | None
+
+
+def lineage(conn: Connection, user_id: uuid.UUID,
+            ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Lineage]:
+    out = {i: Lineage([], None) for i in ids}
+    if not ids:
+        return out
+    for r in conn.execute(REPLACED_BY, {"ids": list(ids)}):
+        if r.replaced_by is not None:
+            out[r.id].replaced_by = {"id": r.replaced_by, "status": r.status,
+                                     "at": r.replaced_at, "content": r.replacement}
+    for r in conn.execute(REPLACED, {"user_id": user_id, "ids": list(ids)}):
+        out[r.result_id].replaced.append({"id": r.source_id, "action": r.action,
+                                          "content": r.content, "model": r.model,
+                                          "at": r.created_at})
+    return out

@@ -1,0 +1,305 @@
+"""Consolidate one user's memories (real dreaming): merge duplicates, supersede outdated facts.
+
+The order is what makes it safe:
+
+1. read a snapshot (one REPEATABLE READ transaction: the current memories and their near
+   pairs agree with each other) and release it — memories created after this point are not
+   in the snapshot and are left for the next pass;
+2. cluster (pure), then at most ONE model call for all the user's clusters and at most ONE
+   embedding call for all new canonical rows, with no transaction open;
+3. one write transaction that takes the per-user advisory lock (``pg_try_advisory_xact_lock``;
+   a second pass for the same user gives up — the holder is doing the same work), re-checks
+   that every row a step touches is still current (a concurrent pass may have consolidated it
+   meanwhile: that step is skipped) and writes everything: canonical rows, members marked
+   ``merged``/``superseded`` with ``replaced_by``/``replaced_at``, ``memory_history`` rows, the
+   "considered" stamps and ``consolidation_state``. A crash anywhere before the commit changes
+   no memory; a redelivered task then finds nothing left to do.
+
+Faults follow classification: a network error propagates as TransientError (the task retries
+with backoff), a reply that cannot be parsed changes nothing and is recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+
+from eros.core.consolidation import (
+    Memory,
+    Pair,
+    Selection,
+    cluster,
+    near_dup_share,
+    select_clusters,
+)
+from eros.core.consolidation_plan import Plan, Step, build_plan
+from eros.core.consolidation_reply import ReplyResult, build_request, parse_reply
+from eros.core.prompts import Prompt
+from eros.db import consolidation_sql as sql
+from eros.errors import PermanentError
+from eros.providers.base import ChatCompleter, Embedder
+from eros.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Consolidator:
+    """What a pass needs, built once per worker process."""
+
+    settings: Settings
+    engine: Engine
+    llm: ChatCompleter
+    embedder: Embedder
+    prompt: Prompt
+
+
+@dataclass
+class ConsolidationReport:
+    """What one pass found and did (or, dry-run, would do): for logs, the CLI, the task's
+    result, tests and metrics (:meth:`metrics`)."""
+
+    user_id: str
+    outcome: str = "pending"
+    dry_run: bool = False
+    memories: int = 0
+    share_before: float = 0.0
+    share_after: float | None = None
+    exact_groups: int = 0
+    clusters: int = 0
+    clusters_sent: int = 0
+    clusters_deferred: int = 0
+    clusters_settled: int = 0
+    merged: int = 0
+    superseded: int = 0
+    canonical_written: int = 0
+    steps_skipped: int = 0
+    llm_calls: int = 0
+    embedding_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    embedding_tokens: int = 0
+    model: str | None = None
+    error: str | None = None
+    raw_reply: str = ""
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    cluster_view: list[dict[str, Any]] = field(default_factory=list)
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    #: milliseconds per phase: read, cluster, llm, embed, write.
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def metrics(self) -> dict[str, float]:
+        """The numbers worth exporting (e.g. as Prometheus counters/gauges), by name."""
+        return {"near_dup_share_before": self.share_before,
+                "near_dup_share_after": self.share_after if self.share_after is not None
+                else self.share_before,
+                "memories_merged": self.merged, "memories_superseded": self.superseded,
+                "canonical_written": self.canonical_written, "llm_calls": self.llm_calls,
+                "embedding_calls": self.embedding_calls, "clusters_sent": self.clusters_sent,
+                "clusters_rejected": len(self.rejected),
+                **{f"{k}_ms": v for k, v in self.timings.items()}}
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@contextmanager
+def _timed(report: ConsolidationReport, phase: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        report.timings[phase] = round((time.perf_counter() - start) * 1000, 3)
+
+
+def start_pass(c: Consolidator, user_id: uuid.UUID) -> int:
+    """Count an attempt and (re)claim the user; returns the attempt number."""
+    with c.engine.begin() as conn:
+        return sql.begin_pass(conn, user_id)
+
+
+def record_failure(c: Consolidator, user_id: uuid.UUID, outcome: str, error: str, *,
+                   keep_claim: bool = False) -> None:
+    with c.engine.begin() as conn:
+        sql.record_failure(conn, user_id, outcome=outcome, error=error, keep_claim=keep_claim)
+
+
+def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
+                new_id: Callable[[], uuid.UUID] = uuid.uuid4) -> ConsolidationReport:
+    """One pass for one user; raises TransientError/PermanentError from the providers."""
+    s = c.settings
+    report = ConsolidationReport(str(user_id), dry_run=dry_run)
+    with _timed(report, "read"), c.engine.connect() as conn, \
+            conn.execution_options(isolation_level="REPEATABLE READ").begin():
+        memories = sql.read_snapshot(conn, user_id)
+        pairs = sql.near_pairs(conn, user_id, similarity=s.consolidation_similarity)
+    with _timed(report, "cluster"):
+        clustering = cluster(memories, pairs, max_size=s.consolidation_max_cluster_size)
+        selection = select_clusters(clustering.clusters, max_clusters=s.consolidation_max_clusters)
+    report.memories, report.share_before = len(memories), round(clustering.share.value, 4)
+    report.exact_groups, report.clusters = len(clustering.exact), len(clustering.clusters)
+    report.clusters_sent, report.clusters_deferred = len(selection.sent), len(selection.deferred)
+    report.clusters_settled = len(selection.settled)
+    report.cluster_view = _cluster_view(selection)
+    reply: ReplyResult | None = None
+    if selection.sent:
+        with _timed(report, "llm"):
+            reply = _ask(c, selection, report)
+        if reply.status == "unparseable":
+            report.outcome, report.error = "unparseable", reply.error
+            if not dry_run:
+                with c.engine.begin() as conn:
+                    sql.record_failure(conn, user_id, outcome="unparseable", error=reply.error,
+                                       before=report.share_before)
+            log.warning("consolidation reply for user %s unparseable: %s", user_id, reply.error)
+            return report
+    plan = build_plan(clustering, selection, reply, new_id=new_id)
+    by_id = {m.id: m for m in memories}
+    report.changes = [_describe(step, by_id) for step in plan.steps]
+    if dry_run:
+        report.outcome = "dry_run"
+        report.merged, report.superseded = plan.merged, plan.superseded
+        report.canonical_written = len(plan.new_rows)
+        return report
+    vectors: dict[uuid.UUID, list[float]] = {}
+    if plan.new_rows:
+        with _timed(report, "embed"):
+            vectors = _embed(c, plan, report)
+    with _timed(report, "write"):
+        _write(c, user_id, memories, pairs, plan, vectors, report)
+    return report
+
+
+def _ask(c: Consolidator, selection: Selection, report: ConsolidationReport) -> ReplyResult:
+    request = build_request(selection.sent, datetime.now(UTC).date())
+    completion = c.llm.complete(c.prompt.system, request,
+                                max_tokens=c.settings.consolidation_max_tokens)
+    report.llm_calls += 1
+    report.model, report.raw_reply = completion.model, completion.text
+    report.prompt_tokens += completion.prompt_tokens
+    report.completion_tokens += completion.completion_tokens
+    reply = parse_reply(completion.text, selection.sent)
+    if reply.status == "unparseable" and completion.truncated:
+        return ReplyResult("unparseable", error="reply cut off at CONSOLIDATION_MAX_TOKENS "
+                           f"({c.settings.consolidation_max_tokens}) before it was complete")
+    report.rejected = [{"cluster": r.cluster, "reason": r.reason} for r in reply.rejected]
+    return reply
+
+
+def _embed(c: Consolidator, plan: Plan, report: ConsolidationReport
+           ) -> dict[uuid.UUID, list[float]]:
+    rows = plan.new_rows
+    result = c.embedder.embed([r.content for r in rows], input_type="document")
+    report.embedding_calls += 1
+    report.embedding_tokens += result.total_tokens
+    if len(result.vectors) != len(rows):
+        raise PermanentError(f"embedding returned {len(result.vectors)} vectors for "
+                             f"{len(rows)} texts", provider="embedding")
+    return {r.id: v for r, v in zip(rows, result.vectors, strict=True)}
+
+
+def _share_after(conn: Connection, user_id: uuid.UUID, memories: list[Memory],
+                 pairs: list[Pair], applied: list[Step], similarity: float) -> float:
+    """The share as it is now: the snapshot's pairs minus what was replaced, plus the pairs of
+    every current row the snapshot did not have (exact, without a second full self-join)."""
+    replaced = {ch.memory_id for st in applied for ch in st.changes}
+    survivors = [m for m in memories if m.id not in replaced]
+    fresh = sql.fresh_rows(conn, user_id, [m.id for m in memories])
+    kept_pairs = [(a, b) for a, b in pairs if a not in replaced and b not in replaced]
+    new_pairs = sql.fresh_pairs(conn, user_id, [m.id for m in fresh], similarity=similarity)
+    return near_dup_share([*survivors, *fresh], [*kept_pairs, *new_pairs]).value
+
+
+def _write(c: Consolidator, user_id: uuid.UUID, memories: list[Memory], pairs: list[Pair],
+           plan: Plan, vectors: dict[uuid.UUID, list[float]],
+           report: ConsolidationReport) -> None:
+    s = c.settings
+    pass_id = str(uuid.uuid4())
+    with c.engine.begin() as conn:
+        if not sql.try_lock(conn, user_id):
+            report.outcome = "busy"
+            log.info("user %s: another consolidation pass holds the lock; leaving it", user_id)
+            return
+        required = sorted({i for step in plan.steps for i in step.requires}, key=str)
+        current = sql.lock_current(conn, required)
+        applied = [st for st in plan.steps if all(i in current for i in st.requires)]
+        skipped = [st for st in plan.steps if st not in applied]
+        sql.insert_canonical(conn, user_id,
+                             [(st.new_row, vectors[st.new_row.id]) for st in applied
+                              if st.new_row is not None],
+                             model=s.consolidation_model_name, prompt_version=c.prompt.version,
+                             pass_id=pass_id)
+        sql.apply_changes(conn, [ch for st in applied for ch in st.changes])
+        sql.set_importance(conn, [st.importance for st in applied if st.importance])
+        untouchable = {i for st in skipped for i in st.requires}
+        sql.stamp_seen(conn, sorted(plan.judged - untouchable, key=str))
+        report.share_after = round(_share_after(conn, user_id, memories, pairs, applied,
+                                                s.consolidation_similarity), 4)
+        report.merged = sum(st.merged for st in applied)
+        report.superseded = sum(st.superseded for st in applied)
+        report.canonical_written = sum(1 for st in applied if st.new_row is not None)
+        report.steps_skipped = len(skipped)
+        run = {"pass": pass_id, "share_before": report.share_before,
+               "share_after": report.share_after, "merged": report.merged,
+               "superseded": report.superseded}
+        sql.insert_history(conn, user_id, [h for st in applied for h in st.history],
+                           model=report.model, run=run)
+        report.outcome = "consolidated" if applied else "nothing_to_do"
+        if report.rejected:
+            report.error = f"{len(report.rejected)} of {report.clusters_sent} clusters " \
+                "rejected: " + "; ".join(f"cluster {r['cluster']}: {r['reason']}"
+                                         for r in report.rejected)[:1800]
+        sql.finish_pass(conn, user_id, seen_until=_seen_until(memories, plan),
+                        before=report.share_before, after=report.share_after,
+                        merged=report.merged, superseded=report.superseded,
+                        outcome=report.outcome, error=report.error)
+    log.info("user %s consolidated: merged=%d superseded=%d share %.3f -> %.3f", user_id,
+             report.merged, report.superseded, report.share_before, report.share_after)
+
+
+def _seen_until(memories: list[Memory], plan: Plan) -> datetime | None:
+    """The finder's watermark: the newest memory read — or, when clusters did not fit this
+    call, just below the oldest of them, so the next finder run comes back for them."""
+    unresolved = [m.created_at for m in memories if m.id in plan.unresolved]
+    if unresolved:
+        return min(unresolved) - timedelta(microseconds=1)
+    return max((m.created_at for m in memories), default=None)
+
+
+def _cluster_view(selection: Selection) -> list[dict[str, Any]]:
+    view = []
+    for item in selection.sent:
+        view.append({"cluster": item.number, "category": item.cluster.category, "sent": True,
+                     "members": [_member(n, m) for n, m in zip(item.numbers,
+                                                               item.cluster.members,
+                                                               strict=True)]})
+    for other in (*selection.deferred, *selection.settled):
+        view.append({"cluster": None, "category": other.category, "sent": False,
+                     "reason": "deferred" if other in selection.deferred else "already judged",
+                     "members": [_member(None, m) for m in other.members]})
+    return view
+
+
+def _member(number: int | None, m: Memory) -> dict[str, Any]:
+    return {"number": number, "id": str(m.id), "content": m.content,
+            "created_at": m.created_at.isoformat(), "new": not m.seen}
+
+
+def _describe(step: Step, by_id: dict[uuid.UUID, Memory]) -> dict[str, Any]:
+    """One step as a person reads it: which rows stop being current, into what."""
+    target = step.new_row.content if step.new_row else by_id[step.result_id].content \
+        if step.result_id in by_id else None
+    return {"kind": step.kind, "cluster": step.cluster,
+            "result_id": str(step.result_id), "result": target,
+            "new_row": step.new_row is not None,
+            "changes": [{"id": str(ch.memory_id), "status": ch.status,
+                         "content": by_id[ch.memory_id].content if ch.memory_id in by_id
+                         else None} for ch in step.changes]}
