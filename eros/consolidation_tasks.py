@@ -19,6 +19,7 @@ from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from eros import metrics
 from eros.celery_app import CONSOLIDATE_TASK, FIND_CONSOLIDATION_TASK
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.core.retry import RetryPolicy, compute_backoff, decide
@@ -106,6 +107,21 @@ def consolidate_user(self: Task, user_id: str) -> dict[str, Any]:
         raise self.retry(args=[user_id], countdown=countdown,
                          exc=TransientError(f"database error: {type(err).__name__}",
                                             provider="database")) from None
+    _observe(report.outcome, report.merged, report.superseded, report.share_before,
+             report.share_after)
     return {"user_id": user_id, "outcome": report.outcome, "merged": report.merged,
             "superseded": report.superseded, "llm_calls": report.llm_calls,
             "share_before": report.share_before, "share_after": report.share_after}
+
+
+def _observe(outcome: str, merged: int, superseded: int, before: float | None,
+             after: float | None) -> None:
+    """Prometheus: runs by outcome, memories merged/superseded, share before and after."""
+    metrics.CONSOLIDATION_RUNS.labels(outcome).inc()
+    if merged:
+        metrics.CONSOLIDATED.labels("merged").inc(merged)
+    if superseded:
+        metrics.CONSOLIDATED.labels("superseded").inc(superseded)
+    for when, share in (("before", before), ("after", after)):
+        if share is not None:
+            metrics.NEAR_DUP_SHARE.labels(when).observe(share)

@@ -41,6 +41,13 @@ EMBED_LATENCY = Histogram("eros_embedding_latency_seconds", "Embedding call late
 TOKENS = Counter("eros_tokens", "Tokens used", ["kind"])
 COST = Counter("eros_cost_usd", "Estimated provider cost in US dollars")
 MEMORIES = Counter("eros_memories_written", "Memories written")
+CONSOLIDATION_RUNS = Counter("eros_consolidation_runs", "Consolidation passes by outcome",
+                             ["outcome"])
+CONSOLIDATED = Counter("eros_consolidated_memories", "Memories merged or superseded",
+                       ["action"])
+NEAR_DUP_SHARE = Histogram("eros_near_duplicate_share",
+                           "Near-duplicate share of a consolidated user's memories",
+                           ["when"], buckets=(0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1))
 
 
 def record_outcome(outcome: str, *, memories: int = 0, prompt_tokens: int = 0,
