@@ -10,6 +10,7 @@ import pytest
 import redis
 from sqlalchemy import Engine, create_engine
 
+from tests.fakes import FakeLLMServer, FakeVoyageServer
 from tests.support.services import TemplateDatabases, postgres_server, redis_server
 
 # Tests must never reach a real provider or an operator's database by accident.
@@ -68,3 +69,17 @@ def redis_url(redis_base: str) -> Iterator[str]:
     yield url
     client.flushdb()
     client.close()
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLMServer]:
+    """A local server speaking the OpenAI chat-completions wire format."""
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def voyage() -> Iterator[FakeVoyageServer]:
+    """A local server speaking the Voyage embeddings wire format."""
+    with FakeVoyageServer() as server:
+        yield server

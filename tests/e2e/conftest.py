@@ -12,18 +12,6 @@ from tests.support.workers import BeatProcess, WorkerProcess, worker_env
 
 
 @pytest.fixture
-def llm() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture
-def voyage() -> Iterator[FakeVoyageServer]:
-    with FakeVoyageServer() as server:
-        yield server
-
-
-@pytest.fixture
 def stack_env(db_url: str, redis_url: str, llm: FakeLLMServer,
               voyage: FakeVoyageServer) -> dict[str, str]:
     """Short windows so stale-claim rescue and retries happen within a test's time."""

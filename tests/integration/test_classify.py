@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from sqlalchemy import Engine, text
 
@@ -16,18 +14,6 @@ from eros.service.classify import Pipeline, classify, start_attempt
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
 from tests.support.data import add_session, mem_line
-
-
-@pytest.fixture
-def llm() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture
-def voyage() -> Iterator[FakeVoyageServer]:
-    with FakeVoyageServer() as server:
-        yield server
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -83,18 +82,6 @@ def answer(number: int, content: str, dup: list[int], sup: list[int] = (),
     return {"cluster": number, "canonical": {"content": content, "category": category,
                                              "importance": 0.8},
             "duplicates": dup, "superseded": list(sup), "separate": []}
-
-
-@pytest.fixture
-def llm() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture
-def voyage() -> Iterator[FakeVoyageServer]:
-    with FakeVoyageServer() as server:
-        yield server
 
 
 @pytest.fixture
