@@ -115,6 +115,10 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY: the handler writes the headers and the body in separate sends; with Nagle
+    # on, the body waits for the client's delayed ACK of the headers on a kept-alive
+    # connection, adding ~40 ms to every response (measured: 48 ms -> 7 ms at zero latency).
+    disable_nagle_algorithm = True
     server: _Server
 
     def setup(self) -> None:

@@ -1,0 +1,364 @@
+"""Drain throughput: idle sessions through real beat + celery workers against local fake
+provider APIs (300 ms LLM, 30 ms embedding), against a reference-style sequential loop.
+
+Why it matters: the reference classifies sessions one after another, one embedding call per
+candidate, 10 sessions per 5-minute tick (weakness 6: about 120 sessions an hour). Ours fans out
+one task per session, so throughput should approach the bound set by concurrency and provider
+latency: ``concurrency / (0.3 + 0.03) s``. What stands between us and that bound (dispatch,
+database round trips, CPU on a 2-core box) is what this measures.
+
+OUR path: its own embedded PostgreSQL (migrated clone), Redis from
+``tests.support.services.redis_server()`` with queue names unique to the run, the fake servers
+as separate processes, a real ``celery beat`` (DREAMING_TICK_SECS=1), a dedicated solo claim
+worker and the classify worker(s). Every session has three ``MEM fact 0.5 <unique>`` user
+turns, so the expected result is exactly three memories each.
+
+BASELINE (reference-style, in-process, same fake servers): claim 10 with the reference's
+claim SQL, then per session one LLM call, one embedding call PER CANDIDATE, each memory inserted
+and committed on its own, then the stamp. It runs on a smaller sample and its per-session
+rate is extrapolated; ticks run back to back, so the rate shown is what the loop could do
+unthrottled. The reference's real ceiling is the tick: 10 sessions / 300 s = 120 per hour.
+
+    python -m bench.drain_bench [--sessions 2000] [--baseline-sessions 100]
+        [--workers 1] [--concurrency 16] [--pool prefork|threads]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, text
+
+from bench.claim_bench import machine
+from bench.drain_reference import reference_drain
+from bench.drain_support import CpuMeter, FakeServer, postmaster_pid, tree_memory
+from tests.support.services import TemplateDatabases, postgres_server, redis_server
+from tests.support.workers import BeatProcess, WorkerProcess, worker_env
+
+ROOT = Path(__file__).resolve().parents[1]
+LLM_MS = 300.0
+EMBED_MS = 30.0
+MEMORIES_PER_SESSION = 3
+
+SEED_SESSIONS = text("""
+INSERT INTO engine.chat_sessions (user_id, last_active_at)
+SELECT gen_random_uuid(), now() - make_interval(secs => 7200 + g)
+  FROM generate_series(1, :n) AS g
+""")
+# Three user turns a minute apart, ending at last_active_at (so the sessions stay idle).
+SEED_MESSAGES = text("""
+INSERT INTO engine.chat_messages (session_id, role, content, sent_at)
+SELECT s.id, 'user', format('MEM fact 0.5 remembers %s item %s', s.id, k),
+       s.last_active_at - make_interval(mins => 3 - k)
+  FROM engine.chat_sessions AS s CROSS JOIN generate_series(1, 3) AS k
+ ORDER BY s.id, k
+""")
+
+
+@dataclass
+class Verification:
+    memories: int
+    expected: int
+    duplicates: int
+    unfinished: int
+    wrong_sessions: int
+
+    @property
+    def ok(self) -> bool:
+        return (self.memories == self.expected and not self.duplicates and not self.unfinished
+                and not self.wrong_sessions)
+
+
+@dataclass
+class Result:
+    label: str
+    sessions: int
+    seconds: float
+    sessions_per_s: float
+    steady_per_s: float
+    concurrency: int
+    llm_calls_per_session: float
+    embed_calls_per_session: float
+    rss_mb: float
+    pss_mb: float
+    verification: Verification
+    note: str = ""
+    cpu: str = ""
+    tasks: str = ""
+
+
+def seed(engine: Engine, count: int) -> None:
+    with engine.begin() as conn:
+        conn.execute(SEED_SESSIONS, {"n": count})
+        conn.execute(SEED_MESSAGES)
+
+
+def verify(engine: Engine, count: int) -> Verification:
+    """Exactly three memories per session, each the session's own, none twice, all stamped."""
+    with engine.connect() as conn:
+        row = conn.execute(text("""
+            SELECT count(*) AS memories,
+                   count(*) - count(DISTINCT (session_id, content)) AS duplicates,
+                   count(*) FILTER (WHERE position(session_id::text IN content) = 0) AS wrong
+              FROM engine.companion_memories""")).one()
+        unfinished = conn.execute(text(
+            "SELECT count(*) FROM engine.chat_sessions WHERE classified_at IS NULL")).scalar_one()
+    return Verification(row.memories, count * MEMORIES_PER_SESSION, row.duplicates,
+                        int(unfinished), row.wrong)
+
+
+def finish_times(engine: Engine) -> list[float]:
+    with engine.connect() as conn:
+        return sorted(float(t) for t in conn.execute(text(
+            "SELECT extract(epoch FROM classified_at) FROM engine.chat_sessions"
+            " WHERE classified_at IS NOT NULL")).scalars())
+
+
+def steady_rate(times: list[float]) -> float:
+    """Sessions per second between the 10th and 90th percentile finish: no ramp-up or tail."""
+    if len(times) < 20:
+        return 0.0
+    lo, hi = times[len(times) // 10], times[len(times) * 9 // 10]
+    return (len(times) * 9 // 10 - len(times) // 10) / max(hi - lo, 1e-9)
+
+
+@contextmanager
+def stack() -> Iterator[tuple[TemplateDatabases, str]]:
+    with postgres_server() as pg, redis_server() as redis_base:
+        templates = TemplateDatabases(pg)
+        try:
+            redis_url = (f"{redis_base}?virtual_host=0" if redis_base.startswith("redis+socket")
+                         else f"{redis_base}/0")
+            yield templates, redis_url
+        finally:
+            templates.close()
+
+
+def run_ours(args: argparse.Namespace, templates: TemplateDatabases, redis_url: str,
+             llm: FakeServer, voyage: FakeServer, log_dir: Path) -> Result:
+    db_url = templates.clone()
+    engine = create_engine(db_url, pool_size=2)
+    seed(engine, args.sessions)
+    run = uuid.uuid4().hex[:8]
+    env = worker_env(db_url, redis_url, llm.url, voyage.url,
+                     DREAMING_TICK_SECS="1", DREAMING_BATCH=str(args.batch),
+                     DREAMING_IDLE_SECS="60",
+                     EROS_CLAIM_QUEUE=f"bench-{run}.claim",
+                     EROS_CLASSIFY_QUEUE=f"bench-{run}.classify")
+    concurrency = args.workers * args.concurrency
+    with ExitStack() as cleanup:
+        workers = []
+        ports = [free_port() if args.metrics else 0 for _ in range(args.workers)]
+        for i in range(args.workers):
+            worker_env_i = {**env, "EROS_METRICS_PORT": str(ports[i])}
+            worker = WorkerProcess(worker_env_i, name=f"classify{i}-{run}",
+                                   concurrency=args.concurrency,
+                                   pool=args.pool, log_dir=log_dir,
+                                   queues=env["EROS_CLASSIFY_QUEUE"])
+            cleanup.callback(worker.stop)
+            workers.append(worker)
+        claimer = WorkerProcess(env, name=f"claim-{run}", concurrency=1, pool="solo",
+                                log_dir=log_dir, queues=env["EROS_CLAIM_QUEUE"])
+        cleanup.callback(claimer.stop)
+        for worker in [*workers, claimer]:
+            worker.wait_ready(timeout=120)
+        llm_before, embed_before = llm.requests(), voyage.requests()
+        beat = BeatProcess(env, log_dir=log_dir, name=f"beat-{run}")
+        cleanup.callback(beat.stop)
+        pids = [w.proc.pid for w in workers]
+        meter = CpuMeter({"classify worker(s)": pids,
+                          "claim worker + beat": [claimer.proc.pid, beat.proc.pid],
+                          "fake LLM server": [llm.proc.pid],
+                          "fake Voyage server": [voyage.proc.pid],
+                          "postgres": [postmaster_pid(data_directory(engine))]})
+        meter.start()
+        t0 = wait_first_claim(engine)
+        peak_rss = peak_pss = 0.0
+        deadline = time.monotonic() + max(300.0, args.sessions / 2)
+        while unfinished(engine):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"drain did not finish; logs in {log_dir}")
+            rss, pss = tree_memory(pids)
+            peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
+            time.sleep(0.5)
+        meter.stop()
+        llm_calls, embed_calls = llm.requests() - llm_before, voyage.requests() - embed_before
+        calls = call_latencies([p for p in ports if p])
+    times = finish_times(engine)
+    verification = verify(engine, args.sessions)
+    engine.dispose()
+    seconds = times[-1] - t0
+    return Result(f"ours: {args.workers}x {args.pool} -c {args.concurrency}", args.sessions,
+                  seconds, args.sessions / seconds, steady_rate(times), concurrency,
+                  llm_calls / args.sessions, embed_calls / args.sessions, peak_rss, peak_pss,
+                  verification, note="beat tick 1 s + solo claim worker (not in memory)",
+                  cpu=meter.table(args.sessions),
+                  tasks=task_times([w.log() for w in workers], concurrency, seconds) + calls)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def call_latencies(ports: list[int]) -> str:
+    """Mean LLM and embedding call latency as the tasks saw it (``--metrics``: the workers'
+    Prometheus histograms), to tell slow calls from time spent elsewhere in a task."""
+    if not ports:
+        return ""
+    sums: dict[str, float] = {}
+    for port in ports:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+            for line in resp.read().decode().splitlines():
+                m = re.match(r"eros_(llm|embedding)_latency_seconds_(sum|count)(?:\{[^}]*\})? "
+                             r"([0-9.e+-]+)$", line)
+                if m:
+                    key = f"{m.group(1)}_{m.group(2)}"
+                    sums[key] = sums.get(key, 0.0) + float(m.group(3))
+    parts = [f"{kind} call mean {sums[kind + '_sum'] / sums[kind + '_count']:.3f}s"
+             for kind in ("llm", "embedding") if sums.get(kind + "_count")]
+    return "; " + ", ".join(parts) if parts else "; no latency metrics scraped"
+
+
+def task_times(logs: list[str], concurrency: int, wall: float) -> str:
+    """Task durations as Celery logged them, and how busy the pool was: tells time lost
+    inside tasks (slow calls, CPU starvation) from time lost between them (dispatch)."""
+    durations = sorted(float(m) for log in logs
+                       for m in re.findall(r"classify_session\[[^\]]+\] succeeded in ([0-9.]+)s",
+                                           log))
+    if not durations:
+        return "no task durations found in the worker logs"
+    def pct(q: float) -> float:
+        return durations[min(len(durations) - 1, int(q * len(durations)))]
+    busy = sum(durations) / (concurrency * wall)
+    return (f"{len(durations)} tasks, duration median {pct(0.5):.3f}s p90 {pct(0.9):.3f}s "
+            f"p99 {pct(0.99):.3f}s (ideal {(LLM_MS + EMBED_MS) / 1000:.2f}s); "
+            f"pool busy {100 * busy:.0f}% of {concurrency} slots over the drain")
+
+
+def unfinished(engine: Engine) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(text("SELECT count(*) FROM engine.chat_sessions"
+                                     " WHERE classified_at IS NULL")).scalar_one())
+
+
+def data_directory(engine: Engine) -> str:
+    with engine.connect() as conn:
+        return str(conn.execute(text("SHOW data_directory")).scalar_one())
+
+
+def wait_first_claim(engine: Engine, timeout: float = 60.0) -> float:
+    """Wall time at which the first tick's claim landed (polled every 20 ms)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with engine.connect() as conn:
+            if conn.execute(text("SELECT EXISTS (SELECT 1 FROM engine.chat_sessions WHERE"
+                                 " claim_token IS NOT NULL OR classified_at IS NOT NULL)")
+                            ).scalar_one():
+                return time.time()
+        time.sleep(0.02)
+    raise TimeoutError("beat never claimed anything")
+
+
+def run_baseline(args: argparse.Namespace, templates: TemplateDatabases, llm: FakeServer,
+                 voyage: FakeServer) -> Result:
+    db_url = templates.clone()
+    engine = create_engine(db_url, pool_size=2)
+    seed(engine, args.baseline_sessions)
+    llm_before, embed_before = llm.requests(), voyage.requests()
+    start, cpu_start = time.time(), time.process_time()
+    ticks = reference_drain(engine, llm.url, voyage.url, per_tick=10)
+    seconds, cpu = time.time() - start, time.process_time() - cpu_start
+    llm_calls, embed_calls = llm.requests() - llm_before, voyage.requests() - embed_before
+    verification = verify(engine, args.baseline_sessions)
+    times = finish_times(engine)
+    engine.dispose()
+    n = args.baseline_sessions
+    rss, pss = tree_memory([os.getpid()])
+    return Result("reference loop (sequential)", n, seconds, n / seconds, steady_rate(times), 1,
+                  llm_calls / n, embed_calls / n, rss, pss, verification,
+                  note=f"{ticks} ticks back to back; extrapolated to {args.sessions}: "
+                       f"{args.sessions / (n / seconds):.0f} s unthrottled, "
+                       f"{args.sessions / 120:.1f} h at 10 per 300 s tick",
+                  cpu=f"reference loop process: {cpu:.1f} CPU s, "
+                      f"{1000 * cpu / n:.1f} ms/session")
+
+
+def report(ours: Result, base: Result, bound: float, info: dict[str, Any]) -> str:
+    head = (f"{'path':<34} {'sessions':>8} {'wall s':>7} {'sess/s':>7} {'steady':>7} "
+            f"{'bound':>6} {'%bound':>6} {'llm/s':>5} {'emb/s':>5} {'RSS MB':>7} {'PSS MB':>7} ok")
+    lines = [head, "-" * len(head)]
+    for r in (ours,) if base is ours else (ours, base):
+        b = r.concurrency / ((LLM_MS + EMBED_MS) / 1000)
+        lines.append(
+            f"{r.label:<34} {r.sessions:>8} {r.seconds:>7.1f} {r.sessions_per_s:>7.2f} "
+            f"{r.steady_per_s:>7.2f} {b:>6.1f} {100 * r.sessions_per_s / b:>5.0f}% "
+            f"{r.llm_calls_per_session:>5.2f} {r.embed_calls_per_session:>5.2f} "
+            f"{r.rss_mb:>7.0f} {r.pss_mb:>7.0f} {'yes' if r.verification.ok else 'NO'}")
+    ratio = ours.sessions_per_s / bound
+    lines += [
+        f"\nours vs reference loop: {ours.sessions_per_s / base.sessions_per_s:.1f}x unthrottled; "
+        f"{ours.sessions_per_s * 3600 / 120:.0f}x the reference's 120 sessions/hour tick bound",
+        f"ours / bound = {100 * ratio:.0f}% (target >= 80%): {'PASS' if ratio >= 0.8 else 'MISS'}",
+        f"verification ours: {asdict(ours.verification)}",
+        f"verification reference: {asdict(base.verification)}",
+        f"notes: ours — {ours.note}; reference — {base.note}",
+        f"classify tasks (worker logs): {ours.tasks}",
+        f"\nCPU during our drain (2 cores shared with other work):\n{ours.cpu}",
+        *([] if base is ours else [base.cpu]),
+        f"machine: {info}",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.drain_bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", type=int, default=2000)
+    parser.add_argument("--baseline-sessions", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=1, help="classify worker processes")
+    parser.add_argument("--concurrency", type=int, default=16, help="pool size per worker")
+    parser.add_argument("--pool", choices=("prefork", "threads"), default="prefork")
+    parser.add_argument("--batch", type=int, default=100, help="DREAMING_BATCH per 1 s tick")
+    parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument("--metrics", action="store_true",
+                        help="serve the workers' Prometheus metrics and report call latency")
+    parser.add_argument("--json", type=Path, default=None, help="also write results here")
+    args = parser.parse_args(argv)
+    info = machine()
+    log_dir = Path(tempfile.mkdtemp(prefix="eros-drain-", dir="/tmp"))
+    print(f"logs: {log_dir}", flush=True)
+    with stack() as (templates, redis_url), ExitStack() as fakes:
+        llm = FakeServer("llm_server", LLM_MS, log_dir)
+        fakes.callback(llm.stop)
+        voyage = FakeServer("voyage_server", EMBED_MS, log_dir)
+        fakes.callback(voyage.stop)
+        ours = run_ours(args, templates, redis_url, llm, voyage, log_dir)
+        print(f"  ours: {ours.sessions} sessions in {ours.seconds:.1f}s", flush=True)
+        base = ours if args.skip_baseline else run_baseline(args, templates, llm, voyage)
+    bound = ours.concurrency / ((LLM_MS + EMBED_MS) / 1000)
+    print(report(ours, base, bound, info))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"machine": info, "ours": asdict(ours),
+                                         "baseline": asdict(base), "bound": bound}, indent=2))
+    ok = ours.verification.ok and base.verification.ok
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
