@@ -10,7 +10,7 @@ from celery import Celery
 from kombu.entity import Exchange, Queue
 
 from eros.schedule import beat_schedule
-from eros.settings import Settings
+from eros.settings import HARD_LIMIT_FRACTION, SOFT_LIMIT_FRACTION, Settings
 
 CLAIM_TASK = "eros.claim_idle_sessions"
 CLASSIFY_TASK = "eros.classify_session"
@@ -47,8 +47,8 @@ def create_app(settings: Settings) -> Celery:
                      FIND_CONSOLIDATION_TASK: {"queue": settings.eros_claim_queue},
                      CONSOLIDATE_TASK: {"queue": settings.eros_consolidate_queue}},
         # The hard limit kills an attempt before its claim can go stale and be re-taken.
-        task_soft_time_limit=int(stale * 0.7),
-        task_time_limit=int(stale * 0.85),
+        task_soft_time_limit=int(stale * SOFT_LIMIT_FRACTION),
+        task_time_limit=int(stale * HARD_LIMIT_FRACTION),
         beat_schedule={} if settings.dreaming_disabled else beat_schedule(settings),
         timezone="UTC",
         worker_hijack_root_logger=True,

@@ -16,6 +16,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from eros.errors import ConfigError
 
 Providers = Literal["auto", "live", "offline"]
+#: a task's soft and hard time limits as fractions of DREAMING_CLAIM_STALE_SECS: an attempt
+#: is stopped before its claim can go stale and be taken over.
+SOFT_LIMIT_FRACTION = 0.7
+HARD_LIMIT_FRACTION = 0.85
 
 
 class Settings(BaseSettings):
@@ -78,16 +82,16 @@ class Settings(BaseSettings):
     recall_composite_tau_days: float = Field(default=90.0, gt=0)
     #: ``composite``: the importance of rows that have none (written before it was emitted).
     recall_default_importance: float = Field(default=0.5, ge=0, le=1)
-    #: ``decay``/``composite`` rescore the N most similar memories, N = max(this, 10 × K).
-    recall_candidates: int = Field(default=100, ge=1, le=10000)
-    #: a scope (or, for ``grouped``, a category) with fewer rows than this is scanned exactly;
-    #: larger ones go through HNSW with iterative index scans.
+    #: the pool: strategies rank the N most similar memories in scope, N = max(this, 5 × K).
+    recall_candidates: int = Field(default=50, ge=1, le=1000)
+    #: a scope with fewer rows than this is scanned exactly; larger ones go through HNSW with
+    #: iterative index scans (unless too small a share of the table for them).
     recall_exact_scan_below: int = Field(default=2000, ge=0)
     #: ``hnsw.ef_search`` of the HNSW path (raised to the pool size when that is larger).
     recall_hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
     #: ``hnsw.max_scan_tuples``: how far an iterative scan may go before giving up.
     recall_hnsw_max_scan_tuples: int = Field(default=20000, ge=1)
-    #: labels of ``eros recall --render`` and of the Celery task's rendered prompt.
+    #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
     recall_labels: Literal["zh", "en"] = "zh"
 
     # --- consolidation (docs/consolidation.md) -------------------------------------------
@@ -183,13 +187,16 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _windows_fit(self) -> Settings:
         """A hung call or a retry countdown must never outlive the claim it runs under."""
+        # two LLM calls (one truncation retry) and one embedding call, each with SDK retries,
+        # must end before the task's soft time limit, itself well inside the claim
         http_worst = (self.llm_timeout_secs * 2 + self.embedding_timeout_secs) * (
             self.provider_max_retries + 1)
-        if http_worst >= self.dreaming_claim_stale_secs:
+        if http_worst >= self.dreaming_claim_stale_secs * SOFT_LIMIT_FRACTION:
             raise ValueError(
                 f"DREAMING_CLAIM_STALE_SECS ({self.dreaming_claim_stale_secs}) must exceed the "
                 f"worst-case HTTP time of one attempt ({http_worst:.0f}s from LLM_TIMEOUT_SECS, "
-                "EMBEDDING_TIMEOUT_SECS and PROVIDER_MAX_RETRIES)")
+                "EMBEDDING_TIMEOUT_SECS and PROVIDER_MAX_RETRIES) by 1/0.7 (the soft time "
+                f"limit is {SOFT_LIMIT_FRACTION:.0%} of the claim window)")
         if self.dreaming_retry_backoff_max_secs >= self.dreaming_claim_stale_secs / 2:
             raise ValueError(
                 "DREAMING_RETRY_BACKOFF_MAX_SECS must be below half of DREAMING_CLAIM_STALE_SECS")

@@ -12,6 +12,8 @@ from eros.providers.base import Embeddings, InputType
 from eros.providers.retry_after import parse_retry_after
 from eros.settings import Settings
 
+#: the same statuses the LLM side retries (timeouts, conflicts, too early, rate limits)
+_TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 _TRANSIENT = (verr.RateLimitError, verr.ServerError, verr.ServiceUnavailableError,
               verr.Timeout, verr.APIConnectionError, verr.TryAgain)
 
@@ -63,7 +65,8 @@ def translate_voyage_error(err: verr.VoyageError) -> TransientError | PermanentE
     status = err.http_status
     message = f"embedding {type(err).__name__}" + (f" HTTP {status}" if status else "") + \
         f": {str(err)[:300]}"
-    if isinstance(err, _TRANSIENT) or (status is not None and (status >= 500 or status == 429)):
+    if isinstance(err, _TRANSIENT) or (status is not None and (status >= 500 or status in
+                                                               _TRANSIENT_STATUS)):
         headers = err.headers or {}
         retry_after = parse_retry_after(headers.get("retry-after") or headers.get("Retry-After"))
         return TransientError(message, provider="embedding", status=status,

@@ -118,6 +118,8 @@ def voyage(cls: type[verr.VoyageError], status: int | None,
     (verr.Timeout, None, None, None),
     (verr.APIConnectionError, None, None, None),
     (verr.TryAgain, None, None, None),
+    (verr.APIError, 408, None, None),  # timeouts and conflicts retry like the LLM side
+    (verr.APIError, 409, None, None),
 ])
 def test_voyage_transient(cls: type[verr.VoyageError], status: int | None, headers: Any,
                           retry_after: float | None) -> None:

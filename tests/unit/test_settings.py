@@ -114,8 +114,10 @@ def test_claim_stale_must_exceed_worst_case_http(monkeypatch: pytest.MonkeyPatch
 def test_long_timeouts_need_a_longer_claim(monkeypatch: pytest.MonkeyPatch) -> None:
     message = fails(monkeypatch, LLM_TIMEOUT_SECS="280")
     assert "DREAMING_CLAIM_STALE_SECS" in message
-    monkeypatch.setenv("DREAMING_CLAIM_STALE_SECS", "1300")
-    monkeypatch.setenv("EROS_VISIBILITY_TIMEOUT_SECS", "3000")
+    monkeypatch.setenv("DREAMING_CLAIM_STALE_SECS", "1300")  # 1180 s HTTP > 70 % of 1300
+    assert "soft time limit" in fails(monkeypatch)
+    monkeypatch.setenv("DREAMING_CLAIM_STALE_SECS", "1700")
+    monkeypatch.setenv("EROS_VISIBILITY_TIMEOUT_SECS", "3600")
     assert load_settings().llm_timeout_secs == 280
 
 
