@@ -58,3 +58,7 @@ class PermanentError(ProviderError):
 
 class ClaimLost(ErosError):
     """This task's claim on the session was taken over by another worker; it must not write."""
+
+
+class RecallError(ErosError):
+    """A recall request is invalid (unknown scope or strategy, missing instance, bad vector)."""

@@ -1,0 +1,380 @@
+"""Recall latency at scale: every strategy through the API versus the reference's grouped query.
+
+What it answers: with 1,000,000 memories of 512 dimensions across 10,000 users (a few heavy
+users with 10,000+), how long does ``eros.recall.recall_by_vector`` take per strategy, for
+light and for heavy users, and how does that compare with the reference's query — per category
+``ORDER BY embedding <=> :q LIMIT 2`` without HNSW (``SET LOCAL enable_indexscan = off``, so it
+is the exact scan the reference effectively ran) — measured in the same run on the same data?
+
+Method: a tuned embedded PostgreSQL (shared_buffers sized to hold the working set) or
+``EROS_BENCH_DATABASE_URL``; a database migrated with alembic; the HNSW index dropped, the
+memories bulk-loaded by binary COPY (bench/recall_data.py: topic-clustered vectors, Zipf topic
+popularity, rows shuffled across users), ``VACUUM ANALYZE``, the HNSW index rebuilt
+(m=16, ef_construction=64) and timed. After a warm-up, each query runs every method in a rotating
+order (paired samples: a noisy neighbour slows all methods alike). Times are client wall time of
+the whole call (capped counts, search, ranking, transaction). Quality: for a sample of heavy
+queries, the share of the exact answer's ids that each strategy returned (exact = the same
+strategy with every search forced exact).
+
+    .venv/bin/python -m bench.recall_bench [--memories 1000000] [--users 10000]
+        [--heavy 10000,15000,20000,30000,50000] [--queries 300] [--data-dir DIR --keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, text
+
+from bench import recall_data as rd
+from bench.claim_bench import machine
+from bench.drain_support import machine_busy
+from eros.core.categories import CATEGORIES
+from eros.db.recall_sql import ScopeFilter
+from eros.migrations import upgrade
+from eros.recall import recall_by_vector
+from eros.settings import Settings, load_settings
+
+DB = "eros_recall_bench"
+HNSW = ("CREATE INDEX ix_companion_memories_embedding_hnsw ON engine.companion_memories"
+        " USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
+METHODS = ("reference", "grouped", "decay", "composite")
+ROOT = Path(__file__).resolve().parent
+
+
+# --- the server -----------------------------------------------------------------------------
+@contextmanager
+def bench_server(data_dir: Path | None, shared_buffers: str, keep: bool) -> Iterator[str]:
+    """``EROS_BENCH_DATABASE_URL``, or an embedded server restarted with ``shared_buffers``
+    (the default 128 MB would measure the OS page cache, not PostgreSQL). The embedded server
+    is stopped at the end; its data directory is deleted unless ``keep`` (reuse it with
+    ``--data-dir DIR --keep`` to skip loading and index building next time)."""
+    given = os.environ.get("EROS_BENCH_DATABASE_URL")
+    if given:
+        yield given.replace("postgresql://", "postgresql+psycopg://", 1)
+        return
+    import shutil
+    import tempfile
+
+    import pgserver
+    from pgserver._commands import pg_ctl
+
+    directory = data_dir or Path(tempfile.mkdtemp(prefix="erosrb", dir="/tmp"))
+    server = pgserver.get_server(directory, cleanup_mode=None)
+    admin = create_engine(server.get_uri().replace("postgresql://", "postgresql+psycopg://", 1),
+                          isolation_level="AUTOCOMMIT")
+    wanted = {"shared_buffers": shared_buffers, "max_wal_size": "8GB"}  # fewer checkpoints
+    with admin.connect() as conn:
+        changed = []
+        for name, value in wanted.items():
+            if conn.execute(text(f"SHOW {name}")).scalar_one() != value:
+                conn.execute(text(f"ALTER SYSTEM SET {name} = '{value}'"))
+                changed.append(name)
+        conn.execute(text("SELECT pg_reload_conf()"))
+    admin.dispose()
+    if "shared_buffers" in changed:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=directory, user=server.system_user)
+        server = pgserver.PostgresServer(directory, cleanup_mode=None)
+    try:
+        yield server.get_uri().replace("postgresql://", "postgresql+psycopg://", 1)
+    finally:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=directory, user=server.system_user)
+        if not keep and data_dir is None:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _database(server_url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(server_url).set(database=DB).render_as_string(hide_password=False)
+
+
+def _schema_head() -> str:
+    """The alembic head: a kept database migrated to an older schema is rebuilt, not reused."""
+    from alembic.script import ScriptDirectory
+
+    from eros.migrations import alembic_config
+
+    return str(ScriptDirectory.from_config(alembic_config("postgresql://")).get_current_head())
+
+
+def _plain(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+# --- preparing the data ---------------------------------------------------------------------
+def prepare(server_url: str, pop: rd.Population, params: dict[str, Any], mwm: str
+            ) -> dict[str, float]:
+    """Create, migrate, load and index the bench database, unless a previous run with the same
+    parameters left it behind (``--keep``): loading and building take minutes."""
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    url = _database(server_url)
+    with admin.connect() as conn:
+        exists = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :d"),
+                              {"d": DB}).scalar()
+    if exists:
+        engine = create_engine(url)
+        with engine.connect() as conn:
+            stored = conn.execute(text(
+                "SELECT meta FROM bench_meta")).scalar() if conn.execute(text(
+                    "SELECT to_regclass('public.bench_meta')")).scalar() else None
+        engine.dispose()
+        if stored and stored.get("params") == params:
+            print("reusing the loaded database of a previous --keep run", flush=True)
+            return dict(stored.get("timings", {}))
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE "{DB}" WITH (FORCE)'))
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{DB}"'))
+    admin.dispose()
+    upgrade(url)
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    timings: dict[str, float] = {}
+    with engine.connect() as conn:
+        conn.execute(text("DROP INDEX engine.ix_companion_memories_embedding_hnsw"))
+    started = time.monotonic()
+    rd.load(_plain(url), pop)
+    timings["load_s"] = time.monotonic() - started
+    started = time.monotonic()
+    with engine.connect() as conn:
+        conn.execute(text("VACUUM ANALYZE engine.companion_memories"))
+    timings["vacuum_s"] = time.monotonic() - started
+    started = time.monotonic()
+    with engine.connect() as conn:
+        conn.execute(text(f"SET maintenance_work_mem = '{mwm}'"))
+        conn.execute(text("SET max_parallel_maintenance_workers = "
+                          f"{max(0, (os.cpu_count() or 1) - 1)}"))
+        print("building the HNSW index …", flush=True)
+        conn.execute(text(HNSW))
+    timings["hnsw_build_s"] = time.monotonic() - started
+    with engine.connect() as conn:
+        conn.execute(text("CREATE TABLE bench_meta (meta jsonb)"))
+        conn.execute(text("INSERT INTO bench_meta VALUES (CAST(:m AS jsonb))"),
+                     {"m": json.dumps({"params": params, "timings": timings})})
+    engine.dispose()
+    return timings
+
+
+def sizes(engine: Engine) -> dict[str, str]:
+    with engine.connect() as conn:
+        row = conn.execute(text(
+            "SELECT pg_size_pretty(pg_relation_size('engine.companion_memories')) AS heap,"
+            " pg_size_pretty(pg_relation_size('engine.ix_companion_memories_embedding_hnsw'))"
+            " AS hnsw, pg_size_pretty(pg_total_relation_size('engine.companion_memories'))"
+            " AS total")).one()
+    return {"heap": row.heap, "hnsw": row.hnsw, "total": row.total}
+
+
+# --- the methods ----------------------------------------------------------------------------
+REFERENCE = text(
+    "SELECT id, content, category, embedding <=> CAST(:q AS vector) AS distance"
+    " FROM engine.companion_memories m WHERE {where} AND m.category = :c"
+    " ORDER BY m.embedding <=> CAST(:q AS vector) LIMIT 2")
+
+
+def reference_grouped(engine: Engine, flt: ScopeFilter, q: str) -> list[Any]:
+    """The reference: one exact top-2 query per category, no ANN index (index scans off)."""
+    stmt = text(str(REFERENCE).replace("{where}", flt.where()))
+    out: list[Any] = []
+    with engine.connect() as conn, conn.begin():
+        conn.execute(text("SET LOCAL enable_indexscan = off"))
+        for category in CATEGORIES:
+            out += conn.execute(stmt, {**flt.params(), "q": q, "c": category}).all()
+    return out
+
+
+@dataclass
+class Samples:
+    times: list[float] = field(default_factory=list)
+    rows: list[int] = field(default_factory=list)
+    plans: Counter[str] = field(default_factory=Counter)
+    quality: list[float] = field(default_factory=list)
+
+
+def _vec_text(v: list[float]) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in v) + "]"
+
+
+def run_queries(engine: Engine, pop: rd.Population, users: list[int], n: int, cfg: Settings,
+                seed: int) -> dict[str, Samples]:
+    """``n`` queries over ``users`` (round robin), every method per query, rotating order."""
+    rng = random.Random(seed)
+    out = {m: Samples() for m in METHODS}
+    calls: dict[str, Callable[[int, list[float]], tuple[int, str]]] = {}
+
+    def api(strategy: str) -> Callable[[int, list[float]], tuple[int, str]]:
+        def call(user: int, q: list[float]) -> tuple[int, str]:
+            result = recall_by_vector(engine, pop.user_ids[user], q,
+                                      instance_id=pop.instances[user][0], scope="both",
+                                      strategy=strategy, settings=cfg)  # type: ignore[arg-type]
+            return len(result.memories), result.plan
+        return call
+
+    def ref(user: int, q: list[float]) -> tuple[int, str]:
+        flt = ScopeFilter(pop.user_ids[user], "both", pop.instances[user][0])
+        return len(reference_grouped(engine, flt, _vec_text(q))), "exact"
+
+    calls["reference"] = ref
+    for strategy in METHODS[1:]:
+        calls[strategy] = api(strategy)
+    for i in range(n):
+        user = users[i % len(users)]
+        q = rd.query_vectors(pop, user, 1, seed * 100003 + i)[0]
+        order = list(METHODS)
+        rng.shuffle(order)
+        for method in order:
+            started = time.perf_counter()
+            rows, plan = calls[method](user, q)
+            out[method].times.append((time.perf_counter() - started) * 1000)
+            out[method].rows.append(rows)
+            out[method].plans[plan] += 1
+    return out
+
+
+def quality(engine: Engine, pop: rd.Population, users: list[int], n: int, cfg: Settings,
+            exact_cfg: Settings, samples: dict[str, Samples], seed: int) -> None:
+    """Share of the exact answer each strategy found, on ``n`` queries (HNSW is approximate)."""
+    for i in range(n):
+        user = users[i % len(users)]
+        q = rd.query_vectors(pop, user, 1, seed * 7919 + i)[0]
+        for strategy in METHODS[1:]:
+            kwargs: dict[str, Any] = {"instance_id": pop.instances[user][0], "scope": "both",
+                                      "strategy": strategy}
+            got = {m.id for m in recall_by_vector(engine, pop.user_ids[user], q, settings=cfg,
+                                                  **kwargs).memories}
+            want = {m.id for m in recall_by_vector(engine, pop.user_ids[user], q,
+                                                   settings=exact_cfg, **kwargs).memories}
+            samples[strategy].quality.append(len(got & want) / len(want) if want else 1.0)
+
+
+# --- reporting ------------------------------------------------------------------------------
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+def table(groups: dict[str, dict[str, Samples]]) -> str:
+    lines = ["| users | method | median ms | p99 ms | median / ref | p99 / ref | rows |"
+             " plans | recall vs exact |",
+             "|---|---|---:|---:|---:|---:|---:|---|---:|"]
+    for group, samples in groups.items():
+        ref = samples["reference"]
+        ref_med, ref_p99 = statistics.median(ref.times), _p99(ref.times)
+        for method in METHODS:
+            s = samples[method]
+            med, p99 = statistics.median(s.times), _p99(s.times)
+            plans = ", ".join(f"{k} {v}" for k, v in sorted(s.plans.items()))
+            q = f"{statistics.mean(s.quality):.3f}" if s.quality else "–"
+            lines.append(f"| {group} | {method} | {med:.2f} | {p99:.2f} | {med / ref_med:.2f} |"
+                         f" {p99 / ref_p99:.2f} | {statistics.mean(s.rows):.1f} | {plans} |"
+                         f" {q} |")
+    return "\n".join(lines)
+
+
+def write_results(command: str, info: dict[str, Any], body: str) -> None:
+    """Append under ``## Recall`` in bench/RESULTS.md (other benchmarks own other sections)."""
+    path = ROOT / "RESULTS.md"
+    existing = path.read_text() if path.exists() else "# Benchmark results\n"
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    entry = (f"\n### {stamp}\n\n`{command}`\n\nmachine: {info['nproc']} × {info['cpu']}, "
+             f"{info['ram_gib']} GiB RAM; {info.get('postgres', '?')}, pgvector "
+             f"{info.get('pgvector', '?')}, shared_buffers {info.get('shared_buffers', '?')}; "
+             f"while measuring, all processes kept {info.get('busy_cores', '?')} of "
+             f"{info['nproc']} cores busy (this benchmark and its server use about one)"
+             f"\n\n{body}\n")
+    if "\n## Recall\n" not in existing:
+        existing = existing.rstrip("\n") + "\n\n## Recall\n"
+        path.write_text(existing + entry)
+        return
+    head, tail = existing.split("\n## Recall\n", 1)
+    nxt = tail.find("\n## ")
+    section, rest = (tail, "") if nxt < 0 else (tail[:nxt], tail[nxt:])
+    path.write_text(head + "\n## Recall\n" + section.rstrip("\n") + "\n" + entry + rest)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.recall_bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--memories", type=int, default=1_000_000)
+    parser.add_argument("--users", type=int, default=10_000)
+    parser.add_argument("--heavy", default="10000,15000,20000,30000,50000",
+                        help="memories of each heavy user (default %(default)s)")
+    parser.add_argument("--dim", type=int, default=512)
+    parser.add_argument("--queries", type=int, default=300, help="per user group")
+    parser.add_argument("--quality-queries", type=int, default=40)
+    parser.add_argument("--shared-buffers", default="6GB")
+    parser.add_argument("--maintenance-work-mem", default="4GB")
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true", help="keep the server and its data")
+    parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
+    args = parser.parse_args(argv)
+    if args.dim != 512:
+        os.environ["EMBEDDING_DIM"] = str(args.dim)
+    heavy = [int(h) for h in args.heavy.split(",") if h.strip()]
+    params = {"memories": args.memories, "users": args.users, "heavy": heavy, "dim": args.dim,
+              "data": 2, "schema": _schema_head()}
+    info = machine()
+    pop = rd.make_population(args.memories, args.users, heavy, args.dim)
+    cfg = load_settings(embedding_dim=args.dim)
+    exact_cfg = load_settings(embedding_dim=args.dim, recall_exact_scan_below=10**9)
+    with bench_server(args.data_dir, args.shared_buffers, args.keep) as server_url:
+        timings = prepare(server_url, pop, params, args.maintenance_work_mem)
+        engine = create_engine(_database(server_url), pool_size=2)
+        with engine.connect() as conn:
+            info["postgres"] = conn.execute(text("SHOW server_version")).scalar_one()
+            info["shared_buffers"] = conn.execute(text("SHOW shared_buffers")).scalar_one()
+            info["pgvector"] = conn.execute(text(
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar_one()
+            conn.execute(text("SELECT count(*) FROM engine.companion_memories"
+                              " WHERE embedding <=> CAST(:q AS vector) < 3"),
+                         {"q": _vec_text(rd.query_vectors(pop, 0, 1, 1)[0])})  # warm the heap
+        light = [u for u in range(len(heavy), args.users)]
+        random.Random(3).shuffle(light)
+        heavy_users = list(range(len(heavy)))
+        print("warming up …", flush=True)
+        run_queries(engine, pop, heavy_users + light[:200], 400, cfg, seed=99)
+        print("measuring …", flush=True)
+        busy_before, wall_before = machine_busy(), time.monotonic()
+        groups = {"light": run_queries(engine, pop, light, args.queries, cfg, seed=1),
+                  "heavy": run_queries(engine, pop, heavy_users, args.queries, cfg, seed=2)}
+        info["busy_cores"] = round((machine_busy() - busy_before)
+                                   / (time.monotonic() - wall_before), 2)
+        info["loadavg"] = os.getloadavg()[0]
+        quality(engine, pop, heavy_users, args.quality_queries, cfg, exact_cfg, groups["heavy"],
+                seed=5)
+        stored = sizes(engine)
+        engine.dispose()
+    light_sizes = sorted(int(c) for c in pop.counts[len(heavy):])
+    median_light = light_sizes[len(light_sizes) // 2]
+    body = (f"{args.memories:,} memories × {args.dim} dims, {args.users:,} users: heavy "
+            f"{', '.join(f'{h:,}' for h in heavy)}; light median {median_light}"
+            f", max {light_sizes[-1]}. Load {timings.get('load_s', 0):.0f} s (binary COPY), "
+            f"HNSW build {timings.get('hnsw_build_s', 0):.0f} s; heap {stored['heap']}, "
+            f"HNSW {stored['hnsw']}, table total {stored['total']}. {args.queries} queries per "
+            f"group, scope both (profile + one persona), K = {cfg.recall_k} "
+            f"(grouped {cfg.recall_per_category_k}/category), "
+            f"RECALL_EXACT_SCAN_BELOW {cfg.recall_exact_scan_below}.\n\n" + table(groups))
+    print(body)
+    print(f"\nmachine: {info}")
+    if not args.no_record:
+        given = sys.argv[1:] if argv is None else argv
+        command = ".venv/bin/python -m bench.recall_bench " + " ".join(given)
+        write_results(command.strip(), info, body)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

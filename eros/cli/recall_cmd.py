@@ -1,0 +1,84 @@
+"""``eros recall USER "query"`` — what the chat model would be told about USER for this turn."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import click
+
+from eros.cli import main
+from eros.core.ranking import STRATEGIES
+from eros.db.recall_sql import SCOPES
+
+if TYPE_CHECKING:
+    from eros.recall import RecallResult
+
+
+@main.command()
+@click.argument("user", type=click.UUID)
+@click.argument("query")
+@click.option("--instance", "instance_id", type=click.UUID, default=None,
+              help="Persona instance: adds its relationship layer (scope both/relationship).")
+@click.option("--scope", type=click.Choice(SCOPES), default="both", show_default=True,
+              help="profile = across personas; relationship = user × --instance; both.")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
+              help="Ranking (default RECALL_STRATEGY).")
+@click.option("--k", "k", type=click.IntRange(1, 100), default=None,
+              help="Per category for grouped (RECALL_PER_CATEGORY_K), in all otherwise "
+                   "(RECALL_K).")
+@click.option("--include-replaced", is_flag=True,
+              help="Also recall memories consolidation merged or superseded.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.option("--render", "render", type=click.Choice(["zh", "en"]), default=None,
+              help="Print the system-prompt section instead (with --json: add it as 'prompt').")
+def recall(user: uuid.UUID, query: str, instance_id: uuid.UUID | None, scope: str,
+           strategy: str | None, k: int | None, include_replaced: bool, as_json: bool,
+           render: str | None) -> None:
+    """Recall USER's memories for QUERY (embedded as a search query), ranked by a strategy.
+
+    Strategies: grouped (the reference: top-K by cosine in each category), decay
+    (similarity + λ·exp(−age/τ)) and composite (similarity × exp(−age/τ) × importance, one
+    global top-K). Weights come from the RECALL_* settings; see docs/recall.md.
+    """
+    from eros.cli._common import runtime
+    from eros.providers import make_providers
+    from eros.recall import recall as run_recall
+
+    with runtime() as rt:
+        _, embedder = make_providers(rt.settings)
+        result = run_recall(rt.engine, embedder, user, query, instance_id=instance_id,
+                            scope=scope,  # type: ignore[arg-type]
+                            strategy=strategy,  # type: ignore[arg-type]
+                            k=k, include_replaced=include_replaced, settings=rt.settings)
+    if as_json:
+        payload = result.to_dict()
+        if render:
+            payload["prompt"] = result.render(render)
+        click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    if render:
+        click.echo(result.render(render))
+        return
+    click.echo(_human(result))
+
+
+def _human(result: RecallResult) -> str:
+    """A header line (strategy, scope, plan, timings) over a table of the ranked memories."""
+    from eros.cli._common import table
+
+    now = datetime.now(UTC)
+    rows = [[str(i), m.category, m.layer, f"{m.similarity:.3f}", f"{m.score:.3f}",
+             "-" if m.importance is None else f"{m.importance:.2f}",
+             f"{max(0.0, (now - m.created_at).total_seconds()) / 86400:.0f}d", m.content]
+            for i, m in enumerate(result.memories, 1)]
+    timings = ", ".join(f"{name} {ms:.1f} ms" for name, ms in result.timings.items())
+    head = (f"{len(result.memories)} memories · strategy {result.strategy} · scope "
+            f"{result.scope} · k {result.k} · plan {result.plan}"
+            f"{' (exact)' if result.exact else ''} · {timings}")
+    if not rows:
+        return head + "\n(no memories in this scope)"
+    return head + "\n" + table(["#", "category", "layer", "sim", "score", "imp", "age",
+                                "content"], rows)

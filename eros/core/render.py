@@ -1,0 +1,127 @@
+"""Prompt rendering, pure: recalled memories in, the system-prompt section the product injects out.
+
+Layout: one section per category (vocabulary order, so the prompt's shape is stable from turn to
+turn whatever the strategy), a label line, one bullet a memory in rank order, a blank line
+between sections; a single empty-state line when nothing was recalled, so the chat model is told
+it knows nothing rather than left to guess.
+
+Exact duplicates are pruned before rendering: the same sentence in the profile layer and in a
+relationship layer (or twice in one layer, before consolidation has merged them) would spend
+prompt tokens saying one thing twice. Two memories are "the same" when
+:func:`eros.core.text.normalise_for_dedup` folds them to the same string; the profile copy wins
+because it is the one shared by every persona.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, TypeVar
+
+from eros.core.categories import CATEGORIES
+from eros.core.text import normalise_for_dedup
+
+LabelSet = Literal["zh", "en"]
+
+
+class RenderableMemory(Protocol):
+    """What rendering needs of a recalled memory (``eros.recall.RecalledMemory`` fits)."""
+
+    @property
+    def content(self) -> str: ...
+    @property
+    def category(self) -> str: ...
+    @property
+    def layer(self) -> str: ...
+
+
+M = TypeVar("M", bound=RenderableMemory)
+
+
+@dataclass(frozen=True)
+class Labels:
+    """Everything language-specific in a rendered prompt; pass your own to override."""
+
+    categories: Mapping[str, str]
+    empty: str
+    #: format of a section's first line; ``{label}`` is the category label.
+    heading: str = "{label}:"
+    bullet: str = "- "
+    #: label for a category outside the five (should not happen: categories are normalised).
+    other: str = "Other"
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    def label(self, category: str) -> str:
+        return self.categories.get(category) or self.extra.get(category) or self.other
+
+
+ZH = Labels(
+    categories={"fact": "基本信息", "preference": "喜好", "event": "近期事件",
+                "emotion": "情绪状态", "relation": "人际关系"},
+    empty="（暂无关于用户的记忆）",
+    heading="【{label}】",
+    other="其他",
+)
+EN = Labels(
+    categories={"fact": "About the user", "preference": "Preferences", "event": "Recent events",
+                "emotion": "Emotional state", "relation": "Relationships"},
+    empty="(No memories about the user yet.)",
+    heading="{label}:",
+)
+LABELS: Mapping[str, Labels] = {"zh": ZH, "en": EN}
+
+
+def get_labels(labels: LabelSet | str | Labels) -> Labels:
+    """A label set by name (``zh``/``en``) or the given :class:`Labels` itself."""
+    if isinstance(labels, Labels):
+        return labels
+    try:
+        return LABELS[labels]
+    except KeyError:
+        raise ValueError(f"unknown label set {labels!r}; expected one of "
+                         f"{sorted(LABELS)}") from None
+
+
+def prune_duplicates(memories: Iterable[M]) -> list[M]:
+    """Drop exact duplicates (after normalisation), keeping rank order: the survivor sits where
+    the best-ranked copy was, and it is the profile-layer copy when there is one."""
+    slot: dict[str, int] = {}
+    out: list[M] = []
+    for memory in memories:
+        key = normalise_for_dedup(memory.content) or memory.content
+        if key not in slot:
+            slot[key] = len(out)
+            out.append(memory)
+        elif memory.layer == "profile" and out[slot[key]].layer != "profile":
+            out[slot[key]] = memory
+    return out
+
+
+def group_by_category(memories: Sequence[M],
+                      order: Sequence[str] = CATEGORIES) -> list[tuple[str, list[M]]]:
+    """Sections in vocabulary order (unknown categories last), members in rank order."""
+    groups: dict[str, list[M]] = {}
+    for memory in memories:
+        groups.setdefault(memory.category, []).append(memory)
+    keys = [c for c in order if c in groups] + sorted(c for c in groups if c not in order)
+    return [(c, groups[c]) for c in keys]
+
+
+def _one_line(text: str) -> str:
+    """A memory is one bullet: newlines inside it would break the list the model reads."""
+    return " ".join(text.split())
+
+
+def render_memories(memories: Iterable[RenderableMemory],
+                    labels: LabelSet | str | Labels = "zh") -> str:
+    """The prompt text for these memories (already ranked), or the empty-state line."""
+    chosen = get_labels(labels)
+    kept = [m for m in prune_duplicates(memories) if _one_line(m.content)]
+    if not kept:
+        return chosen.empty
+    sections = []
+    for category, members in group_by_category(kept):
+        lines = [chosen.heading.format(label=chosen.label(category))]
+        lines += [chosen.bullet + _one_line(m.content) for m in members]
+        sections.append("\n".join(lines))
+    return "\n\n".join(sections)

@@ -1,0 +1,251 @@
+"""The SQL of recall: find the memories nearest a query vector within one user's scope.
+
+Why two plans. The reference's IVFFlat probed with a per-user filter could return fewer than K
+rows: an approximate index finds the nearest rows of the *whole table* and the filter is applied
+afterwards. Here every search is one of:
+
+- **exact** — a ``MATERIALIZED`` CTE that first selects the scope's rows (through
+  ``ix_companion_memories_recall``) and only then orders by distance. The CTE is an optimisation
+  fence: the ordering cannot be pushed into the HNSW index, so the answer is exact by
+  construction. Cost is linear in the scope's rows (~3 µs a row with inline vectors).
+- **hnsw** — the HNSW index with pgvector 0.8's *iterative* index scan
+  (``hnsw.iterative_scan = relaxed_order``): the scan keeps walking the graph until the LIMIT
+  is met after filtering, or ``hnsw.max_scan_tuples`` is reached. ``enable_sort = off`` makes
+  the planner take the index rather than a bitmap scan plus sort (that choice is exact but
+  linear); relaxed order is repaired by re-sorting the materialised result.
+
+The caller (``eros.recall``) picks the plan from capped counts (:func:`scope_count`,
+:func:`category_counts`) and re-runs a search exactly when the HNSW scan came back short, so
+"fewer than K rows" only ever means "fewer than K rows exist". Every function takes a
+``Connection`` inside the caller's transaction: ``SET LOCAL`` settings die with it and never
+leak into the pool (an exact scan later in the same transaction is unaffected by them: its
+plan has no index order to use).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import Connection, TextClause, bindparam, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.types import Text
+
+from eros.core.ranking import Candidate, Layer
+
+Scope = Literal["profile", "relationship", "both"]
+SCOPES: tuple[Scope, ...] = ("profile", "relationship", "both")
+_TABLE = "engine.companion_memories"
+
+
+@dataclass(frozen=True)
+class ScopeFilter:
+    """Whose memories, which layer(s), and whether replaced ones count.
+
+    ``both`` without an instance is the profile layer alone: a relationship memory belongs to
+    one persona, and reading every persona's would leak one persona's history into another.
+    """
+
+    user_id: uuid.UUID
+    scope: Scope = "both"
+    instance_id: uuid.UUID | None = None
+    include_replaced: bool = False
+
+    def __post_init__(self) -> None:
+        if self.scope not in SCOPES:
+            raise ValueError(f"unknown scope {self.scope!r}; expected one of {SCOPES}")
+        if self.scope == "relationship" and self.instance_id is None:
+            raise ValueError("scope 'relationship' needs an instance id")
+
+    @property
+    def effective_scope(self) -> Scope:
+        return "profile" if self.scope == "both" and self.instance_id is None else self.scope
+
+    def where(self) -> str:
+        """The WHERE clause over alias ``m`` (fixed text; values are bound parameters)."""
+        parts = ["m.user_id = :user_id"]
+        scope = self.effective_scope
+        if scope == "profile":
+            parts.append("m.instance_id IS NULL")
+        elif scope == "relationship":
+            parts.append("m.instance_id = :instance_id")
+        else:
+            parts.append("(m.instance_id IS NULL OR m.instance_id = :instance_id)")
+        if not self.include_replaced:
+            parts.append("m.status = 'current'")
+        return " AND ".join(parts)
+
+    def params(self) -> dict[str, Any]:
+        return {"user_id": self.user_id, "instance_id": self.instance_id}
+
+
+_COLUMNS = ("m.id, m.content, m.category, m.importance, m.created_at,"
+            " CASE WHEN m.instance_id IS NULL THEN 'profile' ELSE 'relationship' END AS layer")
+_CATEGORIES = bindparam("categories", type_=ARRAY(Text))
+
+
+def query_param(dim: int) -> Any:
+    """The ``:q`` bind of every search statement (a pgvector ``vector(dim)``)."""
+    return bindparam("q", type_=Vector(dim))
+
+
+def _stmt(sql: str, dim: int, *, categories: bool = False) -> TextClause:
+    binds = [query_param(dim)] + ([_CATEGORIES] if categories else [])
+    return text(sql).bindparams(*binds)
+
+
+def _candidates(rows: Sequence[Any]) -> list[Candidate]:
+    return [Candidate(id=str(r.id), content=r.content, category=r.category,
+                      importance=r.importance, created_at=r.created_at,
+                      layer=_layer(r.layer), distance=float(r.distance)) for r in rows]
+
+
+def _layer(value: str) -> Layer:
+    return "profile" if value == "profile" else "relationship"
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Rows in scope (each count capped at ``cap``) and the table's row estimate."""
+
+    rows: int
+    table_rows: float
+    cap: int
+    #: per category, when counted per category (each capped at ``cap``).
+    per_category: dict[str, int] = field(default_factory=dict)
+
+
+def _cap_sql(need_param: str) -> str:
+    """``cap = max(exact_below, ⌈need · table_rows / max_scan_tuples⌉, need + 1)``.
+
+    A count only has to tell "small enough to scan exactly" from "large enough for HNSW", so
+    it stops at the larger of the two thresholds: at most ``cap`` index entries however many
+    memories a heavy user has. The second term is the share of the table below which an
+    iterative HNSW scan is expected to run out of ``max_scan_tuples`` before it has ``need``
+    rows (it walks the whole table's nearest rows, keeping the scope's); the third tells "at
+    most ``need``" from "more". ``table_rows`` is ``pg_class.reltuples`` (0 if never analysed).
+    """
+    return ("WITH t AS (SELECT greatest(reltuples, 0) AS r FROM pg_class"
+            f" WHERE oid = CAST('{_TABLE}' AS regclass)),"
+            f" c AS (SELECT CAST(greatest(:below, ceil({need_param} * r / :mst),"
+            f" {need_param} + 1) AS bigint) AS cap FROM t)")
+
+
+def scope_count(conn: Connection, flt: ScopeFilter, *, exact_below: int, need: int,
+                max_scan_tuples: int) -> Counts:
+    """The scope's rows, capped (see :func:`_cap_sql`), in one statement."""
+    sql = (_cap_sql(":need") + " SELECT (SELECT r FROM t) AS table_rows,"
+           " (SELECT cap FROM c) AS cap,"
+           f" (SELECT count(*) FROM (SELECT 1 FROM {_TABLE} m WHERE {flt.where()}"
+           " LIMIT (SELECT cap FROM c)) s) AS n")
+    row = conn.execute(text(sql), {**flt.params(), "below": max(exact_below, 0),
+                                   "need": max(need, 1), "mst": max(max_scan_tuples, 1)}).one()
+    return Counts(int(row.n), float(row.table_rows), int(row.cap))
+
+
+def category_counts(conn: Connection, flt: ScopeFilter, categories: Sequence[str], *,
+                    exact_below: int, need: int, max_scan_tuples: int) -> Counts:
+    """Rows per category in scope, each capped (see :func:`_cap_sql`), in one statement."""
+    sql = (_cap_sql(":need") + " SELECT cat.c AS category, (SELECT r FROM t) AS table_rows,"
+           " (SELECT cap FROM c) AS cap,"
+           f" (SELECT count(*) FROM (SELECT 1 FROM {_TABLE} m WHERE {flt.where()}"
+           " AND m.category = cat.c LIMIT (SELECT cap FROM c)) s) AS n"
+           " FROM unnest(:categories) AS cat(c)")
+    rows = conn.execute(text(sql).bindparams(_CATEGORIES), {
+        **flt.params(), "categories": list(categories), "below": max(exact_below, 0),
+        "need": max(need, 1), "mst": max(max_scan_tuples, 1)}).all()
+    if not rows:
+        return Counts(0, 0.0, exact_below)
+    per = {r.category: int(r.n) for r in rows}
+    return Counts(sum(per.values()), float(rows[0].table_rows), int(rows[0].cap), per)
+
+
+def exact_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: int
+               ) -> list[Candidate]:
+    """The ``n`` nearest rows in scope, by a full scan of the scope (exact)."""
+    sql = (f"WITH scoped AS MATERIALIZED (SELECT {_COLUMNS}, m.embedding <=> :q AS distance"
+           f" FROM {_TABLE} m WHERE {flt.where()})"
+           " SELECT * FROM scoped ORDER BY distance, id LIMIT :n")
+    rows = conn.execute(_stmt(sql, len(query)), {**flt.params(), "q": list(query), "n": n})
+    return _candidates(rows.all())
+
+
+def exact_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],
+                  categories: Sequence[str], k: int) -> list[Candidate]:
+    """The ``k`` nearest rows of each given category, by a full scan of those categories."""
+    if not categories:
+        return []
+    sql = (f"WITH scoped AS MATERIALIZED (SELECT {_COLUMNS}, m.embedding <=> :q AS distance"
+           f" FROM {_TABLE} m WHERE {flt.where()} AND m.category = ANY(:categories))"
+           " SELECT * FROM (SELECT s.*, row_number() OVER (PARTITION BY s.category"
+           " ORDER BY s.distance, s.id) AS rn FROM scoped s) r WHERE r.rn <= :k")
+    rows = conn.execute(_stmt(sql, len(query), categories=True),
+                        {**flt.params(), "q": list(query), "categories": list(categories),
+                         "k": k})
+    return _candidates(rows.all())
+
+
+@dataclass(frozen=True)
+class HnswParams:
+    """Per-transaction pgvector settings of the HNSW plan."""
+
+    ef_search: int = 100
+    max_scan_tuples: int = 20000
+
+
+def configure_hnsw(conn: Connection, params: HnswParams, *, at_least: int = 0) -> None:
+    """``SET LOCAL`` the iterative scan for this transaction (one round trip).
+
+    ``ef_search`` is raised to ``at_least`` (the LIMIT): below it the first pass of the scan
+    returns fewer candidates than asked for and the rest come from slower iterations. The
+    ``'[1]'::vector`` literal makes sure pgvector's library is loaded (its GUCs defined) before
+    the values are set, so they are validated rather than stored as unchecked placeholders.
+    """
+    conn.execute(text(
+        "SELECT CAST('[1]' AS vector),"
+        " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+        " set_config('hnsw.ef_search', CAST(:ef AS text), true),"
+        " set_config('hnsw.max_scan_tuples', CAST(:mst AS text), true),"
+        " set_config('enable_sort', 'off', true)"),
+        {"ef": min(1000, max(params.ef_search, at_least)), "mst": params.max_scan_tuples})
+
+
+def hnsw_pool_sql(flt: ScopeFilter) -> str:
+    """The statement of :func:`hnsw_pool` (exposed so tests can EXPLAIN it)."""
+    return (f"WITH near AS MATERIALIZED (SELECT {_COLUMNS}, m.embedding <=> :q AS distance"
+            f" FROM {_TABLE} m WHERE {flt.where()} ORDER BY m.embedding <=> :q LIMIT :n)"
+            " SELECT * FROM near ORDER BY distance, id")
+
+
+def hnsw_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: int,
+              params: HnswParams) -> list[Candidate]:
+    """About the ``n`` nearest rows in scope, through HNSW with an iterative scan; may return
+    fewer than ``n`` when the scan hits ``max_scan_tuples`` (the caller then scans exactly)."""
+    configure_hnsw(conn, params, at_least=n)
+    rows = conn.execute(_stmt(hnsw_pool_sql(flt), len(query)),
+                        {**flt.params(), "q": list(query), "n": n})
+    return _candidates(rows.all())
+
+
+def hnsw_grouped_sql(flt: ScopeFilter) -> str:
+    """The statement of :func:`hnsw_grouped` (exposed so tests can EXPLAIN it)."""
+    return ("SELECT x.* FROM unnest(:categories) AS cat(c) CROSS JOIN LATERAL"
+            f" (SELECT {_COLUMNS}, m.embedding <=> :q AS distance FROM {_TABLE} m"
+            f" WHERE {flt.where()} AND m.category = cat.c ORDER BY m.embedding <=> :q"
+            " LIMIT :k) x")
+
+
+def hnsw_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],
+                 categories: Sequence[str], k: int, params: HnswParams) -> list[Candidate]:
+    """About the ``k`` nearest rows of each category: one HNSW iterative scan per category
+    (a LATERAL join, one statement). A category may come back short (see :func:`hnsw_pool`)."""
+    if not categories:
+        return []
+    configure_hnsw(conn, params, at_least=k)
+    rows = conn.execute(_stmt(hnsw_grouped_sql(flt), len(query), categories=True),
+                        {**flt.params(), "q": list(query), "categories": list(categories),
+                         "k": k})
+    return _candidates(rows.all())

@@ -1,0 +1,97 @@
+"""``eros recall`` as a subprocess: DATABASE_URL = this test's database, EMBEDDING_DIM=512, no
+API keys (so the offline hash embedder embeds the query), nothing else from the shell."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine
+
+from eros.offline import hash_embedding
+from tests.cli.conftest import Cli
+from tests.support.memories import Mem, add
+
+
+def _seed(engine: Engine) -> tuple[uuid.UUID, uuid.UUID]:
+    user, persona = uuid.uuid4(), uuid.uuid4()
+    now = datetime.now(UTC)
+
+    def mem(content: str, category: str, **kw: object) -> Mem:
+        return Mem(user, content, category, hash_embedding(content, 512), **kw)  # type: ignore[arg-type]
+
+    with engine.begin() as conn:
+        add(conn, now, mem("lives in Shanghai near the river", "fact", importance=0.7),
+            mem("likes jazz and mocha", "preference", importance=0.3),
+            mem("talked with the persona about Shanghai food", "event", instance_id=persona),
+            Mem(uuid.uuid4(), "lives in Shanghai near the river", "fact",
+                hash_embedding("lives in Shanghai near the river", 512)))
+    return user, persona
+
+
+def test_recall_json(cli: Cli, engine: Engine) -> None:
+    user, persona = _seed(engine)
+    res = cli("recall", str(user), "lives in Shanghai", "--instance", str(persona),
+              "--strategy", "decay", "--k", "2", "--json")
+    assert res.code == 0, res.err
+    out = json.loads(res.out)
+    assert out["strategy"] == "decay" and out["scope"] == "both" and out["k"] == 2
+    assert out["plan"] == "exact" and out["exact"] is True
+    assert out["memories"][0]["content"] == "lives in Shanghai near the river"
+    assert len(out["memories"]) == 2
+    assert {m["layer"] for m in out["memories"]} <= {"profile", "relationship"}
+    assert set(out["memories"][0]) == {"id", "content", "category", "importance",
+                                       "created_at", "layer", "similarity", "score"}
+    assert {"embed", "count", "search", "rank", "total"} <= set(out["timings_ms"])
+
+
+def test_recall_render_and_scopes(cli: Cli, engine: Engine) -> None:
+    user, persona = _seed(engine)
+    res = cli("recall", str(user), "Shanghai", "--render", "zh")
+    assert res.code == 0, res.err
+    assert res.out.startswith("【基本信息】\n- lives in Shanghai near the river")
+    assert "persona" not in res.out  # no --instance: profile layer only
+    res = cli("recall", str(user), "Shanghai", "--instance", str(persona), "--scope",
+              "relationship", "--json", "--render", "en")
+    out = json.loads(res.out)
+    assert [m["content"] for m in out["memories"]] == [
+        "talked with the persona about Shanghai food"]
+    assert out["prompt"] == "Recent events:\n- talked with the persona about Shanghai food"
+
+
+def test_recall_human_output_and_errors(cli: Cli, engine: Engine) -> None:
+    user, _ = _seed(engine)
+    res = cli("recall", str(user), "jazz")
+    assert res.code == 0, res.err
+    assert "strategy grouped" in res.out and "likes jazz and mocha" in res.out
+    empty = cli("recall", str(uuid.uuid4()), "anything", "--render", "en")
+    assert empty.code == 0 and empty.out.strip() == "(No memories about the user yet.)"
+    bad = cli("recall", str(user), "x", "--scope", "relationship")
+    assert bad.code == 1 and "needs an instance" in bad.err
+    assert cli("recall", "not-a-uuid", "x").code == 2
+
+
+def test_the_celery_task_returns_json(db_url: str, engine: Engine,
+                                      cli_env: Callable[..., dict[str, str]]) -> None:
+    """``eros.recall`` run through Celery's eager ``apply`` in a fresh process (importing
+    eros.worker builds the app from the environment; the broker is never contacted)."""
+    user, persona = _seed(engine)
+    code = (
+        "import json, sys; from eros.worker import app;"
+        "t = app.tasks['eros.recall'];"
+        f"r = t.apply(args=['{user}', 'Shanghai'], kwargs={{'instance_id': '{persona}',"
+        " 'strategy': 'composite', 'k': 2, 'labels': 'en'}).get();"
+        "bad = t.apply(args=['nobody', 'x']).get();"
+        "print(json.dumps({'ok': r, 'bad': bad}))")
+    env = cli_env(DATABASE_URL=db_url, REDIS_URL="redis://127.0.0.1:9/0")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["ok"]["strategy"] == "composite" and len(out["ok"]["memories"]) == 2
+    assert out["ok"]["prompt"].startswith("About the user:\n- lives in Shanghai")
+    assert "not a UUID" in out["bad"]["error"]
