@@ -29,7 +29,12 @@ def create_app(settings: Settings) -> Celery:
         broker_url=broker,
         broker_transport_options=transport,
         broker_connection_retry_on_startup=True,
+        # only eros.recall keeps a result (for callers that wait on it); the pipeline's tasks
+        # record their outcomes in PostgreSQL instead
         task_ignore_result=True,
+        result_backend=broker,
+        result_backend_transport_options=transport,
+        result_expires=3600,
         task_serializer="json",
         accept_content=["json"],
         task_acks_late=True,
