@@ -290,7 +290,7 @@ def write_results(command: str, info: dict[str, Any], body: str) -> None:
     existing = path.read_text() if path.exists() else "# Benchmark results\n"
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     entry = (f"\n### {stamp}\n\n`{command}`\n\nmachine: {info['nproc']} × {info['cpu']}, "
-             f"{info['ram_gib']} GiB RAM; {info.get('postgres', '?')}, pgvector "
+             f"{info['ram_gib']} GiB RAM; PostgreSQL {info.get('postgres', '?')}, pgvector "
              f"{info.get('pgvector', '?')}, shared_buffers {info.get('shared_buffers', '?')}; "
              f"while measuring, all processes kept {info.get('busy_cores', '?')} of "
              f"{info['nproc']} cores busy (this benchmark and its server use about one)"

@@ -16,6 +16,7 @@ CLAIM_TASK = "eros.claim_idle_sessions"
 CLASSIFY_TASK = "eros.classify_session"
 FIND_CONSOLIDATION_TASK = "eros.find_consolidation_candidates"
 CONSOLIDATE_TASK = "eros.consolidate_user"
+RECALL_TASK = "eros.recall"
 
 
 def create_app(settings: Settings) -> Celery:
@@ -45,12 +46,15 @@ def create_app(settings: Settings) -> Celery:
         # queues to one routing key and deliver every message twice
         task_queues=tuple(Queue(q, Exchange(q, type="direct"), routing_key=q)
                           for q in (settings.eros_claim_queue, settings.eros_classify_queue,
-                                    settings.eros_consolidate_queue)),
+                                    settings.eros_consolidate_queue,
+                                    settings.eros_recall_queue)),
         task_default_queue=settings.eros_classify_queue,
         task_routes={CLAIM_TASK: {"queue": settings.eros_claim_queue},
                      CLASSIFY_TASK: {"queue": settings.eros_classify_queue},
                      FIND_CONSOLIDATION_TASK: {"queue": settings.eros_claim_queue},
-                     CONSOLIDATE_TASK: {"queue": settings.eros_consolidate_queue}},
+                     CONSOLIDATE_TASK: {"queue": settings.eros_consolidate_queue},
+                     # a caller waits on recall: never behind slow LLM calls
+                     RECALL_TASK: {"queue": settings.eros_recall_queue}},
         # The hard limit kills an attempt before its claim can go stale and be re-taken.
         task_soft_time_limit=int(stale * SOFT_LIMIT_FRACTION),
         task_time_limit=int(stale * HARD_LIMIT_FRACTION),

@@ -126,6 +126,7 @@ class Settings(BaseSettings):
     eros_claim_queue: str = "eros.claim"
     eros_classify_queue: str = "eros.classify"
     eros_consolidate_queue: str = "eros.consolidate"
+    eros_recall_queue: str = "eros.recall"
     #: Redis visibility timeout; must stay well above the longest retry countdown.
     eros_visibility_timeout_secs: int = Field(default=3600, ge=60)
     eros_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

@@ -16,7 +16,7 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from eros import logs, metrics
-from eros.celery_app import CLAIM_TASK, CLASSIFY_TASK, create_app
+from eros.celery_app import CLAIM_TASK, CLASSIFY_TASK, RECALL_TASK, create_app
 from eros.core.prompts import load_prompt
 from eros.core.retry import RetryPolicy, compute_backoff, decide
 from eros.db import repo
@@ -255,7 +255,6 @@ def _db_retry(task: Task, err: Exception, session_id: str, token: uuid.UUID | No
 from eros import consolidation_tasks as _consolidation_tasks  # noqa: E402,F401
 
 # --- recall (issue 5, docs/recall.md) -------------------------------------------------------
-RECALL_TASK = "eros.recall"
 
 
 @app.task(name=RECALL_TASK, ignore_result=False)

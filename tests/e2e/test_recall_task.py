@@ -31,7 +31,7 @@ def test_recall_task_returns_ranked_memories_and_the_prompt(
     wait_until(classified, timeout=60, message="memories written")
     client = Celery(broker=redis_url, backend=redis_url)
     result = client.send_task("eros.recall", args=[str(user), "where does she live"],
-                              kwargs={"labels": "en"}, queue="eros.classify")
+                              kwargs={"labels": "en"}, queue="eros.recall")
     payload = result.get(timeout=60)
     contents = {m["content"] for m in payload["memories"]}
     assert contents == {"Likes jazz", "Lives in Tokyo"}
