@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from alembic import command
-from sqlalchemy import Connection, Engine, create_engine, text
+from sqlalchemy import Connection, Engine, TextClause, create_engine, text
 
 from eros.db.repo import CLAIM_IDLE
 from tests.support.services import alembic_config, postgres_server, with_database
@@ -47,11 +47,13 @@ IDLE_SECS = 1800  # the reference's defaults
 STALE_SECS = 600
 BATCH = 100
 
-# MISSION.md's reference claim, verbatim but for the schema it runs in.
-REFERENCE_CLAIM = text("""
-UPDATE reference.chat_sessions
+
+def reference_claim(schema: str) -> TextClause:
+    """MISSION.md's reference claim, verbatim but for the schema it runs in."""
+    return text(f"""
+UPDATE {schema}.chat_sessions
    SET classification_claimed_at = now()
- WHERE id IN (SELECT id FROM reference.chat_sessions
+ WHERE id IN (SELECT id FROM {schema}.chat_sessions
                WHERE classified_at IS NULL
                  AND last_active_at < :idle_cutoff
                  AND (classification_claimed_at IS NULL
@@ -61,6 +63,9 @@ UPDATE reference.chat_sessions
                FOR UPDATE SKIP LOCKED)
 RETURNING id, user_id, instance_id
 """)
+
+
+REFERENCE_CLAIM = reference_claim("reference")
 
 LOAD = text("""
 INSERT INTO engine.chat_sessions (id, user_id, last_active_at, created_at, classified_at)

@@ -17,24 +17,13 @@ import openai
 from sqlalchemy import Engine, insert, text
 from voyageai.client import Client as VoyageClient
 
+from bench.claim_bench import reference_claim
 from eros.core.categories import normalise_category
 from eros.core.prompts import load_prompt
 from eros.db.schema import companion_memories
 
-# MISSION.md's claim statement; the reference's defaults for the thresholds.
-REFERENCE_CLAIM = text("""
-UPDATE engine.chat_sessions
-   SET classification_claimed_at = now()
- WHERE id IN (SELECT id FROM engine.chat_sessions
-               WHERE classified_at IS NULL
-                 AND last_active_at < :idle_cutoff
-                 AND (classification_claimed_at IS NULL
-                      OR classification_claimed_at < :stale_cutoff)
-               ORDER BY last_active_at
-               LIMIT :batch
-               FOR UPDATE SKIP LOCKED)
-RETURNING id, user_id, instance_id
-""")
+# MISSION.md's claim statement, run against our tables; the reference's default thresholds.
+REFERENCE_CLAIM = reference_claim("engine")
 MESSAGES = text("SELECT role, content FROM engine.chat_messages WHERE session_id = :sid"
                 " ORDER BY sent_at")
 STAMP = text("UPDATE engine.chat_sessions SET classified_at = now() WHERE id = :sid")
