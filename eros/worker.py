@@ -58,23 +58,13 @@ def _start_checks(**_: Any) -> None:
     except ErosError as err:
         log.critical("eros worker cannot start: %s", err)
         raise SystemExit(f"eros: error: {err}") from None
-    llm, embedder = make_providers(settings)
-    log.info("providers: llm=%s%s embedding=%s%s", llm.name, " (offline)" if llm.offline else "",
-             embedder.name, " (offline)" if embedder.offline else "")
+    # Building the providers here announces them in the log once, and imports the provider
+    # SDKs before the pool forks, so children inherit them. Otherwise every prefork child
+    # imports openai and voyageai on its first task (about 1.5 s of CPU each): a 16-process
+    # pool on 2 cores spends its first ~15 s importing (measured by bench/drain_bench.py).
+    make_providers(settings)
     if settings.eros_metrics_port:
         metrics.serve(settings.eros_metrics_port, get_engine(settings), settings)
-
-
-@signals.worker_init.connect
-def _preload_provider_sdks(**_: Any) -> None:
-    """Import the provider SDKs in the main process, before the pool forks, so children
-    inherit them. Otherwise every prefork child imports openai and voyageai on its first task
-    (about 1.5 s of CPU each): a 16-process pool on 2 cores then spends its first ~15 s
-    importing instead of classifying (measured by bench/drain_bench.py)."""
-    if not settings.llm_is_offline:
-        import eros.providers.llm
-    if not settings.embedder_is_offline:
-        import eros.providers.embeddings  # noqa: F401
 
 
 @signals.worker_process_shutdown.connect
@@ -153,7 +143,7 @@ def classify_session(self: Task, session_id: str, claim_token: str | None = None
                          "elsewhere (use force=true to re-run)", sid)
                 return {"session_id": session_id, "outcome": "skipped"}
             token = claim.token
-        attempt = start_attempt(p, Claim(sid, sid, None, token))
+        attempt = start_attempt(p, sid, token)
     except (OperationalError, DBAPIError) as err:
         raise _db_retry(self, err, session_id, token) from None
     if attempt is None:

@@ -151,7 +151,7 @@ def _take(rt: Runtime, pipeline: Pipeline, session: uuid.UUID, force: bool) -> A
     if claim is None:
         raise ErosError(f"session {session} is already classified, dead-lettered or claimed by "
                         "a worker; use --force to re-run it")
-    attempt = start_attempt(pipeline, claim)
+    attempt = start_attempt(pipeline, claim.session_id, claim.token)
     if attempt is None:
         raise ErosError(f"session {session}: the claim was taken over before the run started")
     return attempt

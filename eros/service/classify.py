@@ -7,6 +7,7 @@ database is only touched in short transactions before and after the HTTP calls, 
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,7 +19,7 @@ from eros.core.parsing import Candidate, ParseResult, parse_extraction
 from eros.core.prompts import Prompt, user_message
 from eros.core.transcript import Transcript, build_transcript
 from eros.db import repo
-from eros.db.repo import Attempt, Claim, MemoryRow, Outcome
+from eros.db.repo import Attempt, MemoryRow, Outcome
 from eros.providers.base import ChatCompleter, Completion, Embedder
 from eros.ratelimit import Limiter, NoLimits
 from eros.settings import Settings
@@ -66,10 +67,11 @@ class Report:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-def start_attempt(pipeline: Pipeline, claim: Claim) -> Attempt | None:
-    """Count an attempt and refresh the claim; None when the claim is no longer ours."""
+def start_attempt(pipeline: Pipeline, session_id: uuid.UUID,
+                  token: uuid.UUID) -> Attempt | None:
+    """Count an attempt and refresh the claim; None when the token is no longer the claim's."""
     with pipeline.engine.begin() as conn:
-        return repo.begin_attempt(conn, claim.session_id, claim.token)
+        return repo.begin_attempt(conn, session_id, token)
 
 
 def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None,

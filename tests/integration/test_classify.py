@@ -31,7 +31,7 @@ def _run(pipeline: Pipeline, sid):  # type: ignore[no-untyped-def]
     with pipeline.engine.begin() as conn:
         claim = repo.claim_one(conn, sid, stale_secs=600)
     assert claim is not None
-    attempt = start_attempt(pipeline, claim)
+    attempt = start_attempt(pipeline, claim.session_id, claim.token)
     assert attempt is not None
     return classify(pipeline, attempt)
 
