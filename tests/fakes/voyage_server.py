@@ -17,13 +17,12 @@ from __future__ import annotations
 import argparse
 import base64
 import functools
-import hashlib
-import math
 import re
 import struct
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+from eros.offline_embedding import hash_embedding as offline_hash_embedding
 from tests.fakes.http_base import FakeHTTPServer, RecordedRequest, Response, serve_main
 
 __all__ = ["FakeVoyageServer", "Vectorizer", "hash_embedding", "quantize"]
@@ -36,33 +35,16 @@ CONTEXT_TOKENS = 32_000
 _INPUT_TYPES = (None, "query", "document")
 _DTYPES = (None, "float", "int8", "uint8", "binary", "ubinary")
 _PACK_CODE = {"float": "f", "int8": "b", "binary": "b", "uint8": "B", "ubinary": "B"}
-_WORD_RE = re.compile(r"\w+")
-
-
-def _features(text: str) -> Iterator[tuple[str, float]]:
-    for word in _WORD_RE.findall(text.lower()):
-        yield "w:" + word, 1.0
-        padded = f"<{word}>"
-        for i in range(len(padded) - 2):
-            yield "c:" + padded[i : i + 3], 0.5
 
 
 @functools.lru_cache(maxsize=16_384)
 def _hash_embedding(text: str, dim: int) -> tuple[float, ...]:
-    vec = [0.0] * dim
-    for feature, weight in _features(text):
-        digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
-        index = int.from_bytes(digest[:4], "little") % dim
-        vec[index] += weight if digest[4] & 1 else -weight
-    norm = math.sqrt(sum(x * x for x in vec))
-    if norm == 0.0:
-        vec[0] = 1.0
-        return tuple(vec)
-    return tuple(x / norm for x in vec)
+    return tuple(offline_hash_embedding(text, dim))
 
 
 def hash_embedding(text: str, dim: int) -> list[float]:
-    """Unit-norm feature hashing of word tokens (w=1) and char trigrams (w=0.5)."""
+    """The offline provider's feature hashing (cached): the fake and the offline embedder put
+    texts in one vector space."""
     return list(_hash_embedding(text, dim))
 
 
