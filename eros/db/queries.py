@@ -15,7 +15,14 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, text
 
-from eros.db.repo import Claim
+from eros.db.repo import (
+    FRESH_CLAIM,
+    IDLE,
+    NOT_BACKING_OFF,
+    OPEN,
+    STALE_CLAIM,
+    Claim,
+)
 from eros.db.schema import chat_messages, chat_sessions, companion_memories
 
 
@@ -53,13 +60,8 @@ def count_sessions(conn: Connection) -> int:
 
 
 # --- status ---------------------------------------------------------------------------------
-_OPEN = "classified_at IS NULL AND dead_lettered_at IS NULL"
-_IDLE = "last_active_at < now() - make_interval(secs => :idle_secs)"
-_NOT_BACKING_OFF = "(next_attempt_at IS NULL OR next_attempt_at <= now())"
 #: the claim predicate without the claimed condition: work not done yet, in flight included.
-_ELIGIBLE = f"{_OPEN} AND {_IDLE} AND {_NOT_BACKING_OFF}"
-_FRESH_CLAIM = "classification_claimed_at >= now() - make_interval(secs => :stale_secs)"
-_STALE_CLAIM = "classification_claimed_at < now() - make_interval(secs => :stale_secs)"
+_ELIGIBLE = f"{OPEN} AND {IDLE} AND {NOT_BACKING_OFF}"
 
 SESSION_COUNTS = text(f"""
 SELECT count(*) AS sessions,
@@ -67,13 +69,13 @@ SELECT count(*) AS sessions,
        count(*) FILTER (WHERE classified_at IS NOT NULL) AS classified,
        count(*) FILTER (WHERE {_ELIGIBLE}) AS eligible,
        count(*) FILTER (WHERE {_ELIGIBLE}
-                          AND (classification_claimed_at IS NULL OR {_STALE_CLAIM})) AS claimable,
+                          AND (classification_claimed_at IS NULL OR {STALE_CLAIM})) AS claimable,
        EXTRACT(EPOCH FROM now() - min(last_active_at) FILTER (WHERE {_ELIGIBLE}))
            AS oldest_idle_secs,
-       count(*) FILTER (WHERE {_OPEN} AND next_attempt_at > now()) AS waiting_retry,
-       count(*) FILTER (WHERE {_OPEN} AND NOT ({_IDLE})) AS not_idle_yet,
-       count(*) FILTER (WHERE {_OPEN} AND {_FRESH_CLAIM}) AS in_flight,
-       count(*) FILTER (WHERE {_OPEN} AND {_STALE_CLAIM}) AS stale_claims,
+       count(*) FILTER (WHERE {OPEN} AND next_attempt_at > now()) AS waiting_retry,
+       count(*) FILTER (WHERE {OPEN} AND NOT ({IDLE})) AS not_idle_yet,
+       count(*) FILTER (WHERE {OPEN} AND {FRESH_CLAIM}) AS in_flight,
+       count(*) FILTER (WHERE {OPEN} AND {STALE_CLAIM}) AS stale_claims,
        count(*) FILTER (WHERE dead_lettered_at IS NOT NULL) AS dead_letters
   FROM engine.chat_sessions
 """)

@@ -308,11 +308,16 @@ def record_throttled(conn: Connection, attempt: Attempt) -> bool:
                                     "token": attempt.claim.token}).first() is not None
 
 
-IN_FLIGHT = text("""
-SELECT count(*) FROM engine.chat_sessions
- WHERE claim_token IS NOT NULL
-   AND classification_claimed_at >= now() - make_interval(secs => :stale_secs)
-""")
+# Predicates the status report and the metrics share (one spelling of each idea).
+OPEN = "classified_at IS NULL AND dead_lettered_at IS NULL"
+IDLE = "last_active_at < now() - make_interval(secs => :idle_secs)"
+NOT_BACKING_OFF = "(next_attempt_at IS NULL OR next_attempt_at <= now())"
+FRESH_CLAIM = "classification_claimed_at >= now() - make_interval(secs => :stale_secs)"
+STALE_CLAIM = "classification_claimed_at < now() - make_interval(secs => :stale_secs)"
+#: claimed and not finished, claim not stale; served by ix_chat_sessions_claimed.
+IN_FLIGHT_WHERE = f"claim_token IS NOT NULL AND {FRESH_CLAIM}"
+
+IN_FLIGHT = text(f"SELECT count(*) FROM engine.chat_sessions WHERE {IN_FLIGHT_WHERE}")
 
 
 def count_in_flight(conn: Connection, *, stale_secs: float) -> int:
@@ -328,21 +333,14 @@ class Backlog:
     dead_letters: int
 
 
-BACKLOG = text("""
+BACKLOG = text(f"""
 SELECT
   (SELECT count(*) FROM engine.chat_sessions
-    WHERE classified_at IS NULL AND dead_lettered_at IS NULL
-      AND last_active_at < now() - make_interval(secs => :idle_secs)
-      AND (classification_claimed_at IS NULL
-           OR classification_claimed_at < now() - make_interval(secs => :stale_secs)))
+    WHERE {OPEN} AND {IDLE} AND (classification_claimed_at IS NULL OR {STALE_CLAIM}))
     AS eligible,
   (SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(last_active_at)), 0)
-     FROM engine.chat_sessions
-    WHERE classified_at IS NULL AND dead_lettered_at IS NULL
-      AND last_active_at < now() - make_interval(secs => :idle_secs)) AS oldest_idle_secs,
-  (SELECT count(*) FROM engine.chat_sessions
-    WHERE claim_token IS NOT NULL
-      AND classification_claimed_at >= now() - make_interval(secs => :stale_secs)) AS in_flight,
+     FROM engine.chat_sessions WHERE {OPEN} AND {IDLE}) AS oldest_idle_secs,
+  (SELECT count(*) FROM engine.chat_sessions WHERE {IN_FLIGHT_WHERE}) AS in_flight,
   (SELECT count(*) FROM engine.chat_sessions WHERE dead_lettered_at IS NOT NULL)
     AS dead_letters
 """)
