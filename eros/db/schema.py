@@ -15,6 +15,7 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     Column,
+    Computed,
     DateTime,
     Float,
     ForeignKey,
@@ -28,7 +29,7 @@ from sqlalchemy import (
     event,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, BIT, JSONB, UUID
 
 SCHEMA = "engine"
 CATEGORIES = ("fact", "preference", "event", "emotion", "relation")
@@ -110,6 +111,9 @@ companion_memories = Table(
     Column("importance", Float, nullable=True),
     Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
     Column("embedding", Vector(EMBEDDING_DIM), nullable=True),
+    #: one bit per dimension of ``embedding`` (0006): what recall's Hamming pre-scan reads.
+    Column("embedding_bq", BIT(EMBEDDING_DIM), Computed(
+        f"(binary_quantize(embedding))::bit({EMBEDDING_DIM})", persisted=True)),
     _now("created_at"),
     #: idempotency key: session and normalised content; a second write is a no-op.
     Column("dedup_key", Text, nullable=True, unique=True),
@@ -134,6 +138,10 @@ companion_memories = Table(
           postgresql_where=text("status = 'current'")),
     # Serves recall (0004): capped counts and exact scans per user, layer and category.
     Index("ix_companion_memories_recall", "user_id", "instance_id", "category",
+          postgresql_where=text("status = 'current'")),
+    # Serves recall's quantised scan (0006): a user's sketches by index-only scan.
+    Index("ix_companion_memories_recall_bq", "user_id", "category", "instance_id",
+          postgresql_include=["id", "embedding_bq"],
           postgresql_where=text("status = 'current'")),
     Index("ix_companion_memories_embedding_hnsw", "embedding",
           postgresql_using="hnsw", postgresql_ops={"embedding": "vector_cosine_ops"}),
