@@ -4,9 +4,11 @@ The chat product calls this at every turn. :func:`recall` embeds the turn's text
 (``input_type="query"``) and :func:`recall_by_vector` does the rest:
 
 1. a capped count tells how big the user's scope is (cheap however big the user);
-2. a small scope is scanned exactly; a large one goes through HNSW with pgvector's iterative
-   index scan, and a scan that comes back short is re-run exactly — so "fewer than K" only ever
-   means "fewer than K exist" (the reference's filtered IVFFlat could lose rows);
+2. a small scope is scanned exactly; a large one by its binary sketches (an index-only Hamming
+   scan, re-ranked by exact cosine: its cost is the user's own rows, never other users'), or
+   with RECALL_QUANTIZED_SCAN off through HNSW with pgvector's iterative index scan, where a
+   scan that comes back short is re-run exactly — so "fewer than K" only ever means "fewer than
+   K exist" (the reference's filtered IVFFlat could lose rows);
 3. the candidates are ranked by the pure functions of :mod:`eros.core.ranking`.
 
 ``decay`` and ``composite`` rank a *pool*: the N most similar memories in scope
@@ -41,7 +43,8 @@ from eros.errors import RecallError
 from eros.providers.base import Embedder
 from eros.settings import Settings, get_settings
 
-Plan = Literal["exact", "hnsw", "mixed"]
+Plan = Literal["exact", "quantized", "hnsw", "mixed"]
+Search = Literal["exact", "quantized", "hnsw"]
 
 __all__ = ["RecallResult", "RecalledMemory", "recall", "recall_by_vector", "render_prompt"]
 
@@ -189,18 +192,39 @@ def _hnsw_params(cfg: Settings) -> HnswParams:
                       max_scan_tuples=cfg.recall_hnsw_max_scan_tuples)
 
 
-def _use_exact(rows: int, need: int, table_rows: float, cfg: Settings) -> bool:
-    """Scan exactly when that is cheap (fewer than RECALL_EXACT_SCAN_BELOW rows) or when an
-    iterative HNSW scan is expected to give up: to collect ``need`` rows of a scope holding a
-    share ``rows / table_rows`` of the index it visits about ``need · table_rows / rows``
-    tuples, and it stops at RECALL_HNSW_MAX_SCAN_TUPLES."""
-    return (rows < cfg.recall_exact_scan_below or rows <= need
-            or rows * cfg.recall_hnsw_max_scan_tuples < need * table_rows)
+def _quantized(flt: ScopeFilter, cfg: Settings) -> bool:
+    """The sketch index is partial (current memories), so replaced ones need another plan."""
+    return cfg.recall_quantized_scan and not flt.include_replaced
 
 
-def _count_kwargs(cfg: Settings, need: int) -> dict[str, int]:
+def _choose(rows: int, need: int, table_rows: float, flt: ScopeFilter, cfg: Settings) -> Search:
+    """How to find ``need`` rows of a scope holding ``rows``.
+
+    Exactly when that is cheap (fewer than RECALL_EXACT_SCAN_BELOW rows, or at most ``need``).
+    Otherwise by the quantised scan (RECALL_QUANTIZED_SCAN), whose cost is linear in the
+    scope's rows at a tenth of the exact scan's and does not depend on other users. Without it,
+    by HNSW, unless an iterative scan is expected to give up: to collect ``need`` rows of a
+    scope holding a share ``rows / table_rows`` of the index it visits about
+    ``need · table_rows / rows`` tuples, and it stops at RECALL_HNSW_MAX_SCAN_TUPLES.
+    """
+    if rows < cfg.recall_exact_scan_below or rows <= need:
+        return "exact"
+    if _quantized(flt, cfg):
+        return "quantized"
+    if rows * cfg.recall_hnsw_max_scan_tuples < need * table_rows:
+        return "exact"
+    return "hnsw"
+
+
+def _count_kwargs(flt: ScopeFilter, cfg: Settings, need: int) -> dict[str, Any]:
     return {"exact_below": cfg.recall_exact_scan_below, "need": need,
-            "max_scan_tuples": cfg.recall_hnsw_max_scan_tuples}
+            "max_scan_tuples": None if _quantized(flt, cfg) else cfg.recall_hnsw_max_scan_tuples}
+
+
+def _sketches(need: int, cfg: Settings) -> int:
+    """Rows a quantised scan re-ranks exactly to return ``need`` (at least 10 × the
+    oversampling: a per-category K of 2 still gets a fair sample)."""
+    return max(need, 10) * cfg.recall_quantized_oversample
 
 
 def _timed(timings: dict[str, float], name: str, started: float) -> None:
@@ -209,18 +233,22 @@ def _timed(timings: dict[str, float], name: str, started: float) -> None:
 
 def _pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cfg: Settings,
           timings: dict[str, float]) -> _Found:
-    """The ``n`` nearest rows in scope — exact for a small scope, else HNSW with an iterative
-    scan, re-run exactly if the scan came back short."""
+    """The ``n`` nearest rows in scope — exact for a small scope, else by sketches (or HNSW
+    with an iterative scan, re-run exactly if the scan came back short)."""
     t = time.perf_counter()
-    size = sql.scope_count(conn, flt, **_count_kwargs(cfg, n))
+    size = sql.scope_count(conn, flt, **_count_kwargs(flt, cfg, n))
     _timed(timings, "count", t)
     t = time.perf_counter()
     try:
         if size.rows == 0:
             return _Found([], "exact", True, complete=True)
-        if _use_exact(size.rows, n, size.table_rows, cfg):
+        how = _choose(size.rows, n, size.table_rows, flt, cfg)
+        if how == "exact":
             rows = sql.exact_pool(conn, flt, query, n)
             return _Found(rows, "exact", True, complete=len(rows) < n)
+        if how == "quantized":
+            return _Found(sql.quantized_pool(conn, flt, query, n, _sketches(n, cfg)),
+                          "quantized", False)
         rows = sql.hnsw_pool(conn, flt, query, n, _hnsw_params(cfg))
         if len(rows) >= n:
             return _Found(rows, "hnsw", False)
@@ -234,24 +262,28 @@ def _search_grouped(conn: Connection, flt: ScopeFilter, query: list[float], k: i
                     cfg: Settings, timings: dict[str, float]) -> _Found:
     """The ``k`` nearest rows of every category (the reference's answer, filter-safe).
 
-    A small scope: one exact scan with ``row_number()`` per category. A large one: the HNSW
-    pool of the ``n`` nearest rows in scope, grouped — a category with at least ``k`` rows in
-    the pool has its true top ``k`` there, since every row outside is farther than every row
-    inside. Only categories the pool holds fewer than ``k`` of (rare ones) are searched again,
-    each exactly or by its own HNSW scan, as its size says.
+    A small scope: one exact scan with ``row_number()`` per category. A large one: the pool
+    of the ``n`` nearest rows in scope (quantised or HNSW), grouped — a category with at least
+    ``k`` rows in the pool has its true top ``k`` there, since every row outside is farther
+    than every row inside. Only categories the pool holds fewer than ``k`` of (rare ones) are
+    searched again, each exactly or by its own quantised or HNSW scan, as its size says.
     """
     t = time.perf_counter()
-    size = sql.scope_count(conn, flt, **_count_kwargs(cfg, n))
+    size = sql.scope_count(conn, flt, **_count_kwargs(flt, cfg, n))
     _timed(timings, "count", t)
     t = time.perf_counter()
     if size.rows == 0:
         _timed(timings, "search", t)
         return _Found([], "exact", True)
-    if _use_exact(size.rows, n, size.table_rows, cfg):
+    how = _choose(size.rows, n, size.table_rows, flt, cfg)
+    if how == "exact":
         found = sql.exact_grouped(conn, flt, query, CATEGORIES, k)
         _timed(timings, "search", t)
         return _Found(found, "exact", True)
-    pool = sql.hnsw_pool(conn, flt, query, n, _hnsw_params(cfg))
+    if how == "quantized":
+        pool = sql.quantized_pool(conn, flt, query, n, _sketches(n, cfg))
+    else:
+        pool = sql.hnsw_pool(conn, flt, query, n, _hnsw_params(cfg))
     if len(pool) < n:  # the scan gave up early: be exact
         found = sql.exact_grouped(conn, flt, query, CATEGORIES, k)
         _timed(timings, "search", t)
@@ -260,7 +292,7 @@ def _search_grouped(conn: Connection, flt: ScopeFilter, query: list[float], k: i
     missing: list[str] = [c for c in CATEGORIES if have[c] < k]
     _timed(timings, "search", t)
     if not missing:
-        return _Found(pool, "hnsw", False)
+        return _Found(pool, how, False)
     extra, fallback = _complete(conn, flt, query, missing, have, k, cfg, timings)
     return _Found(pool + extra, "mixed", False, fallback=fallback)
 
@@ -270,14 +302,18 @@ def _complete(conn: Connection, flt: ScopeFilter, query: list[float], missing: l
               ) -> tuple[list[Candidate], bool]:
     """The top ``k`` of categories the pool held fewer than ``k`` of."""
     t = time.perf_counter()
-    counts = sql.category_counts(conn, flt, missing, **_count_kwargs(cfg, k))
+    counts = sql.category_counts(conn, flt, missing, **_count_kwargs(flt, cfg, k))
     _timed(timings, "count", t)
     t = time.perf_counter()
     # a category whose every row is already in the pool needs nothing more
     more = [c for c in missing if counts.per_category.get(c, 0) > have[c]]
-    exact = [c for c in more if _use_exact(counts.per_category[c], k, counts.table_rows, cfg)]
-    hnsw = [c for c in more if c not in exact]
+    how = {c: _choose(counts.per_category[c], k, counts.table_rows, flt, cfg) for c in more}
+    exact = [c for c in more if how[c] == "exact"]
+    quantized = [c for c in more if how[c] == "quantized"]
+    hnsw = [c for c in more if how[c] == "hnsw"]
     found = sql.exact_grouped(conn, flt, query, exact, k) if exact else []
+    if quantized:
+        found += sql.quantized_grouped(conn, flt, query, quantized, k, _sketches(k, cfg))
     fallback = False
     if hnsw:
         near = sql.hnsw_grouped(conn, flt, query, hnsw, k, _hnsw_params(cfg))

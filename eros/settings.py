@@ -84,9 +84,14 @@ class Settings(BaseSettings):
     recall_default_importance: float = Field(default=0.5, ge=0, le=1)
     #: the pool: strategies rank the N most similar memories in scope, N = max(this, 5 × K).
     recall_candidates: int = Field(default=50, ge=1, le=1000)
-    #: a scope with fewer rows than this is scanned exactly; larger ones go through HNSW with
-    #: iterative index scans (unless too small a share of the table for them).
+    #: a scope with fewer rows than this is scanned exactly; larger ones by the quantised scan
+    #: (or, without it, HNSW with iterative index scans unless too small a share of the table).
     recall_exact_scan_below: int = Field(default=2000, ge=0)
+    #: large scopes: a Hamming scan of the binary sketches (index-only), re-ranked by exact
+    #: cosine; off = HNSW with iterative index scans (docs/recall.md).
+    recall_quantized_scan: bool = True
+    #: the quantised scan re-ranks max(N, 10) × this many sketches to return N rows.
+    recall_quantized_oversample: int = Field(default=10, ge=1, le=100)
     #: ``hnsw.ef_search`` of the HNSW path (raised to the pool size when that is larger).
     recall_hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
     #: ``hnsw.max_scan_tuples``: how far an iterative scan may go before giving up.

@@ -206,6 +206,8 @@ def _bulk(db_url: str, owner: uuid.UUID, vectors: np.ndarray, categories: list[s
 
 
 CATS = ["fact", "preference", "event", "emotion", "relation"]
+#: every scope above ``need`` rows through HNSW (the quantised scan is tested on its own).
+HNSW_ONLY = cfg(recall_exact_scan_below=0, recall_quantized_scan=False)
 
 
 def test_a_user_with_10000_memories_still_gets_exactly_k(engine: Engine, db_url: str,
@@ -216,7 +218,7 @@ def test_a_user_with_10000_memories_still_gets_exactly_k(engine: Engine, db_url:
     with engine.begin() as conn:  # three clear matches per category among the 10,000
         add(conn, NOW, *[Mem(user, f"{c} {cos}", c, at_cosine(cos, 10 * i + j + 1))
                          for i, c in enumerate(CATS) for j, cos in enumerate((0.8, 0.7, 0.6))])
-    hnsw = cfg(recall_exact_scan_below=1000)
+    hnsw = cfg(recall_exact_scan_below=1000, recall_quantized_scan=False)
     exact = cfg(recall_exact_scan_below=10**9)
     for strategy, k, want in (("grouped", 2, 10), ("decay", 10, 10), ("composite", 7, 7)):
         fast = run(engine, user, hnsw, strategy=strategy, k=k)
@@ -236,7 +238,7 @@ def test_a_tiny_fraction_of_a_large_table_still_gets_k_per_category(
     rng = np.random.default_rng(11)
     _bulk(db_url, uuid.uuid4(), near_query(rng, 6_000, 0.9), CATS, label="crowd")
     _bulk(db_url, user, near_query(rng, 150, 0.3), CATS)  # 2.4 % of the table, all far
-    hnsw = cfg(recall_exact_scan_below=0)
+    hnsw = cfg(recall_exact_scan_below=0, recall_quantized_scan=False)
     grouped = run(engine, user, hnsw, strategy="grouped")
     assert grouped.plan == "hnsw"  # the iterative scans found them, no exact fallback
     assert [m.category for m in grouped.memories] == [c for c in CATS for _ in range(2)]
@@ -283,7 +285,7 @@ def test_a_scan_that_gives_up_falls_back_to_exact(engine: Engine, db_url: str,
     real_pool = recall_sql.hnsw_pool
     monkeypatch.setattr(recall_sql, "hnsw_pool", lambda *a, **kw: real_pool(*a, **kw)[:3])
     for strategy, want in (("grouped", 10), ("decay", 10)):
-        result = run(engine, user, cfg(recall_exact_scan_below=0), strategy=strategy)
+        result = run(engine, user, HNSW_ONLY, strategy=strategy)
         assert result.plan == "mixed" and result.fallback, strategy
         assert result.exact == (strategy == "grouped")  # decay: the pool is not all rows
         assert len(result.memories) == want
@@ -302,7 +304,7 @@ def test_grouped_completes_categories_the_pool_lacks(engine: Engine, db_url: str
     monkeypatch.setattr(recall_sql, "hnsw_pool", _padded(real_pool))
     monkeypatch.setattr(recall_sql, "hnsw_grouped", lambda *a, **kw: [
         c for c in real_grouped(*a, **kw) if c.category != "event"])
-    result = run(engine, user, cfg(recall_exact_scan_below=0), strategy="grouped")
+    result = run(engine, user, HNSW_ONLY, strategy="grouped")
     assert result.plan == "mixed" and result.fallback and not result.exact
     assert [m.category for m in result.memories] == [c for c in CATS for _ in range(2)]
 
