@@ -26,14 +26,10 @@ import argparse
 import json
 import os
 import random
-import statistics
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +38,7 @@ from sqlalchemy import Engine, create_engine, text
 from bench import recall_data as rd
 from bench.claim_bench import machine
 from bench.drain_support import machine_busy
+from bench.recall_report import Samples, table, write_results
 from eros.core.categories import CATEGORIES
 from eros.db.recall_sql import ScopeFilter
 from eros.migrations import upgrade
@@ -61,7 +58,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "grouped": ("grouped", {}), "decay": ("decay", {}), "composite": ("composite", {}),
     "decay, HNSW": ("decay", {"recall_quantized_scan": False})}
 METHODS = ("reference", *VARIANTS)
-ROOT = Path(__file__).resolve().parent
 
 
 # --- the server -----------------------------------------------------------------------------
@@ -212,14 +208,6 @@ def reference_grouped(engine: Engine, flt: ScopeFilter, q: str) -> list[Any]:
     return out
 
 
-@dataclass
-class Samples:
-    times: list[float] = field(default_factory=list)
-    rows: list[int] = field(default_factory=list)
-    plans: Counter[str] = field(default_factory=Counter)
-    quality: list[float] = field(default_factory=list)
-
-
 def _vec_text(v: list[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in v) + "]"
 
@@ -279,51 +267,6 @@ def quality(engine: Engine, pop: rd.Population, users: list[int], n: int, cfg: S
             want = {m.id for m in recall_by_vector(engine, pop.user_ids[user], q,
                                                    settings=exact_cfg, **kwargs).memories}
             samples[method].quality.append(len(got & want) / len(want) if want else 1.0)
-
-
-# --- reporting ------------------------------------------------------------------------------
-def _p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
-
-
-def table(groups: dict[str, dict[str, Samples]]) -> str:
-    lines = ["| users | method | median ms | p99 ms | median / ref | p99 / ref | rows |"
-             " plans | recall vs exact |",
-             "|---|---|---:|---:|---:|---:|---:|---|---:|"]
-    for group, samples in groups.items():
-        ref = samples["reference"]
-        ref_med, ref_p99 = statistics.median(ref.times), _p99(ref.times)
-        for method in METHODS:
-            s = samples[method]
-            med, p99 = statistics.median(s.times), _p99(s.times)
-            plans = ", ".join(f"{k} {v}" for k, v in sorted(s.plans.items()))
-            q = f"{statistics.mean(s.quality):.3f}" if s.quality else "–"
-            lines.append(f"| {group} | {method} | {med:.2f} | {p99:.2f} | {med / ref_med:.2f} |"
-                         f" {p99 / ref_p99:.2f} | {statistics.mean(s.rows):.1f} | {plans} |"
-                         f" {q} |")
-    return "\n".join(lines)
-
-
-def write_results(command: str, info: dict[str, Any], body: str) -> None:
-    """Append under ``## Recall`` in bench/RESULTS.md (other benchmarks own other sections)."""
-    path = ROOT / "RESULTS.md"
-    existing = path.read_text() if path.exists() else "# Benchmark results\n"
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    entry = (f"\n### {stamp}\n\n`{command}`\n\nmachine: {info['nproc']} × {info['cpu']}, "
-             f"{info['ram_gib']} GiB RAM; PostgreSQL {info.get('postgres', '?')}, pgvector "
-             f"{info.get('pgvector', '?')}, shared_buffers {info.get('shared_buffers', '?')}; "
-             f"while measuring, all processes kept {info.get('busy_cores', '?')} of "
-             f"{info['nproc']} cores busy (this benchmark and its server use about one)"
-             f"\n\n{body}\n")
-    if "\n## Recall\n" not in existing:
-        existing = existing.rstrip("\n") + "\n\n## Recall\n"
-        path.write_text(existing + entry)
-        return
-    head, tail = existing.split("\n## Recall\n", 1)
-    nxt = tail.find("\n## ")
-    section, rest = (tail, "") if nxt < 0 else (tail[:nxt], tail[nxt:])
-    path.write_text(head + "\n## Recall\n" + section.rstrip("\n") + "\n" + entry + rest)
 
 
 def main(argv: list[str] | None = None) -> int:
