@@ -277,6 +277,11 @@ def _sketch_top(flt: ScopeFilter, limit: str, extra: str = "") -> str:
             f" ORDER BY m.embedding_bq <~> {_QUERY_SKETCH} LIMIT {limit}")
 
 
+def _require_current(flt: ScopeFilter) -> None:
+    if flt.include_replaced:
+        raise ValueError("the quantised plan covers current memories only (the index is partial)")
+
+
 def configure_quantized(conn: Connection) -> None:
     """``SET LOCAL`` the planner for the quantised scan (one round trip).
 
@@ -301,8 +306,7 @@ def quantized_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n
                    candidates: int) -> list[Candidate]:
     """About the ``n`` nearest rows in scope: the ``candidates`` nearest by sketch, re-ranked by
     exact cosine. Requires ``flt.include_replaced`` to be false (the index is partial)."""
-    if flt.include_replaced:
-        raise ValueError("the quantised plan covers current memories only")
+    _require_current(flt)
     configure_quantized(conn)
     rows = conn.execute(_stmt(quantized_pool_sql(flt), len(query)),
                         {**flt.params(), "q": list(query), "n": n, "m": max(candidates, n)})
@@ -321,8 +325,7 @@ def quantized_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float]
                       categories: Sequence[str], k: int, candidates: int) -> list[Candidate]:
     """About the ``k`` nearest rows of each category: each category's ``candidates`` nearest
     by sketch (one index range: the index is keyed by user, then category), re-ranked."""
-    if flt.include_replaced:
-        raise ValueError("the quantised plan covers current memories only")
+    _require_current(flt)
     if not categories:
         return []
     configure_quantized(conn)
