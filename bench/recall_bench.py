@@ -48,10 +48,9 @@ from eros.settings import Settings, load_settings
 DB = "eros_recall_bench"
 HNSW = ("CREATE INDEX ix_companion_memories_embedding_hnsw ON engine.companion_memories"
         " USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
-#: as migration 0006 creates it; built after the load, like HNSW (a bulk load is faster so).
+#: as migration 0007 creates it; built after the load, like HNSW (a bulk load is faster so).
 SKETCH_INDEX = ("CREATE INDEX ix_companion_memories_recall_bq ON engine.companion_memories"
-                " (user_id, category, instance_id) INCLUDE (id, embedding_bq)"
-                " WHERE status = 'current'")
+                " (user_id, instance_id, category, status) INCLUDE (id, embedding_bq)")
 #: method → (strategy, settings overrides): the API's strategies with the defaults (quantised
 #: scan on large scopes), and ``decay`` through HNSW with iterative scans for comparison.
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {

@@ -192,12 +192,7 @@ def _hnsw_params(cfg: Settings) -> HnswParams:
                       max_scan_tuples=cfg.recall_hnsw_max_scan_tuples)
 
 
-def _quantized(flt: ScopeFilter, cfg: Settings) -> bool:
-    """The sketch index is partial (current memories), so replaced ones need another plan."""
-    return cfg.recall_quantized_scan and not flt.include_replaced
-
-
-def _choose(rows: int, need: int, table_rows: float, flt: ScopeFilter, cfg: Settings) -> Search:
+def _choose(rows: int, need: int, table_rows: float, cfg: Settings) -> Search:
     """How to find ``need`` rows of a scope holding ``rows``.
 
     Exactly when that is cheap (fewer than RECALL_EXACT_SCAN_BELOW rows, or at most ``need``).
@@ -209,16 +204,17 @@ def _choose(rows: int, need: int, table_rows: float, flt: ScopeFilter, cfg: Sett
     """
     if rows < cfg.recall_exact_scan_below or rows <= need:
         return "exact"
-    if _quantized(flt, cfg):
+    if cfg.recall_quantized_scan:
         return "quantized"
     if rows * cfg.recall_hnsw_max_scan_tuples < need * table_rows:
         return "exact"
     return "hnsw"
 
 
-def _count_kwargs(flt: ScopeFilter, cfg: Settings, need: int) -> dict[str, Any]:
+def _count_kwargs(cfg: Settings, need: int) -> dict[str, Any]:
     return {"exact_below": cfg.recall_exact_scan_below, "need": need,
-            "max_scan_tuples": None if _quantized(flt, cfg) else cfg.recall_hnsw_max_scan_tuples}
+            "max_scan_tuples": None if cfg.recall_quantized_scan
+            else cfg.recall_hnsw_max_scan_tuples}
 
 
 def _sketches(need: int, cfg: Settings) -> int:
@@ -236,13 +232,13 @@ def _pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cfg: S
     """The ``n`` nearest rows in scope — exact for a small scope, else by sketches (or HNSW
     with an iterative scan, re-run exactly if the scan came back short)."""
     t = time.perf_counter()
-    size = sql.scope_count(conn, flt, **_count_kwargs(flt, cfg, n))
+    size = sql.scope_count(conn, flt, **_count_kwargs(cfg, n))
     _timed(timings, "count", t)
     t = time.perf_counter()
     try:
         if size.rows == 0:
             return _Found([], "exact", True, complete=True)
-        how = _choose(size.rows, n, size.table_rows, flt, cfg)
+        how = _choose(size.rows, n, size.table_rows, cfg)
         if how == "exact":
             rows = sql.exact_pool(conn, flt, query, n)
             return _Found(rows, "exact", True, complete=len(rows) < n)
@@ -269,13 +265,13 @@ def _search_grouped(conn: Connection, flt: ScopeFilter, query: list[float], k: i
     searched again, each exactly or by its own quantised or HNSW scan, as its size says.
     """
     t = time.perf_counter()
-    size = sql.scope_count(conn, flt, **_count_kwargs(flt, cfg, n))
+    size = sql.scope_count(conn, flt, **_count_kwargs(cfg, n))
     _timed(timings, "count", t)
     t = time.perf_counter()
     if size.rows == 0:
         _timed(timings, "search", t)
         return _Found([], "exact", True)
-    how = _choose(size.rows, n, size.table_rows, flt, cfg)
+    how = _choose(size.rows, n, size.table_rows, cfg)
     if how == "exact":
         found = sql.exact_grouped(conn, flt, query, CATEGORIES, k)
         _timed(timings, "search", t)
@@ -302,12 +298,12 @@ def _complete(conn: Connection, flt: ScopeFilter, query: list[float], missing: l
               ) -> tuple[list[Candidate], bool]:
     """The top ``k`` of categories the pool held fewer than ``k`` of."""
     t = time.perf_counter()
-    counts = sql.category_counts(conn, flt, missing, **_count_kwargs(flt, cfg, k))
+    counts = sql.category_counts(conn, flt, missing, **_count_kwargs(cfg, k))
     _timed(timings, "count", t)
     t = time.perf_counter()
     # a category whose every row is already in the pool needs nothing more
     more = [c for c in missing if counts.per_category.get(c, 0) > have[c]]
-    how = {c: _choose(counts.per_category[c], k, counts.table_rows, flt, cfg) for c in more}
+    how = {c: _choose(counts.per_category[c], k, counts.table_rows, cfg) for c in more}
     exact = [c for c in more if how[c] == "exact"]
     quantized = [c for c in more if how[c] == "quantized"]
     hnsw = [c for c in more if how[c] == "hnsw"]

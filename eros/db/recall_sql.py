@@ -5,11 +5,11 @@ than K rows: an approximate index finds the nearest rows of the *whole table* an
 applied afterwards. Here every search is one of:
 
 - **exact** — a ``MATERIALIZED`` CTE that first selects the scope's rows (through
-  ``ix_companion_memories_recall``) and only then orders by distance. The CTE is an optimisation
+  ``ix_companion_memories_recall_bq``) and only then orders by distance. The CTE is an optimisation
   fence: the ordering cannot be pushed into the HNSW index, so the answer is exact by
   construction. Cost is linear in the scope's rows (~3 µs a row with inline vectors).
 - **quantized** — the default for large scopes: an index-only scan of the scope's binary
-  sketches (``embedding_bq``, migration 0006) ordered by Hamming distance keeps a few hundred
+  sketches (``embedding_bq``, migrations 0006/0007) ordered by Hamming distance keeps a few hundred
   ids, which are re-ranked by exact cosine. Linear in the scope's rows (~0.2 µs a row) and
   independent of other users, unlike a filtered HNSW scan that walks past their rows.
 - **hnsw** — the HNSW index with pgvector 0.8's *iterative* index scan
@@ -70,14 +70,21 @@ class ScopeFilter:
 
     def where(self, alias: str = "m") -> str:
         """The WHERE clause over ``alias`` (fixed text; values are bound parameters)."""
-        parts = [f"{alias}.user_id = :user_id"]
+        layer = {"profile": f"{alias}.instance_id IS NULL",
+                 "relationship": f"{alias}.instance_id = :instance_id",
+                 "both": f"({alias}.instance_id IS NULL OR {alias}.instance_id = :instance_id)"}
+        return self._where(alias, layer[self.effective_scope])
+
+    def layer_wheres(self, alias: str = "m") -> list[str]:
+        """One WHERE clause per layer in scope: each is one range of an index keyed by user
+        then instance, where ``both``'s ``IS NULL OR = :i`` can only be a filter."""
         scope = self.effective_scope
-        if scope == "profile":
-            parts.append(f"{alias}.instance_id IS NULL")
-        elif scope == "relationship":
-            parts.append(f"{alias}.instance_id = :instance_id")
-        else:
-            parts.append(f"({alias}.instance_id IS NULL OR {alias}.instance_id = :instance_id)")
+        layers: list[Scope] = ["profile", "relationship"] if scope == "both" else [scope]
+        return [ScopeFilter(self.user_id, layer, self.instance_id,
+                            self.include_replaced).where(alias) for layer in layers]
+
+    def _where(self, alias: str, layer: str) -> str:
+        parts = [f"{alias}.user_id = :user_id", layer]
         if not self.include_replaced:
             parts.append(f"{alias}.status = 'current'")
         return " AND ".join(parts)
@@ -262,7 +269,7 @@ def hnsw_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],
     return _candidates(rows.all())
 
 
-# --- the quantised plan (migration 0006) ------------------------------------------------------
+# --- the quantised plan (migrations 0006, 0007) -----------------------------------------------
 #: the query's sketch, computed once per statement: a scalar subquery becomes an InitPlan, so a
 #: generic plan (psycopg prepares a statement run 5 times) does not re-quantise it per row.
 _QUERY_SKETCH = "(SELECT binary_quantize(CAST(:q AS vector)))"
@@ -270,24 +277,24 @@ _QUERY_SKETCH = "(SELECT binary_quantize(CAST(:q AS vector)))"
 
 def _sketch_top(flt: ScopeFilter, limit: str, extra: str = "") -> str:
     """Ids of the ``limit`` rows in scope nearest by Hamming distance between sketches: an
-    index-only scan of ``ix_companion_memories_recall_bq`` (id and sketch are INCLUDEd). Ties
-    at the cut go by index order: an id tiebreak costs ~10 % and only decides among
-    candidates equally far by sketch, which the exact re-rank then orders anyway."""
-    return (f"SELECT m.id FROM {_TABLE} m WHERE {flt.where()}{extra}"
-            f" ORDER BY m.embedding_bq <~> {_QUERY_SKETCH} LIMIT {limit}")
-
-
-def _require_current(flt: ScopeFilter) -> None:
-    if flt.include_replaced:
-        raise ValueError("the quantised plan covers current memories only (the index is partial)")
+    index-only scan of ``ix_companion_memories_recall_bq`` (id and sketch are INCLUDEd) per
+    layer, each one index range (``both``: the profile's and the persona's, UNION ALL, so no
+    other persona's sketch is read). Ties at the cut go by index order: an id tiebreak costs
+    ~10 % and only decides among candidates equally far by sketch, which the exact re-rank
+    then orders anyway."""
+    branches = [f"SELECT m.id, m.embedding_bq <~> {_QUERY_SKETCH} AS h FROM {_TABLE} m"
+                f" WHERE {where}{extra} ORDER BY h LIMIT {limit}" for where in flt.layer_wheres()]
+    if len(branches) == 1:
+        return branches[0]
+    union = " UNION ALL ".join(f"({b})" for b in branches)
+    return f"SELECT u.id, u.h FROM ({union}) u ORDER BY u.h LIMIT {limit}"
 
 
 def configure_quantized(conn: Connection) -> None:
     """``SET LOCAL`` the planner for the quantised scan (one round trip).
 
-    - ``enable_bitmapscan = off``: ``both``'s ``instance_id IS NULL OR instance_id = :i``
-      could be planned as a BitmapOr (heap fetches of every row in scope); the index-only scan
-      filters on the index tuple instead.
+    - ``enable_bitmapscan = off``: a bitmap scan of a layer's range would fetch every heap row
+      in it; the index-only scan reads the sketches from the index tuples.
     - ``max_parallel_workers_per_gather = 0``: a heavy user's scan costs ~10 ms, about what
       starting workers costs on a busy machine; parallel plans measured slower and noisier.
     """
@@ -305,8 +312,7 @@ def quantized_pool_sql(flt: ScopeFilter) -> str:
 def quantized_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: int,
                    candidates: int) -> list[Candidate]:
     """About the ``n`` nearest rows in scope: the ``candidates`` nearest by sketch, re-ranked by
-    exact cosine. Requires ``flt.include_replaced`` to be false (the index is partial)."""
-    _require_current(flt)
+    exact cosine."""
     configure_quantized(conn)
     rows = conn.execute(_stmt(quantized_pool_sql(flt), len(query)),
                         {**flt.params(), "q": list(query), "n": n, "m": max(candidates, n)})
@@ -324,8 +330,8 @@ def quantized_grouped_sql(flt: ScopeFilter) -> str:
 def quantized_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],
                       categories: Sequence[str], k: int, candidates: int) -> list[Candidate]:
     """About the ``k`` nearest rows of each category: each category's ``candidates`` nearest
-    by sketch (one index range: the index is keyed by user, then category), re-ranked."""
-    _require_current(flt)
+    by sketch (one index range per layer: the index is keyed by user, layer, category),
+    re-ranked."""
     if not categories:
         return []
     configure_quantized(conn)

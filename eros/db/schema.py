@@ -132,17 +132,13 @@ companion_memories = Table(
     CheckConstraint(f"category IN {CATEGORIES!r}", name="ck_companion_memories_category"),
     CheckConstraint("importance IS NULL OR (importance >= 0 AND importance <= 1)",
                     name="ck_companion_memories_importance"),
-    Index("ix_companion_memories_user_layer", "user_id", "instance_id", "category"),
     Index("ix_companion_memories_session", "session_id"),
     Index("ix_companion_memories_current", "user_id", "created_at",
           postgresql_where=text("status = 'current'")),
-    # Serves recall (0004): capped counts and exact scans per user, layer and category.
-    Index("ix_companion_memories_recall", "user_id", "instance_id", "category",
-          postgresql_where=text("status = 'current'")),
-    # Serves recall's quantised scan (0006): a user's sketches by index-only scan.
-    Index("ix_companion_memories_recall_bq", "user_id", "category", "instance_id",
-          postgresql_include=["id", "embedding_bq"],
-          postgresql_where=text("status = 'current'")),
+    # A user's memories by layer and category (0007): capped counts, selecting an exact
+    # scan's rows, and recall's index-only scan of the sketches — one tight range per layer.
+    Index("ix_companion_memories_recall_bq", "user_id", "instance_id", "category", "status",
+          postgresql_include=["id", "embedding_bq"]),
     Index("ix_companion_memories_embedding_hnsw", "embedding",
           postgresql_using="hnsw", postgresql_ops={"embedding": "vector_cosine_ops"}),
 )

@@ -1,4 +1,4 @@
-"""Recall's quantised plan against real PostgreSQL + pgvector (migration 0006).
+"""Recall's quantised plan against real PostgreSQL + pgvector (migrations 0006, 0007).
 
 A large scope is searched by Hamming distance between pgvector ``binary_quantize`` sketches
 (an index-only scan of ``ix_companion_memories_recall_bq``) and re-ranked by exact cosine.
@@ -18,7 +18,7 @@ from sqlalchemy import Engine, text
 
 from eros.db import recall_sql
 from tests.integration.test_recall import CATS, NOW, _bulk, cfg, contents, run
-from tests.support.memories import QUERY, Mem, add, at_cosine, near_query, random_unit
+from tests.support.memories import QUERY, Mem, add, at_cosine, copy_rows, near_query, random_unit
 
 QUANTIZED = cfg(recall_exact_scan_below=100)
 EXACT = cfg(recall_exact_scan_below=10**9)
@@ -54,9 +54,10 @@ def test_a_user_with_10000_memories_gets_exactly_k_and_the_exact_answer(
 def test_the_plan_is_an_index_only_scan_of_the_sketch_index(engine: Engine, db_url: str,
                                                             user: uuid.UUID) -> None:
     rng = np.random.default_rng(3)
-    persona = uuid.uuid4()
+    persona, other_persona = uuid.uuid4(), uuid.uuid4()
     _bulk(db_url, user, random_unit(rng, 2_000), CATS)
     _bulk(db_url, user, random_unit(rng, 1_000), CATS, instance=persona)
+    _bulk(db_url, user, random_unit(rng, 1_000), CATS, instance=other_persona)
     _bulk(db_url, uuid.uuid4(), random_unit(rng, 3_000), CATS)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE engine.companion_memories"))  # the visibility map
@@ -75,6 +76,46 @@ def test_the_plan_is_an_index_only_scan_of_the_sketch_index(engine: Engine, db_u
             assert "Index Only Scan using ix_companion_memories_recall_bq" in plan, plan
             assert "InitPlan" in plan, plan  # the query's sketch is computed once
             assert "Heap Fetches: 0" in plan, plan
+            # every layer is one index range: no other persona's sketch is read and dropped
+            assert "Rows Removed by Filter" not in plan, plan
+            assert plan.count("Index Only Scan") == (2 if scope == "both" else 1), plan
+
+
+def _numbered(sql: str) -> str:
+    """The statement with ``$n`` placeholders, as a prepared statement has them."""
+    for i, (name, cast) in enumerate((("user_id", "uuid"), ("instance_id", "uuid"),
+                                      ("q", "vector"), ("m", "int"), ("n", "int"),
+                                      ("k", "int"), ("categories", "text[]")), start=1):
+        sql = sql.replace(f":{name}", f"CAST(${i} AS {cast})")
+    return sql
+
+
+def test_a_generic_plan_keeps_the_index_only_scans(engine: Engine, db_url: str,
+                                                   user: uuid.UUID) -> None:
+    """psycopg prepares a statement run 5 times and PostgreSQL may then cache a plan made
+    without the parameters' values. Such a plan once read a heavy persona's rows through a
+    non-covering index on the same columns (a heap fetch per memory, 10x slower); the sketch
+    index is now the only index on (user, layer), so every plan must scan it index-only."""
+    rng = np.random.default_rng(5)
+    persona = uuid.uuid4()
+    _bulk(db_url, user, random_unit(rng, 2_000), CATS)
+    _bulk(db_url, user, random_unit(rng, 2_000), CATS, instance=persona)
+    others = [(uuid.uuid4(), uuid.uuid4()) for _ in range(300)]  # a user is a small share
+    copy_rows(db_url, ((u, i if n % 2 else None, f"other {n}", CATS[n % len(CATS)], 0.5, NOW, v)
+                       for n, ((u, i), v) in enumerate(zip(others * 20,
+                                                          random_unit(rng, 6_000),
+                                                          strict=True))))
+    flt = recall_sql.ScopeFilter(user, "both", persona)
+    for sql in (recall_sql.quantized_pool_sql(flt), recall_sql.quantized_grouped_sql(flt)):
+        with engine.connect() as conn, conn.begin():
+            recall_sql.configure_quantized(conn)
+            plan = "\n".join(r[0] for r in conn.execute(text(
+                "EXPLAIN (GENERIC_PLAN, COSTS OFF) " + _numbered(sql))))
+        scans = [line.strip() for line in plan.splitlines() if " on companion_memories" in line]
+        assert len(scans) == 3, plan  # two layers' sketches, then the re-rank's rows
+        assert all("Index Only Scan using ix_companion_memories_recall_bq" in line
+                   for line in scans[:2]), plan
+        assert "companion_memories_pkey" in scans[2], plan
 
 
 @pytest.mark.parametrize("strategy", ["grouped", "decay", "composite"])
@@ -121,9 +162,9 @@ def test_grouped_completes_a_category_the_quantized_pool_lacks(
     assert contents(result) == [f"{c} {cos}" for c in CATS for cos in (0.8, 0.7)]
 
 
-def test_replaced_memories_take_the_other_plans(engine: Engine, db_url: str,
-                                               user: uuid.UUID) -> None:
-    """The sketch index is partial (current memories); include_replaced cannot use it."""
+def test_replaced_memories_are_left_out_unless_asked_for(engine: Engine, db_url: str,
+                                                         user: uuid.UUID) -> None:
+    """The sketch index covers every status (0007): include_replaced is a quantised scan too."""
     rng = np.random.default_rng(31)
     _bulk(db_url, user, random_unit(rng, 500), CATS)
     with engine.begin() as conn:
@@ -131,7 +172,7 @@ def test_replaced_memories_take_the_other_plans(engine: Engine, db_url: str,
     current = run(engine, user, QUANTIZED, strategy="decay")
     assert current.plan == "quantized" and "merged" not in contents(current)
     everything = run(engine, user, QUANTIZED, strategy="decay", include_replaced=True)
-    assert everything.plan in ("hnsw", "exact", "mixed")
+    assert everything.plan == "quantized"
     assert contents(everything)[0] == "merged"
 
 
