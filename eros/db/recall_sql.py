@@ -150,15 +150,28 @@ def _mst(max_scan_tuples: int | None) -> int:
     return 2**62 if max_scan_tuples is None else max(max_scan_tuples, 1)
 
 
+def _capped_count(flt: ScopeFilter, extra: str = "") -> str:
+    """Rows in scope, at most ``cap``: each layer's range counted on its own (``both`` as one
+    OR filter would read past another persona's entries before reaching its own)."""
+    counts = [f"(SELECT count(*) FROM (SELECT 1 FROM {_TABLE} m WHERE {where}{extra}"
+              " LIMIT (SELECT cap FROM c)) s)" for where in flt.layer_wheres()]
+    return f"least({' + '.join(counts)}, (SELECT cap FROM c))"
+
+
+def _scoped(flt: ScopeFilter, extra: str = "") -> str:
+    """Every row in scope with its distance to ``:q``, one index range per layer."""
+    return " UNION ALL ".join(
+        f"SELECT {_COLUMNS}, m.embedding <=> :q AS distance FROM {_TABLE} m WHERE {where}{extra}"
+        for where in flt.layer_wheres())
+
+
 def scope_count(conn: Connection, flt: ScopeFilter, *, exact_below: int, need: int,
                 max_scan_tuples: int | None) -> Counts:
     """The scope's rows, capped (see :func:`_cap_sql`), in one statement.
 
     ``max_scan_tuples=None`` drops the cap's share term: only the HNSW plan has that limit."""
     sql = (_cap_sql(":need") + " SELECT (SELECT r FROM t) AS table_rows,"
-           " (SELECT cap FROM c) AS cap,"
-           f" (SELECT count(*) FROM (SELECT 1 FROM {_TABLE} m WHERE {flt.where()}"
-           " LIMIT (SELECT cap FROM c)) s) AS n")
+           f" (SELECT cap FROM c) AS cap, {_capped_count(flt)} AS n")
     row = conn.execute(text(sql), {**flt.params(), "below": max(exact_below, 0),
                                    "need": max(need, 1), "mst": _mst(max_scan_tuples)}).one()
     return Counts(int(row.n), float(row.table_rows), int(row.cap))
@@ -168,9 +181,7 @@ def category_counts(conn: Connection, flt: ScopeFilter, categories: Sequence[str
                     exact_below: int, need: int, max_scan_tuples: int | None) -> Counts:
     """Rows per category in scope, each capped (see :func:`_cap_sql`), in one statement."""
     sql = (_cap_sql(":need") + " SELECT cat.c AS category, (SELECT r FROM t) AS table_rows,"
-           " (SELECT cap FROM c) AS cap,"
-           f" (SELECT count(*) FROM (SELECT 1 FROM {_TABLE} m WHERE {flt.where()}"
-           " AND m.category = cat.c LIMIT (SELECT cap FROM c)) s) AS n"
+           f" (SELECT cap FROM c) AS cap, {_capped_count(flt, ' AND m.category = cat.c')} AS n"
            " FROM unnest(:categories) AS cat(c)")
     rows = conn.execute(text(sql).bindparams(_CATEGORIES), {
         **flt.params(), "categories": list(categories), "below": max(exact_below, 0),
@@ -184,8 +195,7 @@ def category_counts(conn: Connection, flt: ScopeFilter, categories: Sequence[str
 def exact_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: int
                ) -> list[Candidate]:
     """The ``n`` nearest rows in scope, by a full scan of the scope (exact)."""
-    sql = (f"WITH scoped AS MATERIALIZED (SELECT {_COLUMNS}, m.embedding <=> :q AS distance"
-           f" FROM {_TABLE} m WHERE {flt.where()})"
+    sql = (f"WITH scoped AS MATERIALIZED ({_scoped(flt)})"
            " SELECT * FROM scoped ORDER BY distance, id LIMIT :n")
     rows = conn.execute(_stmt(sql, len(query)), {**flt.params(), "q": list(query), "n": n})
     return _candidates(rows.all())
@@ -196,8 +206,7 @@ def exact_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],
     """The ``k`` nearest rows of each given category, by a full scan of those categories."""
     if not categories:
         return []
-    sql = (f"WITH scoped AS MATERIALIZED (SELECT {_COLUMNS}, m.embedding <=> :q AS distance"
-           f" FROM {_TABLE} m WHERE {flt.where()} AND m.category = ANY(:categories))"
+    sql = (f"WITH scoped AS MATERIALIZED ({_scoped(flt, ' AND m.category = ANY(:categories)')})"
            " SELECT * FROM (SELECT s.*, row_number() OVER (PARTITION BY s.category"
            " ORDER BY s.distance, s.id) AS rn FROM scoped s) r WHERE r.rn <= :k")
     rows = conn.execute(_stmt(sql, len(query), categories=True),
