@@ -311,11 +311,17 @@ def configure_quantized(conn: Connection) -> None:
                       " set_config('max_parallel_workers_per_gather', '0', true)"))
 
 
+def _rerank(candidates: str, limit: str) -> str:
+    """The ``limit`` candidates nearest by exact cosine. ``id = ANY(ARRAY(…))`` is one index
+    scan over the sorted ids: a join fetched them one nested-loop step at a time (500
+    candidates: ~3 ms more of a heavy user's ~20)."""
+    return (f"SELECT {_COLUMNS}, m.embedding <=> :q AS distance FROM {_TABLE} m"
+            f" WHERE m.id = ANY(ARRAY({candidates})) ORDER BY distance, m.id LIMIT {limit}")
+
+
 def quantized_pool_sql(flt: ScopeFilter) -> str:
     """The statement of :func:`quantized_pool` (exposed so tests can EXPLAIN it)."""
-    return (f"WITH cand AS MATERIALIZED ({_sketch_top(flt, ':m')})"
-            f" SELECT {_COLUMNS}, m.embedding <=> :q AS distance"
-            f" FROM cand JOIN {_TABLE} m ON m.id = cand.id ORDER BY distance, m.id LIMIT :n")
+    return _rerank(f"SELECT c.id FROM ({_sketch_top(flt, ':m')}) c", ":n")
 
 
 def quantized_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: int,
@@ -330,10 +336,9 @@ def quantized_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n
 
 def quantized_grouped_sql(flt: ScopeFilter) -> str:
     """The statement of :func:`quantized_grouped` (exposed so tests can EXPLAIN it)."""
+    top = _sketch_top(flt, ":m", " AND m.category = cat.c")
     return ("SELECT x.* FROM unnest(:categories) AS cat(c) CROSS JOIN LATERAL"
-            f" (SELECT {_COLUMNS}, m.embedding <=> :q AS distance"
-            f" FROM ({_sketch_top(flt, ':m', ' AND m.category = cat.c')}) cand"
-            f" JOIN {_TABLE} m ON m.id = cand.id ORDER BY distance, m.id LIMIT :k) x")
+            f" ({_rerank(f'SELECT c.id FROM ({top}) c', ':k')}) x")
 
 
 def quantized_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],
