@@ -152,7 +152,8 @@ def _mst(max_scan_tuples: int | None) -> int:
 
 def _capped_count(flt: ScopeFilter, extra: str = "") -> str:
     """Rows in scope, at most ``cap``: each layer's range counted on its own (``both`` as one
-    OR filter would read past another persona's entries before reaching its own)."""
+    OR filter would read past another persona's entries before reaching its own). An
+    expression, so it can be evaluated per category (:func:`category_counts`)."""
     counts = [f"(SELECT count(*) FROM (SELECT 1 FROM {_TABLE} m WHERE {where}{extra}"
               " LIMIT (SELECT cap FROM c)) s)" for where in flt.layer_wheres()]
     return f"least({' + '.join(counts)}, (SELECT cap FROM c))"
@@ -170,8 +171,14 @@ def scope_count(conn: Connection, flt: ScopeFilter, *, exact_below: int, need: i
     """The scope's rows, capped (see :func:`_cap_sql`), in one statement.
 
     ``max_scan_tuples=None`` drops the cap's share term: only the HNSW plan has that limit."""
-    sql = (_cap_sql(":need") + " SELECT (SELECT r FROM t) AS table_rows,"
-           f" (SELECT cap FROM c) AS cap, {_capped_count(flt)} AS n")
+    # layer by layer, each counting only what the cap leaves (``both``: a heavy profile stops
+    # the count before the persona's range is read)
+    sql, counted = _cap_sql(":need"), "0"
+    for i, where in enumerate(flt.layer_wheres()):
+        sql += (f", l{i} AS (SELECT {counted} + count(*) AS n FROM (SELECT 1 FROM {_TABLE} m"
+                f" WHERE {where} LIMIT (SELECT cap FROM c) - {counted}) s)")
+        counted = f"(SELECT n FROM l{i})"
+    sql += f" SELECT (SELECT r FROM t) AS table_rows, (SELECT cap FROM c) AS cap, {counted} AS n"
     row = conn.execute(text(sql), {**flt.params(), "below": max(exact_below, 0),
                                    "need": max(need, 1), "mst": _mst(max_scan_tuples)}).one()
     return Counts(int(row.n), float(row.table_rows), int(row.cap))

@@ -176,6 +176,34 @@ def test_replaced_memories_are_left_out_unless_asked_for(engine: Engine, db_url:
     assert contents(everything)[0] == "merged"
 
 
+def test_capped_counts_add_up_the_layers_in_scope(engine: Engine, db_url: str,
+                                                  user: uuid.UUID) -> None:
+    """Counted one layer after the other, each only as far as the cap leaves (0007)."""
+    rng = np.random.default_rng(37)
+    alice, bob = uuid.uuid4(), uuid.uuid4()
+    _bulk(db_url, user, random_unit(rng, 30), CATS)
+    _bulk(db_url, user, random_unit(rng, 40), CATS, instance=alice)
+    _bulk(db_url, user, random_unit(rng, 50), CATS, instance=bob)
+
+    def count(scope: str, instance: uuid.UUID | None, below: int) -> int:
+        flt = recall_sql.ScopeFilter(user, scope, instance)  # type: ignore[arg-type]
+        with engine.connect() as conn:
+            return recall_sql.scope_count(conn, flt, exact_below=below, need=1,
+                                          max_scan_tuples=None).rows
+
+    assert count("both", alice, 1000) == 70
+    assert count("both", bob, 1000) == 80
+    assert count("relationship", bob, 1000) == 50
+    assert count("both", None, 1000) == 30  # no persona: the profile layer alone
+    assert count("both", alice, 50) == 50  # capped: the profile's 30, then 20 of alice's
+    assert count("both", alice, 20) == 20  # the cap is reached within the profile
+    with engine.connect() as conn:
+        counts = recall_sql.category_counts(
+            conn, recall_sql.ScopeFilter(user, "both", alice), CATS, exact_below=1000, need=1,
+            max_scan_tuples=None)
+    assert counts.per_category == {c: 14 for c in CATS} and counts.rows == 70
+
+
 def test_the_sketch_follows_the_vector(engine: Engine, user: uuid.UUID) -> None:
     """A generated column: written by every INSERT and re-written when consolidation
     re-embeds, whoever writes the row."""
