@@ -45,6 +45,12 @@ SCOPES: tuple[Scope, ...] = ("profile", "relationship", "both")
 _TABLE = "engine.companion_memories"
 
 
+#: each scope's layer condition over the alias ``{a}``
+_LAYER_SQL: dict[Scope, str] = {
+    "profile": "{a}.instance_id IS NULL", "relationship": "{a}.instance_id = :instance_id",
+    "both": "({a}.instance_id IS NULL OR {a}.instance_id = :instance_id)"}
+
+
 @dataclass(frozen=True)
 class ScopeFilter:
     """Whose memories, which layer(s), and whether replaced ones count.
@@ -70,21 +76,17 @@ class ScopeFilter:
 
     def where(self, alias: str = "m") -> str:
         """The WHERE clause over ``alias`` (fixed text; values are bound parameters)."""
-        layer = {"profile": f"{alias}.instance_id IS NULL",
-                 "relationship": f"{alias}.instance_id = :instance_id",
-                 "both": f"({alias}.instance_id IS NULL OR {alias}.instance_id = :instance_id)"}
-        return self._where(alias, layer[self.effective_scope])
+        return self._where(alias, self.effective_scope)
 
     def layer_wheres(self, alias: str = "m") -> list[str]:
         """One WHERE clause per layer in scope: each is one range of an index keyed by user
         then instance, where ``both``'s ``IS NULL OR = :i`` can only be a filter."""
         scope = self.effective_scope
         layers: list[Scope] = ["profile", "relationship"] if scope == "both" else [scope]
-        return [ScopeFilter(self.user_id, layer, self.instance_id,
-                            self.include_replaced).where(alias) for layer in layers]
+        return [self._where(alias, layer) for layer in layers]
 
-    def _where(self, alias: str, layer: str) -> str:
-        parts = [f"{alias}.user_id = :user_id", layer]
+    def _where(self, alias: str, scope: Scope) -> str:
+        parts = [f"{alias}.user_id = :user_id", _LAYER_SQL[scope].format(a=alias)]
         if not self.include_replaced:
             parts.append(f"{alias}.status = 'current'")
         return " AND ".join(parts)
@@ -150,13 +152,19 @@ def _mst(max_scan_tuples: int | None) -> int:
     return 2**62 if max_scan_tuples is None else max(max_scan_tuples, 1)
 
 
-def _capped_count(flt: ScopeFilter, extra: str = "") -> str:
-    """Rows in scope, at most ``cap``: each layer's range counted on its own (``both`` as one
-    OR filter would read past another persona's entries before reaching its own). An
-    expression, so it can be evaluated per category (:func:`category_counts`)."""
-    counts = [f"(SELECT count(*) FROM (SELECT 1 FROM {_TABLE} m WHERE {where}{extra}"
-              " LIMIT (SELECT cap FROM c)) s)" for where in flt.layer_wheres()]
-    return f"least({' + '.join(counts)}, (SELECT cap FROM c))"
+def _capped_count(flt: ScopeFilter, extra: str = "") -> tuple[str, str]:
+    """Rows in scope, at most ``cap``, as (LATERAL joins, the count's expression).
+
+    Layer after layer, each range read only as far as the cap leaves: ``both`` as one OR
+    filter would read past another persona's entries before reaching its own, and counting
+    each layer to the full cap would read up to twice the cap."""
+    joins, counted = "", "0"
+    for i, where in enumerate(flt.layer_wheres()):
+        joins += (f" CROSS JOIN LATERAL (SELECT {counted} + count(*) AS n FROM (SELECT 1"
+                  f" FROM {_TABLE} m WHERE {where}{extra}"
+                  f" LIMIT (SELECT cap FROM c) - {counted}) s) l{i}")
+        counted = f"l{i}.n"
+    return joins, counted
 
 
 def _scoped(flt: ScopeFilter, extra: str = "") -> str:
@@ -171,14 +179,9 @@ def scope_count(conn: Connection, flt: ScopeFilter, *, exact_below: int, need: i
     """The scope's rows, capped (see :func:`_cap_sql`), in one statement.
 
     ``max_scan_tuples=None`` drops the cap's share term: only the HNSW plan has that limit."""
-    # layer by layer, each counting only what the cap leaves (``both``: a heavy profile stops
-    # the count before the persona's range is read)
-    sql, counted = _cap_sql(":need"), "0"
-    for i, where in enumerate(flt.layer_wheres()):
-        sql += (f", l{i} AS (SELECT {counted} + count(*) AS n FROM (SELECT 1 FROM {_TABLE} m"
-                f" WHERE {where} LIMIT (SELECT cap FROM c) - {counted}) s)")
-        counted = f"(SELECT n FROM l{i})"
-    sql += f" SELECT (SELECT r FROM t) AS table_rows, (SELECT cap FROM c) AS cap, {counted} AS n"
+    joins, n = _capped_count(flt)
+    sql = (_cap_sql(":need") + " SELECT (SELECT r FROM t) AS table_rows,"
+           f" (SELECT cap FROM c) AS cap, {n} AS n FROM (SELECT 1) one{joins}")
     row = conn.execute(text(sql), {**flt.params(), "below": max(exact_below, 0),
                                    "need": max(need, 1), "mst": _mst(max_scan_tuples)}).one()
     return Counts(int(row.n), float(row.table_rows), int(row.cap))
@@ -187,9 +190,9 @@ def scope_count(conn: Connection, flt: ScopeFilter, *, exact_below: int, need: i
 def category_counts(conn: Connection, flt: ScopeFilter, categories: Sequence[str], *,
                     exact_below: int, need: int, max_scan_tuples: int | None) -> Counts:
     """Rows per category in scope, each capped (see :func:`_cap_sql`), in one statement."""
+    joins, n = _capped_count(flt, " AND m.category = cat.c")
     sql = (_cap_sql(":need") + " SELECT cat.c AS category, (SELECT r FROM t) AS table_rows,"
-           f" (SELECT cap FROM c) AS cap, {_capped_count(flt, ' AND m.category = cat.c')} AS n"
-           " FROM unnest(:categories) AS cat(c)")
+           f" (SELECT cap FROM c) AS cap, {n} AS n FROM unnest(:categories) AS cat(c){joins}")
     rows = conn.execute(text(sql).bindparams(_CATEGORIES), {
         **flt.params(), "categories": list(categories), "below": max(exact_below, 0),
         "need": max(need, 1), "mst": _mst(max_scan_tuples)}).all()
