@@ -38,11 +38,13 @@ from sqlalchemy import Engine, create_engine, text
 from bench import recall_data as rd
 from bench.claim_bench import machine
 from bench.drain_support import machine_busy
-from bench.recall_report import Samples, table, write_results
+from bench.recall_report import Samples, clustered_sentence, table, upgraded, write_results
 from eros.core.categories import CATEGORIES
 from eros.db.recall_sql import ScopeFilter
 from eros.migrations import upgrade
 from eros.recall import recall_by_vector
+from eros.service import recall_cells
+from eros.service.recall_cells import ClusterReport
 from eros.settings import Settings, load_settings
 
 DB = "eros_recall_bench"
@@ -51,10 +53,15 @@ HNSW = ("CREATE INDEX ix_companion_memories_embedding_hnsw ON engine.companion_m
 #: as migration 0007 creates it; built after the load, like HNSW (a bulk load is faster so).
 SKETCH_INDEX = ("CREATE INDEX ix_companion_memories_recall_bq ON engine.companion_memories"
                 " (user_id, instance_id, category, status) INCLUDE (id, embedding_bq)")
-#: method → (strategy, settings overrides): the API's strategies with the defaults (quantised
-#: scan on large scopes), and ``decay`` through HNSW with iterative scans for comparison.
+#: as migration 0008 creates it: the mirror's index, also built after the load.
+PROBE_INDEX = ("CREATE INDEX ix_memory_sketches_probe ON engine.memory_sketches"
+               " (user_id, instance_id, status, cell) INCLUDE (memory_id, sketch)")
+#: method → (strategy, settings overrides): the API's strategies with the defaults (heavy
+#: users clustered: the cells nearest the query), and ``decay`` for comparison reading every
+#: sketch (the quantised plan before cells) and through HNSW with iterative scans.
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "grouped": ("grouped", {}), "decay": ("decay", {}), "composite": ("composite", {}),
+    "decay, all sketches": ("decay", {"recall_cell_probe_share": 1.0}),
     "decay, HNSW": ("decay", {"recall_quantized_scan": False})}
 METHODS = ("reference", *VARIANTS)
 
@@ -139,6 +146,8 @@ def prepare(server_url: str, pop: rd.Population, params: dict[str, Any], mwm: st
         if stored and stored.get("params") == params:
             print("reusing the loaded database of a previous --keep run", flush=True)
             return dict(stored.get("timings", {}))
+        if stored and {**stored.get("params", {}), "schema": params["schema"]} == params:
+            return _upgrade_kept(url, params, dict(stored.get("timings", {})), mwm)
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE "{DB}" WITH (FORCE)'))
     with admin.connect() as conn:
@@ -150,6 +159,7 @@ def prepare(server_url: str, pop: rd.Population, params: dict[str, Any], mwm: st
     with engine.connect() as conn:
         conn.execute(text("DROP INDEX engine.ix_companion_memories_embedding_hnsw"))
         conn.execute(text("DROP INDEX engine.ix_companion_memories_recall_bq"))
+        conn.execute(text("DROP INDEX engine.ix_memory_sketches_probe"))
     started = time.monotonic()
     rd.load(_plain(url), pop)
     timings["load_s"] = time.monotonic() - started
@@ -157,10 +167,12 @@ def prepare(server_url: str, pop: rd.Population, params: dict[str, Any], mwm: st
     with engine.connect() as conn:
         conn.execute(text(f"SET maintenance_work_mem = '{mwm}'"))
         conn.execute(text(SKETCH_INDEX))
+        conn.execute(text(PROBE_INDEX))
     timings["sketch_index_s"] = time.monotonic() - started
     started = time.monotonic()
     with engine.connect() as conn:
         conn.execute(text("VACUUM ANALYZE engine.companion_memories"))
+        conn.execute(text("VACUUM ANALYZE engine.memory_sketches"))
     timings["vacuum_s"] = time.monotonic() - started
     started = time.monotonic()
     with engine.connect() as conn:
@@ -178,6 +190,37 @@ def prepare(server_url: str, pop: rd.Population, params: dict[str, Any], mwm: st
     return timings
 
 
+def _upgrade_kept(url: str, params: dict[str, Any], timings: dict[str, float], mwm: str
+                  ) -> dict[str, float]:
+    """A kept database of an older schema with the same data: migrate it in place (and time
+    the upgrade on a million rows) rather than reload and rebuild HNSW."""
+    print(f"upgrading the kept database to {params['schema']} …", flush=True)
+    started = time.monotonic()
+    os.environ["PGOPTIONS"] = f"-c maintenance_work_mem={mwm}"
+    try:
+        upgrade(url)
+    finally:
+        os.environ.pop("PGOPTIONS", None)
+    timings["upgrade_s"] = time.monotonic() - started
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text("VACUUM ANALYZE engine.memory_sketches"))
+        conn.execute(text("UPDATE bench_meta SET meta = CAST(:m AS jsonb)"),
+                     {"m": json.dumps({"params": params, "timings": timings})})
+    engine.dispose()
+    return timings
+
+
+def cluster_heavy(engine: Engine, cfg: Settings) -> list[ClusterReport]:
+    """What beat's ``eros.cluster_memories`` does: every user due (here the heavy ones) is cut
+    into cells; then the mirror is vacuumed so the probe's scans stay index-only."""
+    reports = [recall_cells.refresh(engine, cfg, state)
+               for state in recall_cells.due(engine, cfg, limit=1000)]
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM ANALYZE engine.memory_sketches"))
+    return reports
+
+
 def sizes(engine: Engine) -> dict[str, str]:
     with engine.connect() as conn:
         row = conn.execute(text(
@@ -185,8 +228,10 @@ def sizes(engine: Engine) -> dict[str, str]:
             " pg_size_pretty(pg_relation_size('engine.ix_companion_memories_embedding_hnsw'))"
             " AS hnsw, pg_size_pretty(pg_relation_size('engine.ix_companion_memories_recall_bq'))"
             " AS sketch, pg_size_pretty(pg_total_relation_size('engine.companion_memories'))"
-            " AS total")).one()
-    return {"heap": row.heap, "hnsw": row.hnsw, "sketch": row.sketch, "total": row.total}
+            " AS total, pg_size_pretty(pg_total_relation_size('engine.memory_sketches'))"
+            " AS mirror")).one()
+    return {"heap": row.heap, "hnsw": row.hnsw, "sketch": row.sketch, "total": row.total,
+            "mirror": row.mirror}
 
 
 # --- the methods ----------------------------------------------------------------------------
@@ -304,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
             conn.execute(text("SELECT count(*) FROM engine.companion_memories"
                               " WHERE embedding <=> CAST(:q AS vector) < 3"),
                          {"q": _vec_text(rd.query_vectors(pop, 0, 1, 1)[0])})  # warm the heap
+        print("clustering the heavy users …", flush=True)
+        clustered = cluster_heavy(engine, cfg)
         light = [u for u in range(len(heavy), args.users)]
         random.Random(3).shuffle(light)
         heavy_users = list(range(len(heavy)))
@@ -328,10 +375,13 @@ def main(argv: list[str] | None = None) -> int:
             f"sketch index {timings.get('sketch_index_s', 0):.0f} s, "
             f"HNSW build {timings.get('hnsw_build_s', 0):.0f} s; heap {stored['heap']}, "
             f"HNSW {stored['hnsw']}, sketch index {stored['sketch']}, "
-            f"table total {stored['total']}. {args.queries} queries per "
+            f"table total {stored['total']}; mirror (memory_sketches with its index) "
+            f"{stored['mirror']}{upgraded(timings)}. {clustered_sentence(clustered)} "
+            f"{args.queries} queries per "
             f"group, scope both (profile + one persona), K = {cfg.recall_k} "
             f"(grouped {cfg.recall_per_category_k}/category), "
-            f"RECALL_EXACT_SCAN_BELOW {cfg.recall_exact_scan_below}.\n\n" + table(groups))
+            f"RECALL_EXACT_SCAN_BELOW {cfg.recall_exact_scan_below}, "
+            f"RECALL_CELL_PROBE_SHARE {cfg.recall_cell_probe_share}.\n\n" + table(groups))
     print(body)
     print(f"\nmachine: {info}")
     if not args.no_record:

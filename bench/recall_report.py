@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from eros.service.recall_cells import ClusterReport
+
 ROOT = Path(__file__).resolve().parent
 
 
@@ -62,3 +64,19 @@ def write_results(command: str, info: dict[str, Any], body: str) -> None:
     nxt = tail.find("\n## ")
     section, rest = (tail, "") if nxt < 0 else (tail[:nxt], tail[nxt:])
     path.write_text(head + "\n## Recall\n" + section.rstrip("\n") + "\n" + entry + rest)
+
+
+def upgraded(timings: dict[str, float]) -> str:
+    up = timings.get("upgrade_s")
+    return f"; the kept 0007 database upgraded in place in {up:.0f} s" if up else ""
+
+
+def clustered_sentence(reports: list[ClusterReport]) -> str:
+    """One sentence: who was clustered and what each step cost."""
+    done = [r for r in reports if r.outcome == "clustered"]
+    if not done:
+        return "No user clustered."
+    per = ", ".join(f"{r.rows:,} rows → {r.cells} cells in "
+                    f"{(r.read_ms + r.cluster_ms + r.write_ms) / 1000:.1f} s"
+                    for r in sorted(done, key=lambda r: r.rows))
+    return f"Clustered {len(done)} users (read + k-means + write): {per}."

@@ -17,6 +17,7 @@ CLASSIFY_TASK = "eros.classify_session"
 FIND_CONSOLIDATION_TASK = "eros.find_consolidation_candidates"
 CONSOLIDATE_TASK = "eros.consolidate_user"
 RECALL_TASK = "eros.recall"
+CLUSTER_TASK = "eros.cluster_memories"
 
 
 def create_app(settings: Settings) -> Celery:
@@ -53,6 +54,9 @@ def create_app(settings: Settings) -> Celery:
                      CLASSIFY_TASK: {"queue": settings.eros_classify_queue},
                      FIND_CONSOLIDATION_TASK: {"queue": settings.eros_claim_queue},
                      CONSOLIDATE_TASK: {"queue": settings.eros_consolidate_queue},
+                     # background work like consolidation (beat sends the finder run to the
+                     # claim queue, so a backlog here never delays it)
+                     CLUSTER_TASK: {"queue": settings.eros_consolidate_queue},
                      # a caller waits on recall: never behind slow LLM calls
                      RECALL_TASK: {"queue": settings.eros_recall_queue}},
         # The hard limit kills an attempt before its claim can go stale and be re-taken.

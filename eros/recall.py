@@ -5,7 +5,8 @@ The chat product calls this at every turn. :func:`recall` embeds the turn's text
 
 1. a capped count tells how big the user's scope is (cheap however big the user);
 2. a small scope is scanned exactly; a large one by its binary sketches (an index-only Hamming
-   scan, re-ranked by exact cosine: its cost is the user's own rows, never other users'), or
+   scan, re-ranked by exact cosine: its cost is the user's own rows, never other users'; for a
+   user cut into cells by ``eros.cluster_memories``, only the cells nearest the query), or
    with RECALL_QUANTIZED_SCAN off through HNSW with pgvector's iterative index scan, where a
    scan that comes back short is re-run exactly — so "fewer than K" only ever means "fewer than
    K exist" (the reference's filtered IVFFlat could lose rows);
@@ -34,16 +35,18 @@ from typing import Any, Literal
 from sqlalchemy import Connection, Engine
 
 from eros.core.categories import CATEGORIES
+from eros.core.cells import probe_count
 from eros.core.ranking import STRATEGIES, Candidate, Layer, RankParams, Strategy, pool_is_exact
 from eros.core.ranking import rank as rank_candidates
 from eros.core.render import Labels, LabelSet, render_memories
+from eros.db import cells_sql
 from eros.db import recall_sql as sql
 from eros.db.recall_sql import SCOPES, HnswParams, Scope, ScopeFilter
 from eros.errors import RecallError
 from eros.providers.base import Embedder
 from eros.settings import Settings, get_settings
 
-Plan = Literal["exact", "quantized", "hnsw", "mixed"]
+Plan = Literal["exact", "quantized", "cells", "hnsw", "mixed"]
 Search = Literal["exact", "quantized", "hnsw"]
 
 __all__ = ["RecallResult", "RecalledMemory", "recall", "recall_by_vector", "render_prompt"]
@@ -227,6 +230,16 @@ def _timed(timings: dict[str, float], name: str, started: float) -> None:
     timings[name] = timings.get(name, 0.0) + (time.perf_counter() - started) * 1000
 
 
+def _sketch_pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cells: int,
+                 cfg: Settings) -> tuple[list[Candidate], Plan]:
+    """The quantised search: over the cells nearest the query when the user has cells
+    (``eros.cluster_memories``) and RECALL_CELL_PROBE_SHARE is below 1, else every sketch."""
+    if cells and cfg.recall_cell_probe_share < 1:
+        probes = probe_count(cells, cfg.recall_cell_probe_share)
+        return cells_sql.probed_pool(conn, flt, query, n, _sketches(n, cfg), probes), "cells"
+    return sql.quantized_pool(conn, flt, query, n, _sketches(n, cfg)), "quantized"
+
+
 def _pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cfg: Settings,
           timings: dict[str, float]) -> _Found:
     """The ``n`` nearest rows in scope — exact for a small scope, else by sketches (or HNSW
@@ -243,8 +256,8 @@ def _pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cfg: S
             rows = sql.exact_pool(conn, flt, query, n)
             return _Found(rows, "exact", True, complete=len(rows) < n)
         if how == "quantized":
-            return _Found(sql.quantized_pool(conn, flt, query, n, _sketches(n, cfg)),
-                          "quantized", False)
+            rows, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg)
+            return _Found(rows, plan, False)
         rows = sql.hnsw_pool(conn, flt, query, n, _hnsw_params(cfg))
         if len(rows) >= n:
             return _Found(rows, "hnsw", False)
@@ -276,8 +289,9 @@ def _search_grouped(conn: Connection, flt: ScopeFilter, query: list[float], k: i
         found = sql.exact_grouped(conn, flt, query, CATEGORIES, k)
         _timed(timings, "search", t)
         return _Found(found, "exact", True)
+    plan: Plan = how
     if how == "quantized":
-        pool = sql.quantized_pool(conn, flt, query, n, _sketches(n, cfg))
+        pool, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg)
     else:
         pool = sql.hnsw_pool(conn, flt, query, n, _hnsw_params(cfg))
     if len(pool) < n:  # the scan gave up early: be exact
@@ -288,7 +302,7 @@ def _search_grouped(conn: Connection, flt: ScopeFilter, query: list[float], k: i
     missing: list[str] = [c for c in CATEGORIES if have[c] < k]
     _timed(timings, "search", t)
     if not missing:
-        return _Found(pool, how, False)
+        return _Found(pool, plan, False)
     extra, fallback = _complete(conn, flt, query, missing, have, k, cfg, timings)
     return _Found(pool + extra, "mixed", False, fallback=fallback)
 

@@ -14,12 +14,14 @@ from eros.settings import Settings
 
 CLAIM_TASK = "eros.claim_idle_sessions"
 FIND_CONSOLIDATION_TASK = "eros.find_consolidation_candidates"
+CLUSTER_TASK = "eros.cluster_memories"
 
 
 def default_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
-    """One claim every tick and one consolidation finder run every
-    CONSOLIDATION_INTERVAL_SECS; a tick that could not be delivered in time expires, so an
-    outage does not release a burst of claims when beat reconnects."""
+    """One claim every tick, one consolidation finder run every CONSOLIDATION_INTERVAL_SECS
+    and one recall-cells finder run every RECALL_CELL_INTERVAL_SECS; a tick that could not be
+    delivered in time expires, so an outage does not release a burst of claims when beat
+    reconnects."""
     tick = float(settings.dreaming_tick_secs)
     return {
         "claim-idle-sessions": {
@@ -33,6 +35,13 @@ def default_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
             "schedule": float(settings.consolidation_interval_secs),
             "options": {"queue": settings.eros_claim_queue,
                         "expires": float(settings.consolidation_interval_secs)},
+        },
+        # no argument: find the users due for recall cells and enqueue one task each
+        "cluster-memories": {
+            "task": CLUSTER_TASK,
+            "schedule": float(settings.recall_cell_interval_secs),
+            "options": {"queue": settings.eros_claim_queue,
+                        "expires": float(settings.recall_cell_interval_secs)},
         },
     }
 

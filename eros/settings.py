@@ -98,6 +98,14 @@ class Settings(BaseSettings):
     recall_hnsw_max_scan_tuples: int = Field(default=20000, ge=1)
     #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
     recall_labels: Literal["zh", "en"] = "zh"
+    #: users with at least this many memories are cut into cells by ``eros.cluster_memories``
+    #: (beat), so their recall reads only the cells nearest the query (docs/recall.md).
+    recall_cell_min_rows: int = Field(default=5000, ge=1)
+    #: the share of a clustered user's cells a recall reads (the nearest first); 1 = read all
+    #: (the plain quantised scan), a smaller share is faster and may miss a far-flung match.
+    recall_cell_probe_share: float = Field(default=0.2, gt=0, le=1)
+    #: seconds between two beat runs of ``eros.cluster_memories`` (users due for clustering).
+    recall_cell_interval_secs: int = Field(default=3600, ge=1)
 
     # --- consolidation (docs/consolidation.md) -------------------------------------------
     #: seconds between two runs of the finder (beat); each run enqueues at most

@@ -242,6 +242,7 @@ def _db_retry(task: Task, err: Exception, session_id: str, token: uuid.UUID | No
 
 
 # The consolidation tasks register themselves on ``app`` (kept in their own module).
+from eros import cell_tasks as _cell_tasks  # noqa: E402,F401
 from eros import consolidation_tasks as _consolidation_tasks  # noqa: E402,F401
 
 # --- recall (issue 5, docs/recall.md) -------------------------------------------------------

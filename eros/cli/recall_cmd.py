@@ -82,3 +82,44 @@ def _human(result: RecallResult) -> str:
         return head + "\n(no memories in this scope)"
     return head + "\n" + table(["#", "category", "layer", "sim", "score", "imp", "age",
                                 "content"], rows)
+
+
+@main.command()
+@click.argument("user", type=click.UUID, required=False)
+@click.option("--drop", is_flag=True, help="Forget USER's cells instead (recall reads every "
+                                           "sketch again).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per user.")
+def cluster(user: uuid.UUID | None, drop: bool, as_json: bool) -> None:
+    """Cut USER's memories into recall cells now; without USER, every user that is due.
+
+    A user with RECALL_CELL_MIN_ROWS memories or more is due when never clustered or grown by
+    a quarter since; one below half of it has its cells dropped. Recall then reads only the
+    RECALL_CELL_PROBE_SHARE of the cells nearest the query (docs/recall.md, "Cells"). Beat
+    does the same every RECALL_CELL_INTERVAL_SECS through the task eros.cluster_memories.
+    """
+    from eros.cli._common import runtime
+    from eros.service import recall_cells
+
+    if drop and user is None:
+        raise click.UsageError("--drop needs a USER")
+    with runtime() as rt:
+        if drop:
+            assert user is not None
+            recall_cells.drop_cells(rt.engine, user)
+            reports = [recall_cells.ClusterReport(user, "dropped", 0, 0, 0, 0.0, 0.0, 0.0)]
+        elif user is not None:
+            reports = [recall_cells.cluster_user(rt.engine, rt.settings, user)]
+        else:
+            reports = [recall_cells.refresh(rt.engine, rt.settings, state) for state in
+                       recall_cells.due(rt.engine, rt.settings, limit=10**6)]
+    for r in reports:
+        if as_json:
+            click.echo(json.dumps(r.to_dict()))
+        elif r.outcome == "dropped":
+            click.echo(f"{r.user_id}: cells dropped")
+        else:
+            click.echo(f"{r.user_id}: {r.rows} memories in {r.cells} cells ({r.late} late); "
+                       f"read {r.read_ms:.0f} ms, k-means {r.cluster_ms:.0f} ms, "
+                       f"write {r.write_ms:.0f} ms")
+    if not reports and not as_json:
+        click.echo("no user is due for clustering")

@@ -43,6 +43,7 @@ from eros.core.ranking import Candidate, Layer
 Scope = Literal["profile", "relationship", "both"]
 SCOPES: tuple[Scope, ...] = ("profile", "relationship", "both")
 _TABLE = "engine.companion_memories"
+_TABLE_CELLS = "engine.memory_cells"
 
 
 #: each scope's layer condition over the alias ``{a}``
@@ -129,6 +130,8 @@ class Counts:
     cap: int
     #: per category, when counted per category (each capped at ``cap``).
     per_category: dict[str, int] = field(default_factory=dict)
+    #: the user's recall cells (0 = never clustered; see eros.db.cells_sql).
+    cells: int = 0
 
 
 def _cap_sql(need_param: str) -> str:
@@ -176,15 +179,16 @@ def _scoped(flt: ScopeFilter, extra: str = "") -> str:
 
 def scope_count(conn: Connection, flt: ScopeFilter, *, exact_below: int, need: int,
                 max_scan_tuples: int | None) -> Counts:
-    """The scope's rows, capped (see :func:`_cap_sql`), in one statement.
+    """The scope's rows, capped (see :func:`_cap_sql`), and the user's cells, in one statement.
 
     ``max_scan_tuples=None`` drops the cap's share term: only the HNSW plan has that limit."""
     joins, n = _capped_count(flt)
     sql = (_cap_sql(":need") + " SELECT (SELECT r FROM t) AS table_rows,"
-           f" (SELECT cap FROM c) AS cap, {n} AS n FROM (SELECT 1) one{joins}")
+           f" (SELECT cap FROM c) AS cap, {n} AS n, (SELECT count(*) FROM {_TABLE_CELLS}"
+           f" WHERE user_id = :user_id) AS cells FROM (SELECT 1) one{joins}")
     row = conn.execute(text(sql), {**flt.params(), "below": max(exact_below, 0),
                                    "need": max(need, 1), "mst": _mst(max_scan_tuples)}).one()
-    return Counts(int(row.n), float(row.table_rows), int(row.cap))
+    return Counts(int(row.n), float(row.table_rows), int(row.cap), cells=int(row.cells))
 
 
 def category_counts(conn: Connection, flt: ScopeFilter, categories: Sequence[str], *,

@@ -147,6 +147,36 @@ companion_memories = Table(
 event.listen(companion_memories, "after_create", DDL(  # type: ignore[no-untyped-call]
     f"ALTER TABLE {SCHEMA}.companion_memories ALTER COLUMN embedding SET STORAGE MAIN"))
 
+#: per-user cells of a heavy user's memories (0008): the centroids recall probes.
+memory_cells = Table(
+    "memory_cells", metadata,
+    Column("user_id", UUID(as_uuid=True), primary_key=True),
+    Column("cell", Integer, primary_key=True),
+    Column("centroid", Vector(EMBEDDING_DIM), nullable=False),
+    #: rows assigned to the cell when the user was clustered (later ones are not counted).
+    Column("size", Integer, nullable=False, server_default=text("0")),
+    _now("created_at"),
+)
+
+#: what a recall scan needs of every memory, plus its cell (0008): kept exact by triggers on
+#: ``companion_memories``; re-clustering rewrites these narrow rows, never the memories.
+memory_sketches = Table(
+    "memory_sketches", metadata,
+    Column("memory_id", UUID(as_uuid=True),
+           ForeignKey(f"{SCHEMA}.companion_memories.id", ondelete="CASCADE"), primary_key=True),
+    Column("user_id", UUID(as_uuid=True), nullable=False),
+    Column("instance_id", UUID(as_uuid=True), nullable=True),
+    Column("status", Text, nullable=False),
+    #: NULL = not in any cell (user never clustered): always scanned.
+    Column("cell", Integer, nullable=True),
+    Column("sketch", BIT(EMBEDDING_DIM), nullable=True),
+    Index("ix_memory_sketches_probe", "user_id", "instance_id", "status", "cell",
+          postgresql_include=["memory_id", "sketch"]),
+)
+
+event.listen(memory_cells, "after_create", DDL(  # type: ignore[no-untyped-call]
+    f"ALTER TABLE {SCHEMA}.memory_cells ALTER COLUMN centroid SET STORAGE MAIN"))
+
 classification_runs = Table(
     "classification_runs", metadata,
     Column("id", BigInteger, Identity(always=False), primary_key=True),

@@ -95,3 +95,35 @@ def test_the_celery_task_returns_json(db_url: str, engine: Engine,
     assert out["ok"]["strategy"] == "composite" and len(out["ok"]["memories"]) == 2
     assert out["ok"]["prompt"].startswith("About the user:\n- lives in Shanghai")
     assert "not a UUID" in out["bad"]["error"]
+
+
+def test_cluster_one_user_then_every_due_user_then_drop(cli: Cli, engine: Engine,
+                                                        db_url: str) -> None:
+    import numpy as np
+
+    from tests.support.memories import copy_rows, random_unit
+
+    heavy, small = uuid.uuid4(), uuid.uuid4()
+    now = datetime.now(UTC)
+    for user, n in ((heavy, 400), (small, 100)):
+        vectors = random_unit(np.random.default_rng(n), n)
+        copy_rows(db_url, ((user, None, f"m {i}", "fact", 0.5, now, vectors[i])
+                           for i in range(n)))
+    res = cli("cluster", str(small), "--json")
+    assert res.code == 0, res.err
+    assert json.loads(res.out) | {"read_ms": 0, "cluster_ms": 0, "write_ms": 0} == {
+        "user_id": str(small), "outcome": "clustered", "rows": 100, "cells": 10, "late": 0,
+        "read_ms": 0, "cluster_ms": 0, "write_ms": 0}
+    # due: the heavy user (never clustered) and the small one (below half the threshold)
+    res = cli("cluster", env={"RECALL_CELL_MIN_ROWS": "300"})
+    assert res.code == 0, res.err
+    first, second = res.out.strip().splitlines()
+    assert first.startswith(f"{heavy}: 400 memories in 20 cells (0 late)"), res.out
+    assert second == f"{small}: cells dropped"
+    assert cli("cluster", env={"RECALL_CELL_MIN_ROWS": "300"}).out.strip() == \
+        "no user is due for clustering"
+    res = cli("cluster", str(heavy), "--drop")
+    assert (res.code, res.out.strip()) == (0, f"{heavy}: cells dropped")
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM engine.memory_cells").scalar_one() == 0
+    assert cli("cluster", "--drop").code == 2

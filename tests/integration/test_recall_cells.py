@@ -1,0 +1,256 @@
+"""Recall cells (migration 0008) against real PostgreSQL + pgvector.
+
+A heavy user's memories are cut into cells by k-means; recall then reads only the sketches of
+the cells nearest the query. What must hold: the mirror ``memory_sketches`` follows every write
+to ``companion_memories`` in the same transaction; clustering puts every memory in a cell and
+new memories join their nearest one; a row in no cell is still found; the probe gives exactly
+K rows and, on topic-structured data, the exact answer; nothing leaks across users or personas;
+and the plan reads the mirror's index only.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine, text
+
+from eros.core.cells import cell_count
+from eros.db import cells_sql, recall_sql
+from eros.recall import RecallResult, recall_by_vector
+from eros.service import recall_cells
+from eros.service.recall_cells import REGROW_FACTOR
+from eros.settings import Settings
+from tests.integration.test_recall import CATS, NOW, cfg, contents
+from tests.support.memories import DIM, Mem, add, copy_rows, unit
+
+CELLS = cfg(recall_exact_scan_below=100)
+EXACT = cfg(recall_exact_scan_below=10**9)
+
+
+def topic_vectors(rng: np.random.Generator, n: int, topics: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` unit vectors around ``topics`` centroids (cosine ≈ 0.7 to their own), topic 0
+    being :data:`TOPIC0`'s direction; returns (vectors, topic of each)."""
+    centroids = rng.standard_normal((topics, DIM)).astype(np.float32)
+    centroids[0] = TOPIC0
+    centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
+    topic = rng.integers(0, topics, n)
+    vectors = centroids[topic] + rng.standard_normal((n, DIM)).astype(np.float32) / np.sqrt(DIM)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True), topic
+
+
+#: the direction of every user's topic 0 and of the queries (random: an axis-aligned query
+#: such as ``QUERY`` has a sketch with one bit set, which says nothing of its direction).
+TOPIC0 = np.random.default_rng(0).standard_normal(DIM).astype(np.float32)
+TOPIC0 /= np.linalg.norm(TOPIC0)
+
+
+def ask(engine: Engine, user: uuid.UUID, settings: Settings, **kwargs: Any) -> RecallResult:
+    return recall_by_vector(engine, user, TOPIC0.tolist(), settings=settings, now=NOW, **kwargs)
+
+
+def load(db_url: str, user: uuid.UUID, vectors: np.ndarray, *, instance: uuid.UUID | None = None,
+         label: str = "m") -> None:
+    copy_rows(db_url, ((user, instance, f"{label} {i}", CATS[i % len(CATS)], 0.5,
+                        NOW - timedelta(days=i % 300), vectors[i]) for i in range(len(vectors))))
+
+
+def mirror_mismatches(engine: Engine) -> int:
+    """Rows on which ``memory_sketches`` and ``companion_memories`` disagree (either side)."""
+    with engine.connect() as conn:
+        return int(conn.execute(text(
+            "SELECT count(*) FROM (SELECT id, user_id, instance_id, status, embedding_bq"
+            " FROM engine.companion_memories) m FULL JOIN engine.memory_sketches s"
+            " ON s.memory_id = m.id WHERE m.id IS NULL OR s.memory_id IS NULL"
+            " OR (m.user_id, m.instance_id, m.status, m.embedding_bq)"
+            " IS DISTINCT FROM (s.user_id, s.instance_id, s.status, s.sketch)")).scalar_one())
+
+
+@pytest.fixture
+def user() -> uuid.UUID:
+    return uuid.uuid4()
+
+
+def test_the_mirror_follows_every_write(engine: Engine, db_url: str, user: uuid.UUID) -> None:
+    rng = np.random.default_rng(1)
+    load(db_url, user, topic_vectors(rng, 300, 5)[0])  # COPY
+    with engine.begin() as conn:  # INSERT, then UPDATEs of each mirrored column
+        a, b, c = add(conn, NOW, *[Mem(user, f"x{i}", "fact", unit(i + 1)) for i in range(3)])
+        conn.execute(text("UPDATE engine.companion_memories SET status = 'merged'"
+                          " WHERE id = :a"), {"a": a})
+        conn.execute(text("UPDATE engine.companion_memories SET instance_id = gen_random_uuid()"
+                          " WHERE id = :b"), {"b": b})
+        conn.execute(text("UPDATE engine.companion_memories SET embedding = CAST(:v AS vector)"
+                          " WHERE id = :c"), {"c": c, "v": str([-x for x in unit(9)])})
+        conn.execute(text("UPDATE engine.companion_memories SET importance = 0.9"
+                          " WHERE user_id = :u"), {"u": user})  # not mirrored: nothing to do
+    assert mirror_mismatches(engine) == 0
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM engine.companion_memories WHERE id = :a"), {"a": a})
+        conn.execute(text("INSERT INTO engine.companion_memories (user_id, content, category)"
+                          " VALUES (:u, 'no vector yet', 'fact')"), {"u": user})
+    assert mirror_mismatches(engine) == 0
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM engine.memory_sketches WHERE user_id = :u"),
+                            {"u": user}).scalar_one() == 303
+
+
+def test_clustering_puts_every_memory_in_a_cell_and_new_ones_join_the_nearest(
+        engine: Engine, db_url: str, user: uuid.UUID) -> None:
+    rng = np.random.default_rng(2)
+    vectors, _ = topic_vectors(rng, 3_000, 20)
+    load(db_url, user, vectors)
+    report = recall_cells.cluster_user(engine, CELLS, user)
+    assert (report.outcome, report.rows, report.cells) == ("clustered", 3_000, cell_count(3_000))
+    with engine.connect() as conn:
+        unassigned, total = conn.execute(text(
+            "SELECT count(*) FILTER (WHERE cell IS NULL), count(*) FROM engine.memory_sketches"
+            " WHERE user_id = :u"), {"u": user}).one()
+        sizes = conn.execute(text("SELECT sum(size) FROM engine.memory_cells WHERE user_id = :u"),
+                             {"u": user}).scalar_one()
+        centroids = np.array([np.asarray(r.centroid) for r in conn.execute(text(
+            "SELECT CAST(centroid AS real[]) AS centroid FROM engine.memory_cells"
+            " WHERE user_id = :u ORDER BY cell"),
+            {"u": user})])
+    assert (unassigned, total, sizes) == (0, 3_000, 3_000)
+    new = vectors[17] + np.float32(0.01)
+    with engine.begin() as conn:
+        (mid,) = add(conn, NOW, Mem(user, "new", "fact", new.tolist()))
+        cell = conn.execute(text("SELECT cell FROM engine.memory_sketches WHERE memory_id = :m"),
+                            {"m": mid}).scalar_one()
+    assert cell == int(np.argmax(centroids @ (new / np.linalg.norm(new))))
+
+
+def test_a_row_written_after_the_read_is_assigned_by_the_write(
+        engine: Engine, db_url: str, user: uuid.UUID) -> None:
+    rng = np.random.default_rng(3)
+    load(db_url, user, topic_vectors(rng, 500, 5)[0])
+    from eros.core.cells import spherical_kmeans
+
+    with engine.connect() as conn:
+        found = cells_sql.user_vectors(conn, user, DIM)
+    with engine.begin() as conn:  # arrives between the read and the write; user has no cells
+        (late_id,) = add(conn, NOW, Mem(user, "late", "fact", unit(3)))
+        assert conn.execute(text("SELECT cell FROM engine.memory_sketches WHERE memory_id = :m"),
+                            {"m": late_id}).scalar_one() is None
+    clustering = spherical_kmeans(found.vectors, 8, seed=1)
+    with engine.begin() as conn:
+        late = cells_sql.replace_cells(conn, user, clustering.centroids, clustering.sizes,
+                                       found.ids, clustering.assignment.tolist())
+        assert late == 1
+        assert conn.execute(text("SELECT count(*) FROM engine.memory_sketches"
+                                 " WHERE user_id = :u AND cell IS NULL"),
+                            {"u": user}).scalar_one() == 0
+
+
+def test_a_clustered_user_gets_exactly_k_and_the_exact_answer(
+        engine: Engine, db_url: str, user: uuid.UUID) -> None:
+    rng = np.random.default_rng(4)
+    persona = uuid.uuid4()
+    load(db_url, user, topic_vectors(rng, 8_000, 40)[0])
+    load(db_url, user, topic_vectors(rng, 2_000, 40)[0], instance=persona, label="p")
+    recall_cells.cluster_user(engine, CELLS, user)
+    for strategy, k, want in (("grouped", 2, 10), ("decay", 10, 10), ("composite", 7, 7)):
+        for scope in ("profile", "both"):
+            probed = ask(engine, user, CELLS, strategy=strategy, k=k, scope=scope,
+                         instance_id=persona)
+            assert probed.plan in ("cells", "mixed") and not probed.exact, strategy
+            assert len(probed.memories) == want, (strategy, scope)
+            truth = ask(engine, user, EXACT, strategy=strategy, k=k, scope=scope,
+                        instance_id=persona)
+            assert contents(probed) == contents(truth), (strategy, scope)
+    # a share of 1 reads every sketch: the plain quantised plan
+    assert ask(engine, user, cfg(recall_exact_scan_below=100, recall_cell_probe_share=1.0),
+               strategy="decay").plan == "quantized"
+
+
+def test_a_row_in_no_cell_is_still_found(engine: Engine, db_url: str, user: uuid.UUID) -> None:
+    rng = np.random.default_rng(5)
+    load(db_url, user, topic_vectors(rng, 3_000, 30)[0])
+    recall_cells.cluster_user(engine, CELLS, user)
+    with engine.begin() as conn:  # e.g. written while the user was being re-clustered
+        (mid,) = add(conn, NOW, Mem(user, "unassigned", "fact", TOPIC0.tolist()))
+        conn.execute(text("UPDATE engine.memory_sketches SET cell = NULL WHERE memory_id = :m"),
+                     {"m": mid})
+    result = ask(engine, user, CELLS, strategy="decay", k=10)
+    assert result.plan == "cells"
+    assert "unassigned" in contents(result)
+
+
+def test_nothing_leaks_across_users_or_personas(engine: Engine, db_url: str,
+                                                user: uuid.UUID) -> None:
+    rng = np.random.default_rng(6)
+    mine, other_persona, neighbour = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    load(db_url, user, topic_vectors(rng, 3_000, 20)[0], instance=mine)
+    load(db_url, user, topic_vectors(rng, 3_000, 20)[0], instance=other_persona, label="other")
+    load(db_url, neighbour, topic_vectors(rng, 3_000, 20)[0], label="neighbour")
+    with engine.begin() as conn:  # the nearest rows of all belong to someone else
+        add(conn, NOW, Mem(neighbour, "neighbour's best", "fact", TOPIC0.tolist()),
+            Mem(user, "other persona's best", "fact", TOPIC0.tolist(),
+                instance_id=other_persona))
+    recall_cells.cluster_user(engine, CELLS, user)
+    recall_cells.cluster_user(engine, CELLS, neighbour)
+    for strategy in ("grouped", "decay", "composite"):
+        result = ask(engine, user, CELLS, strategy=strategy, scope="relationship",
+                     instance_id=mine)
+        assert result.plan in ("cells", "mixed")
+        assert all(c.startswith("m ") for c in contents(result)), contents(result)
+
+
+def test_the_probe_is_an_index_only_scan_of_the_mirror(engine: Engine, db_url: str,
+                                                       user: uuid.UUID) -> None:
+    rng = np.random.default_rng(7)
+    persona, other_persona = uuid.uuid4(), uuid.uuid4()
+    load(db_url, user, topic_vectors(rng, 2_000, 20)[0])
+    load(db_url, user, topic_vectors(rng, 1_000, 20)[0], instance=persona)
+    load(db_url, user, topic_vectors(rng, 1_000, 20)[0], instance=other_persona)
+    recall_cells.cluster_user(engine, CELLS, user)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM ANALYZE engine.memory_sketches"))
+    for scope in ("profile", "relationship", "both"):
+        flt = recall_sql.ScopeFilter(user, scope, persona)  # type: ignore[arg-type]
+        with engine.connect() as conn, conn.begin():
+            recall_sql.configure_quantized(conn)
+            plan = "\n".join(r[0] for r in conn.execute(
+                text("EXPLAIN (ANALYZE, COSTS OFF) " + cells_sql.probed_pool_sql(flt))
+                .bindparams(recall_sql.query_param(DIM)),
+                {**flt.params(), "q": TOPIC0.tolist(), "m": 500, "n": 50, "probes": 13}))
+        assert "Index Only Scan using ix_memory_sketches_probe" in plan, plan
+        assert "Heap Fetches: 0" in plan, plan
+        assert "Rows Removed by Filter" not in plan, plan  # each branch is index ranges
+        assert "Seq Scan" not in plan, plan
+
+
+def test_due_users_grow_into_and_out_of_cells(engine: Engine, db_url: str,
+                                              user: uuid.UUID) -> None:
+    settings = cfg(recall_cell_min_rows=1_000)
+    rng = np.random.default_rng(8)
+    small = uuid.uuid4()
+    load(db_url, user, topic_vectors(rng, 1_200, 10)[0])
+    load(db_url, small, topic_vectors(rng, 900, 10)[0])
+
+    def due() -> dict[uuid.UUID, int]:
+        return {s.user_id: s.rows for s in recall_cells.due(engine, settings, 100)}
+
+    assert due() == {user: 1_200}
+    report = recall_cells.refresh(engine, settings, recall_cells.due(engine, settings, 1)[0])
+    assert report.outcome == "clustered"
+    assert due() == {}
+    grow = int(1_200 * (REGROW_FACTOR - 1)) + 1
+    load(db_url, user, topic_vectors(rng, grow, 10)[0], label="more")
+    assert due() == {user: 1_200 + grow}
+    recall_cells.refresh(engine, settings, recall_cells.due(engine, settings, 1)[0])
+    with engine.begin() as conn:  # most memories deleted: a full scan is cheap again
+        conn.execute(text("DELETE FROM engine.companion_memories WHERE id IN (SELECT id FROM"
+                          " engine.companion_memories WHERE user_id = :u LIMIT 1200)"),
+                     {"u": user})
+    (state,) = recall_cells.due(engine, settings, 10)
+    assert recall_cells.refresh(engine, settings, state).outcome == "dropped"
+    with engine.connect() as conn:
+        assert cells_sql.cell_count(conn, user) == 0
+        assert conn.execute(text("SELECT count(*) FROM engine.memory_sketches"
+                                 " WHERE user_id = :u AND cell IS NOT NULL"),
+                            {"u": user}).scalar_one() == 0
