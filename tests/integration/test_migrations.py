@@ -45,3 +45,32 @@ def test_contract_insert_needs_only_contract_columns(engine) -> None:  # type: i
         row = conn.execute(text("SELECT attempts, classified_through_seq, classified_at"
                                 " FROM engine.chat_sessions")).one()
     assert (row.attempts, row.classified_through_seq, row.classified_at) == (0, 0, None)
+
+
+def test_0008_mirrors_the_memories_that_exist_and_downgrades_cleanly(
+        templates: TemplateDatabases) -> None:
+    url = templates.empty()
+    config = alembic_config(url)
+    command.upgrade(config, "0007")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO engine.companion_memories (user_id, content, category, embedding, status)"
+            " SELECT gen_random_uuid(), 'm' || g, 'fact', CAST(array_fill(g::real, ARRAY[512])"
+            " AS vector), CASE WHEN g % 2 = 0 THEN 'current' ELSE 'merged' END"
+            " FROM generate_series(1, 20) g"))
+    command.upgrade(config, "0008")
+    mirrored = ("SELECT count(*) FROM engine.companion_memories m JOIN engine.memory_sketches s"
+                " ON s.memory_id = m.id AND s.user_id = m.user_id AND s.status = m.status"
+                " AND s.sketch = m.embedding_bq AND s.cell IS NULL")
+    with engine.connect() as conn:
+        assert conn.execute(text(mirrored)).scalar_one() == 20
+    command.downgrade(config, "0007")
+    with engine.connect() as conn:
+        tables = set(inspect(conn).get_table_names(schema="engine"))
+        assert not {"memory_sketches", "memory_cells"} & tables
+        assert conn.execute(text("SELECT count(*) FROM pg_trigger WHERE tgrelid ="
+                                 " 'engine.companion_memories'::regclass AND NOT tgisinternal"
+                                 )).scalar_one() == 0
+    engine.dispose()
+    templates.drop(url)
