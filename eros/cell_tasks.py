@@ -46,7 +46,4 @@ def cluster_memories(user_id: str | None = None) -> dict[str, Any]:
     except ValueError:
         log.error("cluster_memories: %r is not a user UUID", user_id)
         return {"user_id": user_id, "outcome": "invalid_argument"}
-    states = [s for s in recall_cells.due(engine, settings, DUE_PER_RUN) if s.user_id == uid]
-    report = (recall_cells.refresh(engine, settings, states[0]) if states
-              else recall_cells.cluster_user(engine, settings, uid))
-    return report.to_dict()
+    return recall_cells.refresh_user(engine, settings, uid).to_dict()

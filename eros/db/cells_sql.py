@@ -20,12 +20,12 @@ from sqlalchemy.types import Integer
 from eros.core.cells import Matrix
 from eros.core.ranking import Candidate
 from eros.db.recall_sql import (
-    _QUERY_SKETCH,
+    QUERY_SKETCH,
     ScopeFilter,
-    _candidates,
-    _rerank,
-    _stmt,
     configure_quantized,
+    rerank_sql,
+    search_statement,
+    to_candidates,
 )
 from eros.db.schema import SCHEMA, memory_cells
 
@@ -138,29 +138,43 @@ def due_users(conn: Connection, *, min_rows: int, growth: float, limit: int) -> 
     return [CellState(r.user_id, int(r.n), int(r.k), int(r.clustered)) for r in rows]
 
 
+def user_state(conn: Connection, user_id: uuid.UUID) -> CellState:
+    """One user's memories, cells and rows at the last clustering."""
+    row = conn.execute(text(
+        f"SELECT (SELECT count(*) FROM {_SKETCHES} WHERE user_id = :u) AS n,"
+        f" count(*) AS k, coalesce(sum(size), 0) AS clustered FROM {_CELLS}"
+        " WHERE user_id = :u"), {"u": user_id}).one()
+    return CellState(user_id, int(row.n), int(row.k), int(row.clustered))
+
+
 def cell_count(conn: Connection, user_id: uuid.UUID) -> int:
     return int(conn.execute(text(f"SELECT count(*) FROM {_CELLS} WHERE user_id = :u"),
                             {"u": user_id}).scalar_one())
 
 
 # --- the probe ------------------------------------------------------------------------------
+#: the CTE ``probe`` read as an array (a scalar subquery: one InitPlan per branch, one CTE scan)
+_IN_PROBED_CELLS = "s.cell = ANY(CAST((SELECT p.cells FROM probe p) AS integer[]))"
+
+
 def _probe_top(flt: ScopeFilter, limit: str) -> str:
     """Ids of the ``limit`` rows nearest by sketch among the probed cells and the rows in no
     cell, per layer in scope: each branch is one or a few ranges of ``ix_memory_sketches_probe``
-    (``cell = ANY(...)`` is a native multi-range btree scan), read index-only."""
-    probe = (f"ARRAY(SELECT c.cell FROM {_CELLS} c WHERE c.user_id = :user_id"
-             " ORDER BY c.centroid <=> :q LIMIT :probes)")
-    branches = [f"SELECT s.memory_id AS id, s.sketch <~> {_QUERY_SKETCH} AS h FROM {_SKETCHES} s"
+    (``cell = ANY(...)`` is a native multi-range btree scan), read index-only. The probed cells
+    are ranked once (a materialised CTE), however many layers read them."""
+    branches = [f"SELECT s.memory_id AS id, s.sketch <~> {QUERY_SKETCH} AS h FROM {_SKETCHES} s"
                 f" WHERE {where} AND {cell} ORDER BY h LIMIT {limit}"
                 for where in flt.layer_wheres("s")
-                for cell in (f"s.cell = ANY({probe})", "s.cell IS NULL")]
+                for cell in (_IN_PROBED_CELLS, "s.cell IS NULL")]
     union = " UNION ALL ".join(f"({b})" for b in branches)
-    return f"SELECT u.id, u.h FROM ({union}) u ORDER BY u.h LIMIT {limit}"
+    return (f"WITH probe AS MATERIALIZED (SELECT ARRAY(SELECT c.cell FROM {_CELLS} c"
+            " WHERE c.user_id = :user_id ORDER BY c.centroid <=> :q LIMIT :probes) AS cells)"
+            f" SELECT u.id, u.h FROM ({union}) u ORDER BY u.h LIMIT {limit}")
 
 
 def probed_pool_sql(flt: ScopeFilter) -> str:
     """The statement of :func:`probed_pool` (exposed so tests can EXPLAIN it)."""
-    return _rerank(f"SELECT c.id FROM ({_probe_top(flt, ':m')}) c", ":n")
+    return rerank_sql(f"SELECT c.id FROM ({_probe_top(flt, ':m')}) c", ":n")
 
 
 def probed_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: int,
@@ -169,7 +183,7 @@ def probed_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: i
     ``probes`` cells whose centroids are nearest the query (plus rows in no cell), re-ranked
     by exact cosine."""
     configure_quantized(conn)
-    rows = conn.execute(_stmt(probed_pool_sql(flt), len(query)),
+    rows = conn.execute(search_statement(probed_pool_sql(flt), len(query)),
                         {**flt.params(), "q": list(query), "n": n,
                          "m": max(candidates, n), "probes": max(probes, 1)})
-    return _candidates(rows.all())
+    return to_candidates(rows.all())

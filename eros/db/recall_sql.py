@@ -106,12 +106,12 @@ def query_param(dim: int) -> Any:
     return bindparam("q", type_=Vector(dim))
 
 
-def _stmt(sql: str, dim: int, *, categories: bool = False) -> TextClause:
+def search_statement(sql: str, dim: int, *, categories: bool = False) -> TextClause:
     binds = [query_param(dim)] + ([_CATEGORIES] if categories else [])
     return text(sql).bindparams(*binds)
 
 
-def _candidates(rows: Sequence[Any]) -> list[Candidate]:
+def to_candidates(rows: Sequence[Any]) -> list[Candidate]:
     return [Candidate(id=str(r.id), content=r.content, category=r.category,
                       importance=r.importance, created_at=r.created_at,
                       layer=_layer(r.layer), distance=float(r.distance)) for r in rows]
@@ -211,8 +211,9 @@ def exact_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: in
     """The ``n`` nearest rows in scope, by a full scan of the scope (exact)."""
     sql = (f"WITH scoped AS MATERIALIZED ({_scoped(flt)})"
            " SELECT * FROM scoped ORDER BY distance, id LIMIT :n")
-    rows = conn.execute(_stmt(sql, len(query)), {**flt.params(), "q": list(query), "n": n})
-    return _candidates(rows.all())
+    rows = conn.execute(search_statement(sql, len(query)),
+                        {**flt.params(), "q": list(query), "n": n})
+    return to_candidates(rows.all())
 
 
 def exact_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],
@@ -223,10 +224,10 @@ def exact_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],
     sql = (f"WITH scoped AS MATERIALIZED ({_scoped(flt, ' AND m.category = ANY(:categories)')})"
            " SELECT * FROM (SELECT s.*, row_number() OVER (PARTITION BY s.category"
            " ORDER BY s.distance, s.id) AS rn FROM scoped s) r WHERE r.rn <= :k")
-    rows = conn.execute(_stmt(sql, len(query), categories=True),
+    rows = conn.execute(search_statement(sql, len(query), categories=True),
                         {**flt.params(), "q": list(query), "categories": list(categories),
                          "k": k})
-    return _candidates(rows.all())
+    return to_candidates(rows.all())
 
 
 @dataclass(frozen=True)
@@ -266,9 +267,9 @@ def hnsw_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: int
     """About the ``n`` nearest rows in scope, through HNSW with an iterative scan; may return
     fewer than ``n`` when the scan hits ``max_scan_tuples`` (the caller then scans exactly)."""
     configure_hnsw(conn, params, at_least=n)
-    rows = conn.execute(_stmt(hnsw_pool_sql(flt), len(query)),
+    rows = conn.execute(search_statement(hnsw_pool_sql(flt), len(query)),
                         {**flt.params(), "q": list(query), "n": n})
-    return _candidates(rows.all())
+    return to_candidates(rows.all())
 
 
 def hnsw_grouped_sql(flt: ScopeFilter) -> str:
@@ -286,16 +287,16 @@ def hnsw_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],
     if not categories:
         return []
     configure_hnsw(conn, params, at_least=k)
-    rows = conn.execute(_stmt(hnsw_grouped_sql(flt), len(query), categories=True),
+    rows = conn.execute(search_statement(hnsw_grouped_sql(flt), len(query), categories=True),
                         {**flt.params(), "q": list(query), "categories": list(categories),
                          "k": k})
-    return _candidates(rows.all())
+    return to_candidates(rows.all())
 
 
 # --- the quantised plan (migrations 0006, 0007) -----------------------------------------------
 #: the query's sketch, computed once per statement: a scalar subquery becomes an InitPlan, so a
 #: generic plan (psycopg prepares a statement run 5 times) does not re-quantise it per row.
-_QUERY_SKETCH = "(SELECT binary_quantize(CAST(:q AS vector)))"
+QUERY_SKETCH = "(SELECT binary_quantize(CAST(:q AS vector)))"
 
 
 def _sketch_top(flt: ScopeFilter, limit: str, extra: str = "") -> str:
@@ -305,7 +306,7 @@ def _sketch_top(flt: ScopeFilter, limit: str, extra: str = "") -> str:
     other persona's sketch is read). Ties at the cut go by index order: an id tiebreak costs
     ~10 % and only decides among candidates equally far by sketch, which the exact re-rank
     then orders anyway."""
-    branches = [f"SELECT m.id, m.embedding_bq <~> {_QUERY_SKETCH} AS h FROM {_TABLE} m"
+    branches = [f"SELECT m.id, m.embedding_bq <~> {QUERY_SKETCH} AS h FROM {_TABLE} m"
                 f" WHERE {where}{extra} ORDER BY h LIMIT {limit}" for where in flt.layer_wheres()]
     if len(branches) == 1:
         return branches[0]
@@ -325,7 +326,7 @@ def configure_quantized(conn: Connection) -> None:
                       " set_config('max_parallel_workers_per_gather', '0', true)"))
 
 
-def _rerank(candidates: str, limit: str) -> str:
+def rerank_sql(candidates: str, limit: str) -> str:
     """The ``limit`` candidates nearest by exact cosine. ``id = ANY(ARRAY(…))`` is one index
     scan over the sorted ids: a join fetched them one nested-loop step at a time (500
     candidates: ~3 ms more of a heavy user's ~20)."""
@@ -335,7 +336,7 @@ def _rerank(candidates: str, limit: str) -> str:
 
 def quantized_pool_sql(flt: ScopeFilter) -> str:
     """The statement of :func:`quantized_pool` (exposed so tests can EXPLAIN it)."""
-    return _rerank(f"SELECT c.id FROM ({_sketch_top(flt, ':m')}) c", ":n")
+    return rerank_sql(f"SELECT c.id FROM ({_sketch_top(flt, ':m')}) c", ":n")
 
 
 def quantized_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: int,
@@ -343,16 +344,16 @@ def quantized_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n
     """About the ``n`` nearest rows in scope: the ``candidates`` nearest by sketch, re-ranked by
     exact cosine."""
     configure_quantized(conn)
-    rows = conn.execute(_stmt(quantized_pool_sql(flt), len(query)),
+    rows = conn.execute(search_statement(quantized_pool_sql(flt), len(query)),
                         {**flt.params(), "q": list(query), "n": n, "m": max(candidates, n)})
-    return _candidates(rows.all())
+    return to_candidates(rows.all())
 
 
 def quantized_grouped_sql(flt: ScopeFilter) -> str:
     """The statement of :func:`quantized_grouped` (exposed so tests can EXPLAIN it)."""
     top = _sketch_top(flt, ":m", " AND m.category = cat.c")
     return ("SELECT x.* FROM unnest(:categories) AS cat(c) CROSS JOIN LATERAL"
-            f" ({_rerank(f'SELECT c.id FROM ({top}) c', ':k')}) x")
+            f" ({rerank_sql(f'SELECT c.id FROM ({top}) c', ':k')}) x")
 
 
 def quantized_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],
@@ -363,7 +364,7 @@ def quantized_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float]
     if not categories:
         return []
     configure_quantized(conn)
-    rows = conn.execute(_stmt(quantized_grouped_sql(flt), len(query), categories=True),
+    rows = conn.execute(search_statement(quantized_grouped_sql(flt), len(query), categories=True),
                         {**flt.params(), "q": list(query), "categories": list(categories),
                          "k": k, "m": max(candidates, k)})
-    return _candidates(rows.all())
+    return to_candidates(rows.all())

@@ -95,6 +95,13 @@ def due(engine: Engine, settings: Settings, limit: int) -> list[CellState]:
                                    growth=REGROW_FACTOR, limit=limit)
 
 
+def refresh_user(engine: Engine, settings: Settings, user_id: uuid.UUID) -> ClusterReport:
+    """:func:`refresh` for one user, due or not (the task with a user id)."""
+    with engine.connect() as conn:
+        state = cells_sql.user_state(conn, user_id)
+    return refresh(engine, settings, state)
+
+
 def refresh(engine: Engine, settings: Settings, state: CellState) -> ClusterReport:
     """One due user: cluster it, or drop the cells of one that shrank below half the
     threshold (merges and deletions), where a full scan is cheap again."""
