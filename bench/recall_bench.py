@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             info["pgvector"] = conn.execute(text(
                 "SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar_one()
         print("clustering the heavy users …", flush=True)
-        clustered = cluster_heavy(engine, cfg)
+        clustered = cluster_heavy(engine, cfg, [pop.user_ids[u] for u in range(len(heavy))])
         info["warmed_mb"] = warm(engine)
         light = [u for u in range(len(heavy), args.users)]
         random.Random(3).shuffle(light)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -175,11 +176,12 @@ def _upgrade_kept(url: str, params: dict[str, Any], timings: dict[str, float], m
     return timings
 
 
-def cluster_heavy(engine: Engine, cfg: Settings) -> list[ClusterReport]:
-    """What beat's ``eros.cluster_memories`` does: every user due (here the heavy ones) is cut
-    into cells; then the mirror is vacuumed so the probe's scans stay index-only."""
-    reports = [recall_cells.refresh(engine, cfg, state)
-               for state in recall_cells.due(engine, cfg, limit=1000)]
+def cluster_heavy(engine: Engine, cfg: Settings, heavy: list[uuid.UUID]) -> list[ClusterReport]:
+    """What beat's ``eros.cluster_memories`` does for the users due — the heavy ones (the
+    light ones have at most ~1,100 memories, under RECALL_CELL_MIN_ROWS) — clustered again on
+    every run, so each run times it (a kept database keeps its cells); then the mirror is
+    vacuumed so the probe's scans stay index-only."""
+    reports = [recall_cells.cluster_user(engine, cfg, user) for user in heavy]
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE engine.memory_sketches"))
     return reports
