@@ -254,3 +254,16 @@ def test_due_users_grow_into_and_out_of_cells(engine: Engine, db_url: str,
         assert conn.execute(text("SELECT count(*) FROM engine.memory_sketches"
                                  " WHERE user_id = :u AND cell IS NOT NULL"),
                             {"u": user}).scalar_one() == 0
+
+
+def test_replaced_memories_are_left_out_unless_asked_for(engine: Engine, db_url: str,
+                                                         user: uuid.UUID) -> None:
+    rng = np.random.default_rng(9)
+    load(db_url, user, topic_vectors(rng, 3_000, 30)[0])
+    with engine.begin() as conn:
+        add(conn, NOW, Mem(user, "superseded twin", "fact", TOPIC0.tolist(), status="superseded"))
+    recall_cells.cluster_user(engine, CELLS, user)
+    current = ask(engine, user, CELLS, strategy="decay")
+    assert current.plan == "cells" and "superseded twin" not in contents(current)
+    everything = ask(engine, user, CELLS, strategy="decay", include_replaced=True)
+    assert everything.plan == "cells" and contents(everything)[0] == "superseded twin"
