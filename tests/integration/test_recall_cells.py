@@ -10,6 +10,8 @@ and the plan reads the mirror's index only.
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -18,7 +20,7 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.cells import cell_count
+from eros.core.cells import cell_count, spherical_kmeans
 from eros.db import cells_sql, recall_sql
 from eros.recall import RecallResult, recall_by_vector
 from eros.service import recall_cells
@@ -128,8 +130,6 @@ def test_a_row_written_after_the_read_is_assigned_by_the_write(
         engine: Engine, db_url: str, user: uuid.UUID) -> None:
     rng = np.random.default_rng(3)
     load(db_url, user, topic_vectors(rng, 500, 5)[0])
-    from eros.core.cells import spherical_kmeans
-
     with engine.connect() as conn:
         found = cells_sql.user_vectors(conn, user, DIM)
     with engine.begin() as conn:  # arrives between the read and the write; user has no cells
@@ -267,3 +267,75 @@ def test_replaced_memories_are_left_out_unless_asked_for(engine: Engine, db_url:
     assert current.plan == "cells" and "superseded twin" not in contents(current)
     everything = ask(engine, user, CELLS, strategy="decay", include_replaced=True)
     assert everything.plan == "cells" and contents(everything)[0] == "superseded twin"
+
+
+def _insert_in_thread(engine: Engine, user: uuid.UUID, content: str, hold: threading.Event,
+                      done: threading.Event, added: threading.Event | None = None
+                      ) -> threading.Thread:
+    """Insert one memory (``added`` once the INSERT returned) in a transaction that stays open
+    until ``hold`` is set (``done`` once committed)."""
+    def run() -> None:
+        with engine.begin() as conn:
+            add(conn, NOW, Mem(user, content, "fact", TOPIC0.tolist()))
+            if added is not None:
+                added.set()
+            hold.wait(timeout=30)
+        done.set()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def _cell_of(engine: Engine, content: str) -> tuple[int | None, bool]:
+    """The mirror's cell of the memory with ``content``, and whether that cell exists."""
+    with engine.connect() as conn:
+        row = conn.execute(text(
+            "SELECT s.cell, EXISTS (SELECT 1 FROM engine.memory_cells c WHERE c.user_id ="
+            " s.user_id AND c.cell = s.cell) AS known FROM engine.memory_sketches s JOIN"
+            " engine.companion_memories m ON m.id = s.memory_id WHERE m.content = :c"),
+            {"c": content}).one()
+    return row.cell, bool(row.known)
+
+
+def test_an_insert_in_flight_holds_a_reclustering_until_it_commits(
+        engine: Engine, db_url: str, user: uuid.UUID) -> None:
+    load(db_url, user, topic_vectors(np.random.default_rng(10), 1_000, 10)[0])
+    recall_cells.cluster_user(engine, CELLS, user)
+    hold, inserted, added = threading.Event(), threading.Event(), threading.Event()
+    writer = _insert_in_thread(engine, user, "in flight", hold, inserted, added)
+    assert added.wait(timeout=10)  # the insert's trigger now holds its cell FOR SHARE
+    finished: list[recall_cells.ClusterReport] = []
+    clusterer = threading.Thread(
+        target=lambda: finished.append(recall_cells.cluster_user(engine, CELLS, user)),
+        daemon=True)
+    clusterer.start()
+    clusterer.join(timeout=3)
+    assert clusterer.is_alive() and not finished  # the write waits for the insert
+    hold.set()
+    writer.join(timeout=10)
+    clusterer.join(timeout=30)
+    assert inserted.is_set() and finished and finished[0].late == 1
+    cell, known = _cell_of(engine, "in flight")
+    assert cell is not None and known  # re-assigned to a cell of the new clustering
+
+
+def test_an_insert_during_a_reclustering_waits_and_stays_unassigned(
+        engine: Engine, db_url: str, user: uuid.UUID) -> None:
+    load(db_url, user, topic_vectors(np.random.default_rng(11), 1_000, 10)[0])
+    recall_cells.cluster_user(engine, CELLS, user)
+    with engine.connect() as conn:
+        found = cells_sql.user_vectors(conn, user, DIM)
+    clustering = spherical_kmeans(found.vectors, 12, seed=2)
+    hold, inserted = threading.Event(), threading.Event()
+    with engine.begin() as conn:  # a re-clustering's write, caught after it deleted the cells
+        cells_sql.replace_cells(conn, user, clustering.centroids, clustering.sizes.tolist(),
+                                found.ids, [int(c) for c in clustering.assignment])
+        writer = _insert_in_thread(engine, user, "during", hold, inserted)
+        hold.set()
+        time.sleep(0.5)
+        assert not inserted.is_set()  # its trigger waits on a cell being deleted
+    writer.join(timeout=10)
+    assert inserted.is_set()
+    assert _cell_of(engine, "during") == (None, False)  # in no cell: always scanned
+    result = ask(engine, user, CELLS, strategy="decay", k=3)
+    assert result.plan == "cells" and "during" in contents(result)
