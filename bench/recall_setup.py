@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Connection, Engine, create_engine, text
 
 from bench import recall_data as rd
 from eros.migrations import upgrade
@@ -148,11 +148,17 @@ def prepare(server_url: str, pop: rd.Population, params: dict[str, Any], mwm: st
         conn.execute(text(HNSW))
     timings["hnsw_build_s"] = time.monotonic() - started
     with engine.connect() as conn:
-        conn.execute(text("CREATE TABLE bench_meta (meta jsonb)"))
-        conn.execute(text("INSERT INTO bench_meta VALUES (CAST(:m AS jsonb))"),
-                     {"m": json.dumps({"params": params, "timings": timings})})
+        _save_meta(conn, params, timings)
     engine.dispose()
     return timings
+
+
+def _save_meta(conn: Connection, params: dict[str, Any], timings: dict[str, float]) -> None:
+    """What a later ``--keep`` run compares its parameters with, and the timings it reports."""
+    conn.execute(text("CREATE TABLE IF NOT EXISTS bench_meta (meta jsonb)"))
+    conn.execute(text("DELETE FROM bench_meta"))
+    conn.execute(text("INSERT INTO bench_meta VALUES (CAST(:m AS jsonb))"),
+                 {"m": json.dumps({"params": params, "timings": timings})})
 
 
 def _upgrade_kept(url: str, params: dict[str, Any], timings: dict[str, float], mwm: str
@@ -170,8 +176,7 @@ def _upgrade_kept(url: str, params: dict[str, Any], timings: dict[str, float], m
     engine = create_engine(url, isolation_level="AUTOCOMMIT")
     with engine.connect() as conn:
         conn.execute(text("VACUUM ANALYZE engine.memory_sketches"))
-        conn.execute(text("UPDATE bench_meta SET meta = CAST(:m AS jsonb)"),
-                     {"m": json.dumps({"params": params, "timings": timings})})
+        _save_meta(conn, params, timings)
     engine.dispose()
     return timings
 

@@ -105,8 +105,7 @@ def cluster(user: uuid.UUID | None, drop: bool, as_json: bool) -> None:
     with runtime() as rt:
         if drop:
             assert user is not None
-            recall_cells.drop_cells(rt.engine, user)
-            reports = [recall_cells.ClusterReport(user, "dropped", 0, 0, 0, 0.0, 0.0, 0.0)]
+            reports = [recall_cells.drop_cells(rt.engine, user)]
         elif user is not None:
             reports = [recall_cells.cluster_user(rt.engine, rt.settings, user)]
         else:

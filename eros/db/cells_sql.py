@@ -73,6 +73,14 @@ def user_vectors(conn: Connection, user_id: uuid.UUID, dim: int) -> UserVectors:
                        rows["vec"].astype(np.float32))
 
 
+def lock_user(conn: Connection, user_id: uuid.UUID, lock_timeout: str) -> None:
+    """One writer of a user's cells at a time (two passes would collide on the cell keys),
+    and at most ``lock_timeout`` of waiting for the row locks of inserts in flight."""
+    conn.execute(text("SELECT set_config('lock_timeout', :t, true),"
+                      " pg_advisory_xact_lock(hashtextextended('eros.cells:' || :u, 0))"),
+                 {"t": lock_timeout, "u": str(user_id)})
+
+
 def replace_cells(conn: Connection, user_id: uuid.UUID, centroids: Matrix,
                   sizes: Sequence[int], ids: Sequence[uuid.UUID], cells: Sequence[int]) -> int:
     """Replace one user's cells and put every memory of theirs in one (one transaction).
@@ -91,7 +99,7 @@ def replace_cells(conn: Connection, user_id: uuid.UUID, centroids: Matrix,
         " FROM unnest(:ids, :cells) AS a(id, cell)"
         " WHERE s.memory_id = a.id AND s.cell IS DISTINCT FROM a.cell").bindparams(
         _ids_param(), _cells_param()),
-        {"ids": list(ids), "cells": [int(c) for c in cells]})
+        {"ids": list(ids), "cells": list(cells)})
     late = conn.execute(text(
         f"UPDATE {_SKETCHES} s SET cell = {SCHEMA}.nearest_memory_cell(m.user_id, m.embedding)"
         f" FROM {SCHEMA}.companion_memories m"
@@ -145,11 +153,6 @@ def user_state(conn: Connection, user_id: uuid.UUID) -> CellState:
         f" count(*) AS k, coalesce(sum(size), 0) AS clustered FROM {_CELLS}"
         " WHERE user_id = :u"), {"u": user_id}).one()
     return CellState(user_id, int(row.n), int(row.k), int(row.clustered))
-
-
-def cell_count(conn: Connection, user_id: uuid.UUID) -> int:
-    return int(conn.execute(text(f"SELECT count(*) FROM {_CELLS} WHERE user_id = :u"),
-                            {"u": user_id}).scalar_one())
 
 
 # --- the probe ------------------------------------------------------------------------------

@@ -13,10 +13,10 @@ import logging
 import time
 import uuid
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Engine
 
 from eros.core.cells import cell_count, spherical_kmeans
 from eros.db import cells_sql
@@ -27,7 +27,8 @@ log = logging.getLogger("eros.cells")
 
 #: re-cluster a user whose memories grew to this multiple of what was clustered.
 REGROW_FACTOR = 1.25
-#: how long the write may wait for a row lock (an insert holding a cell) before giving up.
+#: how long a write of cells may wait for a row lock (an insert holding a cell) before it
+#: fails (and the task retries).
 _LOCK_TIMEOUT = "10s"
 
 Outcome = Literal["clustered", "dropped"]
@@ -60,19 +61,17 @@ def cluster_user(engine: Engine, settings: Settings, user_id: uuid.UUID) -> Clus
         found = cells_sql.user_vectors(conn, user_id, settings.embedding_dim)
     read_ms = _ms(started)
     if not found.ids:
-        t = time.perf_counter()
-        drop_cells(engine, user_id)
-        return ClusterReport(user_id, "dropped", 0, 0, 0, read_ms, 0.0, _ms(t))
+        return replace(drop_cells(engine, user_id), read_ms=read_ms)
     t = time.perf_counter()
     clustering = spherical_kmeans(found.vectors, cell_count(len(found.ids)),
                                   seed=zlib.crc32(user_id.bytes))
     cluster_ms = _ms(t)
     t = time.perf_counter()
     with engine.begin() as conn:
-        _lock_user(conn, user_id)
+        cells_sql.lock_user(conn, user_id, _LOCK_TIMEOUT)
         late = cells_sql.replace_cells(conn, user_id, clustering.centroids,
-                                       clustering.sizes.tolist(),
-                                       found.ids, [int(c) for c in clustering.assignment])
+                                       clustering.sizes.tolist(), found.ids,
+                                       clustering.assignment.tolist())
     report = ClusterReport(user_id, "clustered", len(found.ids), len(clustering.centroids),
                            late, read_ms, cluster_ms, _ms(t))
     log.info("user %s: %d memories in %d cells (%d assigned late); read %.0f ms, "
@@ -81,11 +80,14 @@ def cluster_user(engine: Engine, settings: Settings, user_id: uuid.UUID) -> Clus
     return report
 
 
-def drop_cells(engine: Engine, user_id: uuid.UUID) -> None:
-    """Forget a user's cells (their recall reads every sketch again)."""
+def drop_cells(engine: Engine, user_id: uuid.UUID, rows: int = 0) -> ClusterReport:
+    """Forget a user's cells (their recall reads every sketch again); ``rows`` is only
+    reported."""
+    started = time.perf_counter()
     with engine.begin() as conn:
-        _lock_user(conn, user_id)
+        cells_sql.lock_user(conn, user_id, _LOCK_TIMEOUT)
         cells_sql.drop_cells(conn, user_id)
+    return ClusterReport(user_id, "dropped", rows, 0, 0, 0.0, 0.0, _ms(started))
 
 
 def due(engine: Engine, settings: Settings, limit: int) -> list[CellState]:
@@ -106,18 +108,8 @@ def refresh(engine: Engine, settings: Settings, state: CellState) -> ClusterRepo
     """One due user: cluster it, or drop the cells of one that shrank below half the
     threshold (merges and deletions), where a full scan is cheap again."""
     if state.cells and state.rows < settings.recall_cell_min_rows / 2:
-        t = time.perf_counter()
-        drop_cells(engine, state.user_id)
-        return ClusterReport(state.user_id, "dropped", state.rows, 0, 0, 0.0, 0.0, _ms(t))
+        return drop_cells(engine, state.user_id, state.rows)
     return cluster_user(engine, settings, state.user_id)
-
-
-def _lock_user(conn: Connection, user_id: uuid.UUID) -> None:
-    """One writer of a user's cells at a time (two passes would collide on the cell keys),
-    and a bounded wait for the row locks of inserts in flight."""
-    conn.execute(text("SELECT set_config('lock_timeout', :t, true),"
-                      " pg_advisory_xact_lock(hashtextextended('eros.cells:' || :u, 0))"),
-                 {"t": _LOCK_TIMEOUT, "u": str(user_id)})
 
 
 def _ms(started: float) -> float:

@@ -250,7 +250,7 @@ def test_due_users_grow_into_and_out_of_cells(engine: Engine, db_url: str,
     (state,) = recall_cells.due(engine, settings, 10)
     assert recall_cells.refresh(engine, settings, state).outcome == "dropped"
     with engine.connect() as conn:
-        assert cells_sql.cell_count(conn, user) == 0
+        assert cells_sql.user_state(conn, user).cells == 0
         assert conn.execute(text("SELECT count(*) FROM engine.memory_sketches"
                                  " WHERE user_id = :u AND cell IS NOT NULL"),
                             {"u": user}).scalar_one() == 0
