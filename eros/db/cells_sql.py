@@ -20,6 +20,7 @@ from sqlalchemy.types import Integer
 from eros.core.cells import Matrix
 from eros.core.ranking import Candidate
 from eros.db.recall_sql import (
+    CELLS_TABLE,
     QUERY_SKETCH,
     ScopeFilter,
     configure_quantized,
@@ -30,7 +31,6 @@ from eros.db.recall_sql import (
 from eros.db.schema import SCHEMA, memory_cells
 
 _SKETCHES = f"{SCHEMA}.memory_sketches"
-_CELLS = f"{SCHEMA}.memory_cells"
 _COPY_HEADER = 19  # PGCOPY signature (11), flags (4), header extension length (4)
 
 
@@ -90,7 +90,7 @@ def replace_cells(conn: Connection, user_id: uuid.UUID, centroids: Matrix,
     insert that locked one (``FOR SHARE`` in ``nearest_memory_cell``), so that row is visible
     here and re-assigned; an insert that starts later finds no cell and stays ``NULL`` (always
     scanned). Returns the mirror rows assigned by nearest centroid here."""
-    conn.execute(text(f"DELETE FROM {_CELLS} WHERE user_id = :u"), {"u": user_id})
+    conn.execute(text(f"DELETE FROM {CELLS_TABLE} WHERE user_id = :u"), {"u": user_id})
     conn.execute(memory_cells.insert(), [
         {"user_id": user_id, "cell": i, "centroid": centroids[i].tolist(), "size": int(sizes[i])}
         for i in range(len(centroids))])
@@ -111,7 +111,7 @@ def replace_cells(conn: Connection, user_id: uuid.UUID, centroids: Matrix,
 
 def drop_cells(conn: Connection, user_id: uuid.UUID) -> None:
     """Forget one user's cells: every memory of theirs is scanned again (``cell`` NULL)."""
-    conn.execute(text(f"DELETE FROM {_CELLS} WHERE user_id = :u"), {"u": user_id})
+    conn.execute(text(f"DELETE FROM {CELLS_TABLE} WHERE user_id = :u"), {"u": user_id})
     conn.execute(text(f"UPDATE {_SKETCHES} SET cell = NULL"
                       " WHERE user_id = :u AND cell IS NOT NULL"), {"u": user_id})
 
@@ -133,7 +133,7 @@ def due_users(conn: Connection, *, min_rows: int, growth: float, limit: int) -> 
     first. One pass over the mirror: 60-75 ms for a million memories (bench database)."""
     rows = conn.execute(text(
         f"WITH r AS (SELECT user_id, count(*) AS n FROM {_SKETCHES} GROUP BY user_id),"
-        f" c AS (SELECT user_id, count(*) AS k, sum(size) AS clustered FROM {_CELLS}"
+        f" c AS (SELECT user_id, count(*) AS k, sum(size) AS clustered FROM {CELLS_TABLE}"
         " GROUP BY user_id)"
         " SELECT coalesce(r.user_id, c.user_id) AS user_id, coalesce(r.n, 0) AS n,"
         " coalesce(c.k, 0) AS k, coalesce(c.clustered, 0) AS clustered"
@@ -150,7 +150,7 @@ def user_state(conn: Connection, user_id: uuid.UUID) -> CellState:
     """One user's memories, cells and rows at the last clustering."""
     row = conn.execute(text(
         f"SELECT (SELECT count(*) FROM {_SKETCHES} WHERE user_id = :u) AS n,"
-        f" count(*) AS k, coalesce(sum(size), 0) AS clustered FROM {_CELLS}"
+        f" count(*) AS k, coalesce(sum(size), 0) AS clustered FROM {CELLS_TABLE}"
         " WHERE user_id = :u"), {"u": user_id}).one()
     return CellState(user_id, int(row.n), int(row.k), int(row.clustered))
 
@@ -170,7 +170,7 @@ def _probe_top(flt: ScopeFilter, limit: str) -> str:
                 for where in flt.layer_wheres("s")
                 for cell in (_IN_PROBED_CELLS, "s.cell IS NULL")]
     union = " UNION ALL ".join(f"({b})" for b in branches)
-    return (f"WITH probe AS MATERIALIZED (SELECT ARRAY(SELECT c.cell FROM {_CELLS} c"
+    return (f"WITH probe AS MATERIALIZED (SELECT ARRAY(SELECT c.cell FROM {CELLS_TABLE} c"
             " WHERE c.user_id = :user_id ORDER BY c.centroid <=> :q LIMIT :probes) AS cells)"
             f" SELECT u.id, u.h FROM ({union}) u ORDER BY u.h LIMIT {limit}")
 

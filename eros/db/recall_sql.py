@@ -43,7 +43,7 @@ from eros.core.ranking import Candidate, Layer
 Scope = Literal["profile", "relationship", "both"]
 SCOPES: tuple[Scope, ...] = ("profile", "relationship", "both")
 _TABLE = "engine.companion_memories"
-_TABLE_CELLS = "engine.memory_cells"
+CELLS_TABLE = "engine.memory_cells"
 
 
 #: each scope's layer condition over the alias ``{a}``
@@ -184,7 +184,7 @@ def scope_count(conn: Connection, flt: ScopeFilter, *, exact_below: int, need: i
     ``max_scan_tuples=None`` drops the cap's share term: only the HNSW plan has that limit."""
     joins, n = _capped_count(flt)
     sql = (_cap_sql(":need") + " SELECT (SELECT r FROM t) AS table_rows,"
-           f" (SELECT cap FROM c) AS cap, {n} AS n, (SELECT count(*) FROM {_TABLE_CELLS}"
+           f" (SELECT cap FROM c) AS cap, {n} AS n, (SELECT count(*) FROM {CELLS_TABLE}"
            f" WHERE user_id = :user_id) AS cells FROM (SELECT 1) one{joins}")
     row = conn.execute(text(sql), {**flt.params(), "below": max(exact_below, 0),
                                    "need": max(need, 1), "mst": _mst(max_scan_tuples)}).one()
