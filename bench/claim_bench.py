@@ -37,11 +37,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from alembic import command
 from sqlalchemy import Connection, Engine, TextClause, create_engine, text
 
+from eros.db.migrate import upgrade
 from eros.db.repo import CLAIM_IDLE
-from tests.support.services import alembic_config, postgres_server, with_database
+from tests.support.services import postgres_server, with_database
 
 IDLE_SECS = 1800  # the reference's defaults
 STALE_SECS = 600
@@ -124,7 +124,7 @@ def scratch_database() -> Iterator[str]:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
         url = with_database(server, name)
         try:
-            command.upgrade(alembic_config(url), "head")
+            upgrade(url)
             yield url
         finally:
             with admin.connect() as conn:
@@ -277,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args(argv)
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    if not sizes or min(sizes) < 100 * BATCH:  # 1% eligible: a full batch needs 100x
+        parser.error(f"every size must be at least {100 * BATCH:,} (1% eligible, batch {BATCH})")
     info = machine()
     rows: list[Row] = []
     with scratch_database() as url:

@@ -20,7 +20,11 @@ rate is extrapolated; ticks run back to back, so the rate shown is what the loop
 unthrottled. The reference's real ceiling is the tick: 10 sessions / 300 s = 120 per hour.
 
     python -m bench.drain_bench [--sessions 2000] [--baseline-sessions 100]
-        [--workers 1] [--concurrency 16] [--pool prefork|threads]
+        [--workers 1] [--concurrency 16] [--pool prefork|threads] [--log-dir D] [--json F]
+        [--timeout S]
+
+``EROS_BENCH_DATABASE_URL`` (a superuser URL) and ``EROS_BENCH_REDIS_URL`` (with a database
+number) point at existing servers instead of the embedded PostgreSQL and the test Redis.
 """
 
 from __future__ import annotations
@@ -29,13 +33,15 @@ import argparse
 import json
 import os
 import re
+import signal
 import socket
+import subprocess
 import tempfile
 import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -137,11 +143,17 @@ def steady_rate(times: list[float]) -> float:
 
 @contextmanager
 def stack() -> Iterator[tuple[TemplateDatabases, str]]:
-    with postgres_server() as pg, redis_server() as redis_base:
-        templates = TemplateDatabases(pg)
+    """PostgreSQL and Redis: ``EROS_BENCH_DATABASE_URL`` / ``EROS_BENCH_REDIS_URL``, or an
+    embedded PostgreSQL and ``redis_server()``'s database 0."""
+    pg_given = os.environ.get("EROS_BENCH_DATABASE_URL")
+    redis_given = os.environ.get("EROS_BENCH_REDIS_URL")
+    with (nullcontext(pg_given) if pg_given else postgres_server()) as pg, \
+            (nullcontext(redis_given) if redis_given else redis_server()) as redis_base:
+        templates = TemplateDatabases(pg.replace("postgresql://", "postgresql+psycopg://", 1))
         try:
-            redis_url = (f"{redis_base}?virtual_host=0" if redis_base.startswith("redis+socket")
-                         else f"{redis_base}/0")
+            redis_url = redis_given or (
+                f"{redis_base}?virtual_host=0" if redis_base.startswith("redis+socket")
+                else f"{redis_base}/0")
             yield templates, redis_url
         finally:
             templates.close()
@@ -178,16 +190,18 @@ def run_ours(args: argparse.Namespace, templates: TemplateDatabases, redis_url: 
         llm_before, embed_before = llm.requests(), voyage.requests()
         beat = BeatProcess(env, log_dir=log_dir, name=f"beat-{run}")
         cleanup.callback(beat.stop)
+        # runs first: every process starts its warm shutdown at once, not one after another
+        cleanup.callback(terminate_all, [*(w.proc for w in workers), claimer.proc, beat.proc])
         pids = [w.proc.pid for w in workers]
         meter = CpuMeter({"classify worker(s)": pids,
                           "claim worker + beat": [claimer.proc.pid, beat.proc.pid],
                           "fake LLM server": [llm.proc.pid],
                           "fake Voyage server": [voyage.proc.pid],
-                          "postgres": [postmaster_pid(data_directory(engine))]})
+                          "postgres": postmaster_pid(data_directory(engine))})
         meter.start()
         t0 = wait_first_claim(engine)
         peak_rss = peak_pss = 0.0
-        deadline = time.monotonic() + max(300.0, args.sessions / 2)
+        deadline = time.monotonic() + (args.timeout or max(300.0, args.sessions / 2))
         while unfinished(engine):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"drain did not finish; logs in {log_dir}")
@@ -207,6 +221,12 @@ def run_ours(args: argparse.Namespace, templates: TemplateDatabases, redis_url: 
                   verification, note="beat tick 1 s + solo claim worker (not in memory)",
                   cpu=meter.table(args.sessions),
                   tasks=task_times([w.log() for w in workers], concurrency, seconds) + calls)
+
+
+def terminate_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
 
 
 def free_port() -> int:
@@ -335,21 +355,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool", choices=("prefork", "threads"), default="prefork")
     parser.add_argument("--batch", type=int, default=100, help="DREAMING_BATCH per 1 s tick")
     parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds the drain may take (default max(300, sessions / 2))")
     parser.add_argument("--metrics", action="store_true",
                         help="serve the workers' Prometheus metrics and report call latency")
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
+    parser.add_argument("--log-dir", type=Path, default=None,
+                        help="worker, beat and fake-server logs (default: a new /tmp/eros-drain-*)")
     args = parser.parse_args(argv)
     info = machine()
-    log_dir = Path(tempfile.mkdtemp(prefix="eros-drain-", dir="/tmp"))
+    log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="eros-drain-", dir="/tmp"))
+    log_dir.mkdir(parents=True, exist_ok=True)
     print(f"logs: {log_dir}", flush=True)
-    with stack() as (templates, redis_url), ExitStack() as fakes:
-        llm = FakeServer("llm_server", LLM_MS, log_dir)
+    with ExitStack() as fakes:
+        llm = FakeServer("llm_server", LLM_MS, log_dir)  # booting while the database migrates
         fakes.callback(llm.stop)
         voyage = FakeServer("voyage_server", EMBED_MS, log_dir)
         fakes.callback(voyage.stop)
-        ours = run_ours(args, templates, redis_url, llm, voyage, log_dir)
-        print(f"  ours: {ours.sessions} sessions in {ours.seconds:.1f}s", flush=True)
-        base = ours if args.skip_baseline else run_baseline(args, templates, llm, voyage)
+        with stack() as (templates, redis_url):
+            llm.wait_ready()
+            voyage.wait_ready()
+            ours = run_ours(args, templates, redis_url, llm, voyage, log_dir)
+            print(f"  ours: {ours.sessions} sessions in {ours.seconds:.1f}s", flush=True)
+            base = ours if args.skip_baseline else run_baseline(args, templates, llm, voyage)
     bound = ours.concurrency / ((LLM_MS + EMBED_MS) / 1000)
     print(report(ours, base, bound, info))
     if args.json:

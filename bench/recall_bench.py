@@ -21,12 +21,17 @@ queries, the share of the exact answer's ids that each strategy returned (exact 
 strategy with every search forced exact).
 
     .venv/bin/python -m bench.recall_bench [--memories 1000000] [--users 10000]
-        [--heavy 10000,15000,20000,30000,50000] [--queries 300] [--data-dir DIR --keep]
+        [--heavy 10000,15000,20000,30000,50000] [--queries 300] [--warmup 400]
+        [--data-dir DIR --keep] [--no-record] [--json F]
+
+Without ``--keep`` the bench database is dropped at the end (on ``EROS_BENCH_DATABASE_URL``
+too).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import sys
@@ -40,11 +45,19 @@ from sqlalchemy import Engine, create_engine, text
 from bench import recall_data as rd
 from bench.claim_bench import machine
 from bench.drain_support import machine_busy
-from bench.recall_report import Samples, clustered_sentence, table, upgraded, write_results
+from bench.recall_report import (
+    Samples,
+    clustered_sentence,
+    summary,
+    table,
+    upgraded,
+    write_results,
+)
 from bench.recall_setup import (
     bench_server,
     cluster_heavy,
     database_url,
+    drop_database,
     prepare,
     schema_head,
     sizes,
@@ -154,11 +167,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dim", type=int, default=512)
     parser.add_argument("--queries", type=int, default=300, help="per user group")
     parser.add_argument("--quality-queries", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=400, help="warm-up queries")
     parser.add_argument("--shared-buffers", default="8GB")
     parser.add_argument("--maintenance-work-mem", default="4GB")
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the server and its data")
     parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
+    parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args(argv)
     if args.dim != 512:
         os.environ["EMBEDDING_DIM"] = str(args.dim)
@@ -184,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         random.Random(3).shuffle(light)
         heavy_users = list(range(len(heavy)))
         print("warming up …", flush=True)
-        run_queries(engine, pop, heavy_users + light[:200], 400, cfg, seed=99)
+        run_queries(engine, pop, heavy_users + light[:200], args.warmup, cfg, seed=99)
         print("measuring …", flush=True)
         busy_before, wall_before = machine_busy(), time.monotonic()
         groups = {"light": run_queries(engine, pop, light, args.queries, cfg, seed=1),
@@ -196,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
                 seed=5)
         stored = sizes(engine)
         engine.dispose()
+        if not args.keep:
+            drop_database(server_url)
     light_sizes = sorted(int(c) for c in pop.counts[len(heavy):])
     median_light = light_sizes[len(light_sizes) // 2]
     body = (f"{args.memories:,} memories × {args.dim} dims, {args.users:,} users: heavy "
@@ -214,6 +231,14 @@ def main(argv: list[str] | None = None) -> int:
             f"RECALL_CELL_PROBE_SHARE {cfg.recall_cell_probe_share}.\n\n" + table(groups))
     print(body)
     print(f"\nmachine: {info}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(
+            {"machine": info, "args": {k: str(v) if isinstance(v, Path) else v
+                                       for k, v in vars(args).items()},
+             "timings": timings, "sizes": stored,
+             "clustered": [r.to_dict() for r in clustered], "groups": summary(groups)},
+            indent=2))
     if not args.no_record:
         given = sys.argv[1:] if argv is None else argv
         command = ".venv/bin/python -m bench.recall_bench " + " ".join(given)

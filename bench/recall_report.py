@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from eros.service.recall_cells import ClusterReport
+from eros.services.recall_cells import ClusterReport
 
 ROOT = Path(__file__).resolve().parent
 
@@ -20,7 +20,6 @@ class Samples:
     rows: list[int] = field(default_factory=list)
     plans: Counter[str] = field(default_factory=Counter)
     quality: list[float] = field(default_factory=list)
-
 
 
 def _p99(values: list[float]) -> float:
@@ -43,6 +42,16 @@ def table(groups: dict[str, dict[str, Samples]]) -> str:
                          f" {p99 / ref_p99:.2f} | {statistics.mean(s.rows):.1f} | {plans} |"
                          f" {q} |")
     return "\n".join(lines)
+
+
+def summary(groups: dict[str, dict[str, Samples]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The table's figures as data (``--json``): per group and method."""
+    return {group: {method: {
+        "queries": len(s.times), "median_ms": round(statistics.median(s.times), 3),
+        "p99_ms": round(_p99(s.times), 3), "rows_mean": round(statistics.mean(s.rows), 2),
+        "plans": dict(s.plans),
+        "quality": round(statistics.mean(s.quality), 4) if s.quality else None}
+        for method, s in samples.items()} for group, samples in groups.items()}
 
 
 def write_results(command: str, info: dict[str, Any], body: str) -> None:

@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, text
 
 from bench import recall_data as rd
-from eros.migrations import upgrade
-from eros.service import recall_cells
-from eros.service.recall_cells import ClusterReport
+from eros.db.migrate import upgrade
+from eros.services import recall_cells
+from eros.services.recall_cells import ClusterReport
 from eros.settings import Settings
 
 DB = "eros_recall_bench"
@@ -78,11 +78,19 @@ def database_url(server_url: str) -> str:
     return make_url(server_url).set(database=DB).render_as_string(hide_password=False)
 
 
+def drop_database(server_url: str) -> None:
+    """Drop the bench database (the end of a run without ``--keep``)."""
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)'))
+    admin.dispose()
+
+
 def schema_head() -> str:
     """The alembic head: a kept database migrated to an older schema is rebuilt, not reused."""
     from alembic.script import ScriptDirectory
 
-    from eros.migrations import alembic_config
+    from eros.db.migrate import alembic_config
 
     return str(ScriptDirectory.from_config(alembic_config("postgresql://")).get_current_head())
 

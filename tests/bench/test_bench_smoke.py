@@ -1,0 +1,191 @@
+"""Smoke runs of every benchmark in ``bench/`` at tiny sizes, seconds each.
+
+A benchmark nobody runs rots (a renamed module, a table a migration added); these run each one
+through its real ``main(argv)`` — the claim benchmark as ``python -m bench.claim_bench``, so the
+command-line entry is covered too — on the session's PostgreSQL (``EROS_BENCH_DATABASE_URL``)
+and check that it exits 0 and that its results have a row for every size asked for, with
+counts equal to those sizes and positive times. Nothing is recorded: no run may touch
+``bench/RESULTS.md`` or ``bench/out/`` (checked after every test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from bench import consolidation_bench, drain_bench, recall_bench
+
+pytestmark = pytest.mark.bench
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "bench" / "RESULTS.md"
+OUT = ROOT / "bench" / "out"
+
+
+def _recorded() -> tuple[bytes | None, dict[str, float] | None]:
+    results = RESULTS.read_bytes() if RESULTS.exists() else None
+    out = {str(p): p.stat().st_mtime for p in OUT.rglob("*")} if OUT.exists() else None
+    return results, out
+
+
+@pytest.fixture(autouse=True)
+def nothing_recorded() -> Iterator[None]:
+    """A smoke run writes only to its tmp_path: RESULTS.md and bench/out/ stay as they were."""
+    before = _recorded()
+    yield
+    assert _recorded() == before, "a smoke run wrote to bench/RESULTS.md or bench/out/"
+
+
+@pytest.fixture
+def bench_db(pg_server_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("EROS_BENCH_DATABASE_URL", pg_server_url)
+    return pg_server_url
+
+
+def _table_rows(printed: str, first_cells: list[str]) -> list[str]:
+    """The printed lines that start with one of ``first_cells`` (one per expected row)."""
+    return [line for line in printed.splitlines()
+            if any(line.strip().startswith(cell) for cell in first_cells)]
+
+
+# --- claim ----------------------------------------------------------------------------------
+def test_claim_bench(pg_server_url: str, tmp_path: Path) -> None:
+    sizes = [10_000, 20_000]  # 1% eligible: the smallest size that fills a batch of 100
+    out = tmp_path / "claim.json"
+    env = {**os.environ, "EROS_BENCH_DATABASE_URL": pg_server_url, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.claim_bench", "--sizes", ",".join(map(str, sizes)),
+         "--repeats", "3", "--json", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["size"] for r in rows] == sizes
+    for r in rows:
+        assert r["eligible"] == r["size"] // 100
+        assert r["same_ids"], "ours and the reference claimed different sessions"
+        for side in (r["ours"], r["ref"]):
+            assert 0 < side["min_ms"] <= side["median_ms"] <= side["p95_ms"]
+            assert side["plan_ms"] > 0 and side["buffers"] > 0
+            assert side["rows_examined"] >= 100
+        assert "ix_chat_sessions_claimable" in r["ours"]["plan"]
+        assert "ix_chat_sessions_claimable" not in r["ref"]["plan"]
+    assert len(_table_rows(proc.stdout, ["10,000 ", "20,000 "])) == 2 * 3  # table + 2 plans
+    assert "ours@20,000 / ours@10,000" in proc.stdout
+
+
+def test_claim_bench_rejects_sizes_that_cannot_fill_a_batch(capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    from bench import claim_bench
+
+    with pytest.raises(SystemExit) as exc:
+        claim_bench.main(["--sizes", "1000"])
+    assert exc.value.code == 2
+    assert "at least 10,000" in capsys.readouterr().err
+
+
+# --- consolidation --------------------------------------------------------------------------
+def test_consolidation_bench(bench_db: str, tmp_path: Path,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    users, per_user, heavy, sample, repeats = 20, 20, 50, 5, 2
+    out = tmp_path / "consolidation.json"
+    code = consolidation_bench.main([
+        "--users", str(users), "--per-user", str(per_user), "--heavy", str(heavy),
+        "--sample", str(sample), "--repeats", str(repeats), "--no-record", "--json", str(out)])
+    assert code == 0
+    results = json.loads(out.read_text())["results"]
+    for name, n_users, size in (("heavy", repeats, heavy), ("population", sample, per_user)):
+        s = results[name]
+        assert s["users"] == n_users, name
+        assert s["memories_median"] == size, name
+        assert s["llm_calls_per_user_median"] >= 1, name
+        assert s["merged_median"] > 0, name
+        assert s["share_before_median"] > s["share_after_median"], name
+        assert s["passes_median"] >= 1, name
+        assert s["ms_median"]["total"] > 0 and s["ms_p95"]["total"] > 0, name
+        assert all(s["ms_median"][p] >= 0 for p in consolidation_bench.PHASES), name
+    extra = results["extra"]
+    assert extra["rows"] == users * per_user
+    assert extra["finder_ms_scan_500"] > 0 and extra["finder_ms_scan_all"] > 0
+    printed = capsys.readouterr().out
+    assert len(_table_rows(printed, [f"1 user × {heavy} ",
+                                     f"{sample} of {users} × {per_user} "])) == 2
+
+
+# --- drain ----------------------------------------------------------------------------------
+def test_drain_bench(bench_db: str, redis_url: str, tmp_path: Path,
+                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real beat, claim worker and one prefork classify worker; a handful of sessions."""
+    sessions, baseline = 6, 3
+    monkeypatch.setenv("EROS_BENCH_REDIS_URL", redis_url)
+    out = tmp_path / "drain.json"
+    code = drain_bench.main([
+        "--sessions", str(sessions), "--baseline-sessions", str(baseline),
+        "--concurrency", "2", "--timeout", "60", "--log-dir", str(tmp_path / "logs"),
+        "--json", str(out)])
+    assert code == 0, "a correctness check failed; logs in " + str(tmp_path / "logs")
+    doc = json.loads(out.read_text())
+    ours, base = doc["ours"], doc["baseline"]
+    assert (ours["sessions"], base["sessions"]) == (sessions, baseline)
+    for r, n in ((ours, sessions), (base, baseline)):
+        assert r["verification"] == {"memories": n * drain_bench.MEMORIES_PER_SESSION,
+                                     "expected": n * drain_bench.MEMORIES_PER_SESSION,
+                                     "duplicates": 0, "unfinished": 0, "wrong_sessions": 0}
+        assert r["seconds"] > 0 and r["sessions_per_s"] > 0
+        assert r["llm_calls_per_session"] >= 1
+        assert r["rss_mb"] > 0 and r["pss_mb"] > 0
+    assert ours["concurrency"] == 2 and doc["bound"] == pytest.approx(2 / 0.33)
+    # ours embeds a session's candidates in one call; the reference one call per candidate
+    assert ours["embed_calls_per_session"] == pytest.approx(1.0)
+    assert base["embed_calls_per_session"] == pytest.approx(drain_bench.MEMORIES_PER_SESSION)
+    assert ours["tasks"].startswith(f"{sessions} tasks, duration median")
+    assert "classify worker(s)" in ours["cpu"]
+
+
+# --- recall ---------------------------------------------------------------------------------
+def test_recall_bench(bench_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One heavy user (6,000: above RECALL_CELL_MIN_ROWS and RECALL_EXACT_SCAN_BELOW, so it is
+    clustered and every variant takes its own plan) and 19 light ones."""
+    queries, quality = 5, 3
+    out = tmp_path / "recall.json"
+    code = recall_bench.main([
+        "--memories", "7000", "--users", "20", "--heavy", "6000", "--queries", str(queries),
+        "--quality-queries", str(quality), "--warmup", "10", "--no-record",
+        "--json", str(out)])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert [(c["outcome"], c["rows"]) for c in doc["clustered"]] == [("clustered", 6000)]
+    assert doc["clustered"][0]["cells"] > 1
+    assert doc["timings"]["load_s"] > 0 and doc["timings"]["hnsw_build_s"] > 0
+    groups: dict[str, dict[str, Any]] = doc["groups"]
+    assert set(groups) == {"light", "heavy"}
+    for group, methods in groups.items():
+        assert list(methods) == list(recall_bench.METHODS), group
+        for method, s in methods.items():
+            assert s["queries"] == queries, (group, method)
+            assert 0 < s["median_ms"] <= s["p99_ms"], (group, method)
+            assert 0 < s["rows_mean"] <= 10, (group, method)
+            assert sum(s["plans"].values()) == queries, (group, method)
+            if group == "heavy" and method != "reference":
+                assert 0.5 <= s["quality"] <= 1, (group, method)
+    heavy = groups["heavy"]
+    assert set(heavy["decay, HNSW"]["plans"]) == {"hnsw"}
+    assert set(heavy["decay, all sketches"]["plans"]) == {"quantized"}
+    assert "cells" in heavy["decay"]["plans"]
+    assert all(set(s["plans"]) == {"exact"} for s in groups["light"].values())
+    printed = capsys.readouterr().out
+    assert len(_table_rows(printed, ["| light |", "| heavy |"])) == 2 * len(recall_bench.METHODS)
+    engine = create_engine(bench_db)
+    try:
+        with engine.connect() as conn:  # dropped at the end of a run without --keep
+            assert conn.execute(text("SELECT count(*) FROM pg_database WHERE datname = :d"),
+                                {"d": "eros_recall_bench"}).scalar_one() == 0
+    finally:
+        engine.dispose()
