@@ -17,7 +17,7 @@ from eros.settings import Settings, load_settings
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from eros.embedded import Services
+    from eros.devstack.embedded import Services
 
 log = logging.getLogger("eros.cli")
 
@@ -81,7 +81,7 @@ def runtime(*, need_broker: bool = False, check: bool = True) -> Iterator[Runtim
     """Settings from the environment, embedded servers for unset URLs, a checked engine;
     everything this command started is stopped when the block ends."""
     from eros.db.engine import make_engine
-    from eros.embedded import EmbeddedStack
+    from eros.devstack.embedded import EmbeddedStack
 
     settings = load_settings()
     stack = EmbeddedStack(settings.database_url, settings.redis_url, need_db=True,

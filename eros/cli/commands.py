@@ -32,7 +32,7 @@ def migrate(sql: bool) -> None:
     With DATABASE_URL unset this migrates the embedded database (which `eros run` also does
     by itself).
     """
-    from eros.migrations import upgrade
+    from eros.db.migrate import upgrade
 
     settings = load_settings()
     if sql:
@@ -95,7 +95,7 @@ def beat(celery_args: tuple[str, ...]) -> None:
     state file defaults to the eros data directory instead of the current directory; pass
     `--schedule PATH` to choose.
     """
-    from eros.embedded import data_dir
+    from eros.devstack.embedded import data_dir
 
     settings = load_settings()
     _checked(settings, need_db=False)

@@ -16,7 +16,7 @@ from eros.errors import ErosError, PermanentError, TransientError
 if TYPE_CHECKING:
     from eros.cli._common import Runtime
     from eros.db.consolidation_sql import Lineage
-    from eros.service.consolidate import ConsolidationReport, Consolidator
+    from eros.services.consolidate import ConsolidationReport, Consolidator
 
 
 @main.command()
@@ -35,8 +35,8 @@ def consolidate(user: uuid.UUID, dry_run: bool, as_json: bool) -> None:
     it when the pass succeeds.
     """
     from eros.cli._common import runtime
-    from eros.service.consolidate import consolidate as run
-    from eros.service.consolidate import record_failure, start_pass
+    from eros.services.consolidate import consolidate as run
+    from eros.services.consolidate import record_failure, start_pass
 
     with runtime() as rt:
         c = _consolidator(rt)
@@ -61,7 +61,7 @@ def consolidate(user: uuid.UUID, dry_run: bool, as_json: bool) -> None:
 def _consolidator(rt: Runtime) -> Consolidator:
     from eros.core.consolidation_reply import load_consolidation_prompt
     from eros.providers import make_providers
-    from eros.service.consolidate import Consolidator
+    from eros.services.consolidate import Consolidator
 
     settings = rt.settings
     llm, embedder = make_providers(settings.model_copy(

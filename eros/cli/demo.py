@@ -13,7 +13,7 @@ import click
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from eros.embedded import Services
+    from eros.devstack.embedded import Services
     from eros.settings import Settings
 
 
@@ -60,7 +60,6 @@ def print_summary(engine: Engine, settings: Settings, services: Services, *,
                   elapsed: float) -> None:
     """What was extracted, per user and category, and how to look further."""
     from eros.cli._common import clip, describe_providers, providers_info, terminal_columns
-    from eros.cli.run_cmd import services_hint
     from eros.db import queries
 
     with engine.connect() as conn:
@@ -88,3 +87,14 @@ def print_summary(engine: Engine, settings: Settings, services: Services, *,
     out += ["\nExplore:", f"  eros memories {first}", "  eros users", "  eros status",
             *services_hint(services)]
     click.echo("\n".join(out))
+
+
+def services_hint(services: Services) -> list[str]:
+    """How to reach the database afterwards (the demo's last lines)."""
+    if services.db_embedded and services.psql_url:
+        return ["  eros psql                   # psql on the embedded database (starts it if "
+                "needed)",
+                f"  {services.psql} '{services.psql_url}'   # while `eros run` is running"]
+    from eros.cli._common import mask
+
+    return [f"  psql '{mask(services.database_url or '')}'"]

@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from eros import health
 from eros.cli import main
+from eros.ops import health
 from eros.settings import load_settings
 
 
@@ -33,7 +33,9 @@ def health_cmd(worker_name: str | None, check_beat: bool, max_beat_age: float | 
     settings = load_settings()
     checks = [health.database(settings), health.broker(settings)]
     if worker_name:
-        checks.append(health.worker(settings, name=None if worker_name == "any" else worker_name))
+        from eros.worker import app
+
+        checks.append(health.worker(app, name=None if worker_name == "any" else worker_name))
     if check_beat:
         checks.append(health.beat(settings, max_age=max_beat_age))
     ok = all(c.ok for c in checks)

@@ -60,7 +60,7 @@ def status(as_json: bool) -> None:
 def _broker_info(rt: Runtime) -> dict[str, Any]:
     """The broker a worker would use; looked at, never started (status must not change it)."""
     from eros.cli._common import mask
-    from eros.embedded import EmbeddedRedis, data_dir
+    from eros.devstack.embedded import EmbeddedRedis, data_dir
 
     url, embedded = rt.settings.redis_url, False
     if not url:

@@ -17,7 +17,7 @@ from eros.errors import ErosError, PermanentError, TransientError
 if TYPE_CHECKING:
     from eros.cli._common import Runtime
     from eros.db.repo import Attempt, Claim
-    from eros.service.classify import Pipeline, Report
+    from eros.services.classify import Pipeline, Report
 
 
 # --- sweep ----------------------------------------------------------------------------------
@@ -100,7 +100,7 @@ def classify(session: uuid.UUID, dry_run: bool, force: bool, as_json: bool) -> N
         pipeline = _pipeline(rt)
         attempt = _dry_attempt(rt, session, force) if dry_run else _take(rt, pipeline,
                                                                          session, force)
-        from eros.service.classify import classify as run_classify
+        from eros.services.classify import classify as run_classify
 
         try:
             report = run_classify(pipeline, attempt, dry_run=dry_run)
@@ -115,7 +115,7 @@ def classify(session: uuid.UUID, dry_run: bool, force: bool, as_json: bool) -> N
 def _pipeline(rt: Runtime) -> Pipeline:
     from eros.core.prompts import load_prompt
     from eros.providers import make_providers
-    from eros.service.classify import Pipeline
+    from eros.services.classify import Pipeline
 
     llm, embedder = make_providers(rt.settings)
     return Pipeline(rt.settings, rt.engine, llm, embedder,
@@ -141,7 +141,7 @@ def _dry_attempt(rt: Runtime, session: uuid.UUID, force: bool) -> Attempt:
 def _take(rt: Runtime, pipeline: Pipeline, session: uuid.UUID, force: bool) -> Attempt:
     from eros.db import repo
     from eros.db.queries import session_state
-    from eros.service.classify import start_attempt
+    from eros.services.classify import start_attempt
 
     with rt.engine.begin() as conn:
         if session_state(conn, session) is None:

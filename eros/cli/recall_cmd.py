@@ -14,7 +14,7 @@ from eros.core.ranking import STRATEGIES
 from eros.db.recall_sql import SCOPES
 
 if TYPE_CHECKING:
-    from eros.recall import RecallResult
+    from eros.services.recall import RecallResult
 
 
 @main.command()
@@ -45,7 +45,7 @@ def recall(user: uuid.UUID, query: str, instance_id: uuid.UUID | None, scope: st
     """
     from eros.cli._common import runtime
     from eros.providers import make_providers
-    from eros.recall import recall as run_recall
+    from eros.services.recall import recall as run_recall
 
     with runtime() as rt:
         _, embedder = make_providers(rt.settings)
@@ -98,7 +98,7 @@ def cluster(user: uuid.UUID | None, drop: bool, as_json: bool) -> None:
     does the same every RECALL_CELL_INTERVAL_SECS through the task eros.cluster_memories.
     """
     from eros.cli._common import runtime
-    from eros.service import recall_cells
+    from eros.services import recall_cells
 
     if drop and user is None:
         raise click.UsageError("--drop needs a USER")

@@ -10,26 +10,22 @@ order; a second Ctrl-C kills them at once.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
 import os
-import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from eros.cli import main
+from eros.devstack.supervisor import Signals, Stopped, Supervisor, run_lock
 from eros.errors import ErosError
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from eros.embedded import Services
     from eros.settings import Settings
 
 log = logging.getLogger("eros.run")
@@ -37,121 +33,6 @@ LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 #: the demo's fast ticks; the idle threshold only has to be below the corpus's age.
 DEMO_TICK_SECS = 2
 DEMO_IDLE_SECS = 60
-
-
-class Stopped(BaseException):
-    """A stop signal arrived (a BaseException so no ``except Exception`` swallows it)."""
-
-
-def _pdeathsig() -> None:  # pragma: no cover - runs in the forked child
-    """Linux: the child gets SIGTERM if the supervisor dies, even by SIGKILL."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-class Supervisor:
-    """Celery children: started in order, watched, stopped in reverse order."""
-
-    def __init__(self, env: dict[str, str], log_dir: Path | None = None) -> None:
-        self.env = env
-        self.log_dir = log_dir
-        self.children: list[tuple[str, Any, IO[bytes] | None]] = []
-
-    def spawn(self, name: str, argv: list[str]) -> None:
-        import subprocess
-
-        out: IO[bytes] | None = None
-        if self.log_dir is not None:
-            out = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop()
-        proc = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT if out else None, process_group=0,
-                                preexec_fn=_pdeathsig if sys.platform == "linux" else None)
-        self.children.append((name, proc, out))
-        log.info("started %s (pid %d)", name, proc.pid)
-
-    def check(self) -> None:
-        """Raise if a child exited: the job is not running any more."""
-        for name, proc, _ in self.children:
-            code = proc.poll()
-            if code is not None:
-                where = f"; see {self.log_dir / (name + '.log')}" if self.log_dir else ""
-                raise ErosError(f"celery {name} exited with code {code}{where}")
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """SIGTERM each child, newest first (beat before the worker), then wait."""
-        for name, proc, _ in reversed(self.children):
-            if proc.poll() is None:
-                log.info("stopping %s (pid %d)", name, proc.pid)
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=timeout)
-                except Exception:  # TimeoutExpired, or interrupted by a second signal
-                    log.warning("%s did not stop within %.0fs; killing it", name, timeout)
-                    self.kill()
-        self.kill()  # whatever is left, pool processes included
-        for _, _, out in self.children:
-            if out is not None:
-                out.close()
-
-    def kill(self) -> None:
-        for _, proc, _ in self.children:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(Exception):
-                proc.wait(timeout=5)
-
-
-class Signals:
-    """SIGINT/SIGTERM/SIGHUP: the first raises :class:`Stopped`; any later one (or one that
-    arrives while already stopping) kills the children instead of waiting for them."""
-
-    def __init__(self) -> None:
-        self.stopping = False
-        self.supervisor: Supervisor | None = None
-        self._old: dict[int, Any] = {}
-
-    def install(self) -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            self._old[sig] = signal.signal(sig, self._handle)
-
-    def restore(self) -> None:
-        for sig, handler in self._old.items():
-            signal.signal(sig, handler)
-
-    def _handle(self, signum: int, _frame: object) -> None:
-        if not self.stopping:
-            self.stopping = True
-            log.warning("%s received: stopping (again to force)", signal.Signals(signum).name)
-            raise Stopped(signum)
-        log.warning("%s received again: killing the workers", signal.Signals(signum).name)
-        if self.supervisor is not None:
-            self.supervisor.kill()
-
-
-@contextlib.contextmanager
-def _run_lock(root: Path) -> Iterator[None]:
-    """One ``eros run`` per data directory (two would share a beat state file)."""
-    path = root / "run.lock"
-    with open(path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            other = handle.read().strip() or "?"
-            raise ErosError(f"another `eros run` (pid {other}) is using {root}; stop it, or set "
-                            "EROS_DATA_DIR to run a second one elsewhere") from None
-        handle.truncate(0)
-        handle.write(str(os.getpid()))
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _celery(quiet: bool, *args: str) -> list[str]:
@@ -197,7 +78,7 @@ def run(concurrency: int | None, loglevel: str | None, tick: int | None, idle: i
     Redis; both are reused on the next run and stopped on exit. The database is migrated.
     Ctrl-C (or SIGTERM) stops beat, lets running tasks finish, then stops the servers.
     """
-    from eros.embedded import data_dir
+    from eros.devstack.embedded import data_dir
     from eros.settings import load_settings
 
     overrides: dict[str, str] = {}
@@ -215,7 +96,7 @@ def run(concurrency: int | None, loglevel: str | None, tick: int | None, idle: i
     child_level = loglevel.upper() if loglevel else ("WARNING" if demo else level)
     root = data_dir()
     signals = Signals()
-    with _run_lock(root):
+    with run_lock(root):
         signals.install()
         try:
             code = _run(settings, fields, overrides, root, signals, concurrency=concurrency,
@@ -230,8 +111,8 @@ def _run(settings: Settings, fields: dict[str, str], overrides: dict[str, str], 
          demo_timeout: float) -> int:
     from eros.cli._common import check_broker, check_db, describe_providers, providers_info
     from eros.db.engine import make_engine
-    from eros.embedded import EmbeddedStack
-    from eros.migrations import upgrade
+    from eros.db.migrate import upgrade
+    from eros.devstack.embedded import EmbeddedStack
     from eros.settings import load_settings
 
     stack = EmbeddedStack(settings.database_url, settings.redis_url, need_db=True,
@@ -292,7 +173,7 @@ def _run(settings: Settings, fields: dict[str, str], overrides: dict[str, str], 
 
 def _demo_seed(engine: Engine) -> None:
     from eros.db.queries import count_sessions
-    from eros.service.ingest import corpus_lines, ingest
+    from eros.services.ingest import corpus_lines, ingest
 
     with engine.connect() as conn:
         existing = count_sessions(conn)
@@ -302,14 +183,3 @@ def _demo_seed(engine: Engine) -> None:
     report = ingest(engine, corpus_lines, shift="if-recent")
     click.echo(f"demo: seeded the sample corpus: {report.inserted} sessions, "
                f"{report.messages} messages", err=True)
-
-
-def services_hint(services: Services) -> list[str]:
-    """How to reach the database afterwards (the demo's last lines)."""
-    if services.db_embedded and services.psql_url:
-        return ["  eros psql                   # psql on the embedded database (starts it if "
-                "needed)",
-                f"  {services.psql} '{services.psql_url}'   # while `eros run` is running"]
-    from eros.cli._common import mask
-
-    return [f"  psql '{mask(services.database_url or '')}'"]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 Category = Literal["fact", "preference", "event", "emotion", "relation"]
-CATEGORIES: Final[tuple[Category, ...]] = ("fact", "preference", "event", "emotion", "relation")
+CATEGORIES: Final[tuple[Category, ...]] = get_args(Category)
 DEFAULT_CATEGORY: Final[Category] = "fact"
 
 #: common synonyms a model invents, mapped onto the five; anything else becomes ``fact``.

@@ -51,3 +51,27 @@ def decide(policy: RetryPolicy, attempt: int, retry_after: float | None = None,
     countdown = compute_backoff(attempt, base=policy.base_secs, cap=policy.max_secs,
                                 retry_after=retry_after, rng=rng)
     return RetryDecision(True, countdown, f"attempt {attempt} of {policy.max_attempts}")
+
+
+#: SQLSTATE classes worth retrying: the connection failed (08xxx).
+TRANSIENT_SQLSTATE_CLASSES = frozenset({"08"})
+#: SQLSTATEs worth retrying: the transaction lost a race (serialization failure, deadlock, lock
+#: timeout) or the server is going away, starting up or out of room for us.
+TRANSIENT_SQLSTATES = frozenset({
+    "40001",  # serialization_failure
+    "40P01",  # deadlock_detected
+    "55P03",  # lock_not_available (lock_timeout)
+    "57P01",  # admin_shutdown
+    "57P02",  # crash_shutdown
+    "57P03",  # cannot_connect_now
+    "53200",  # out_of_memory
+    "53300",  # too_many_connections
+})
+
+
+def is_transient_sqlstate(code: str | None) -> bool:
+    """Whether a statement that failed with SQLSTATE ``code`` may succeed if run again later;
+    integrity, syntax and data errors never will."""
+    if not code:
+        return False
+    return code in TRANSIENT_SQLSTATES or code[:2] in TRANSIENT_SQLSTATE_CLASSES

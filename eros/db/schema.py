@@ -31,8 +31,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, BIT, JSONB, UUID
 
+from eros.core.categories import CATEGORIES
+
 SCHEMA = "engine"
-CATEGORIES = ("fact", "preference", "event", "emotion", "relation")
 #: the vector column's size is fixed when the table is created (HNSW needs it).
 EMBEDDING_DIM = int(os.environ.get("EMBEDDING_DIM", "512") or 512)
 

@@ -14,7 +14,7 @@ __all__ = ["ChatCompleter", "Completion", "Embedder", "Embeddings", "make_provid
 
 def make_providers(settings: Settings) -> tuple[ChatCompleter, Embedder]:
     """Live providers where keys are configured; the offline ones otherwise (announced)."""
-    from eros.providers.adapters import OfflineChat, OfflineEmbedder
+    from eros.providers.offline import OfflineChat, OfflineEmbedder
 
     llm: ChatCompleter
     embedder: Embedder

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from eros.embedded import EmbeddedStack
+from eros.devstack.embedded import EmbeddedStack
 from tests.cli.conftest import base_env, run_cli
 from tests.support.data import add_session
 
@@ -18,7 +18,7 @@ TURNS = [("user", "I live in Shanghai."), ("user", "I love jazz.")]
 
 
 def _alive(pid: int) -> bool:
-    from eros.embedded import alive  # zombie-aware: PID 1 may not reap here
+    from eros.devstack.embedded import alive  # zombie-aware: PID 1 may not reap here
 
     return alive(pid)
 

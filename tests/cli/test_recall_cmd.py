@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Engine
 
-from eros.offline import hash_embedding
+from eros.providers.offline.hashing import hash_embedding
 from tests.cli.conftest import Cli
 from tests.support.memories import Mem, add
 

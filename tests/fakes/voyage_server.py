@@ -22,7 +22,7 @@ import struct
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from eros.offline_embedding import hash_embedding as offline_hash_embedding
+from eros.providers.offline.hashing import hash_embedding as offline_hash_embedding
 from tests.fakes.http_base import FakeHTTPServer, RecordedRequest, Response, serve_main
 
 __all__ = ["FakeVoyageServer", "Vectorizer", "hash_embedding", "quantize"]

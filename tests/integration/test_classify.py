@@ -10,7 +10,7 @@ from eros.db import repo
 from eros.errors import PermanentError, TransientError
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
-from eros.service.classify import Pipeline, classify, start_attempt
+from eros.services.classify import Pipeline, classify, start_attempt
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
 from tests.support.data import add_session, mem_line

@@ -19,12 +19,12 @@ from eros.core.consolidation import near_dup_share
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.db import consolidation_sql as sql
 from eros.errors import TransientError
-from eros.offline import offline_consolidation_reply
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
+from eros.providers.offline.heuristic import offline_consolidation_reply
 from eros.recall import recall_by_vector
-from eros.service.consolidate import Consolidator, consolidate, start_pass
-from eros.service.consolidation_finder import find_and_claim
+from eros.services.consolidate import Consolidator, consolidate, start_pass
+from eros.services.consolidation_finder import find_and_claim
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
 from tests.fakes.llm_server import last_user_text

@@ -8,7 +8,7 @@ import time
 import pytest
 import redis
 
-from eros.ratelimit import Limits, RedisLimiter, Throttled, make_limiter
+from eros.providers.ratelimit import Limits, RedisLimiter, Throttled, make_limiter
 from eros.settings import load_settings
 
 

@@ -23,8 +23,8 @@ from sqlalchemy import Engine, text
 from eros.core.cells import cell_count, spherical_kmeans
 from eros.db import cells_sql, recall_sql
 from eros.recall import RecallResult, recall_by_vector
-from eros.service import recall_cells
-from eros.service.recall_cells import REGROW_FACTOR
+from eros.services import recall_cells
+from eros.services.recall_cells import REGROW_FACTOR
 from eros.settings import Settings
 from tests.integration.test_recall import CATS, NOW, cfg, contents
 from tests.support.memories import DIM, Mem, add, copy_rows, unit

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import redis
 
-from eros.celery_app import CLAIM_TASK, CLASSIFY_TASK, create_app
+from eros.core.names import CLAIM_TASK, CLASSIFY_TASK
 from eros.settings import load_settings
+from eros.tasks.app import create_app
 
 
 def test_claim_and_classify_messages_land_in_one_queue_each(redis_url: str) -> None:

@@ -19,9 +19,10 @@ from eros.core.consolidation_reply import (
     load_consolidation_prompt,
     parse_reply,
 )
-from eros.offline import offline_consolidation_reply
-from eros.schedule import FIND_CONSOLIDATION_TASK, default_schedule
+from eros.core.names import FIND_CONSOLIDATION_TASK
+from eros.providers.offline.heuristic import offline_consolidation_reply
 from eros.settings import load_settings
+from eros.tasks.schedule import default_schedule
 
 T0 = datetime(2025, 3, 2, 10, 15, tzinfo=UTC)
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

@@ -9,7 +9,7 @@ import yaml
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 EXPORTED = {
-    # eros.metrics counters (the client adds _total), histograms (_bucket/_count/_sum)
+    # eros.ops.metrics counters (the client adds _total), histograms (_bucket/_count/_sum)
     "eros_claimed_sessions_total", "eros_claim_ticks_total", "eros_claimed_per_tick_bucket",
     "eros_classify_outcomes_total", "eros_retries_total", "eros_dead_letters_total",
     "eros_throttled_total", "eros_llm_latency_seconds_bucket",
@@ -38,9 +38,9 @@ def test_alert_rules_reference_only_exported_metrics() -> None:
 
 
 def test_the_list_above_matches_what_eros_exports() -> None:
-    from eros import metrics
+    from eros.ops import metrics
 
-    families = {m._name for m in vars(metrics).values() if hasattr(m, "_name")}
+    families = {m._name for m in metrics.all_metrics()}
     gauges = {"eros_backlog_sessions", "eros_backlog_oldest_age_seconds",
               "eros_in_flight_sessions", "eros_dead_lettered_sessions"}
     for name in EXPORTED - gauges:

@@ -16,18 +16,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eros import offline
-from eros.offline import (
-    LocalEmbedder,
+import eros
+from eros.providers.offline.hashing import LocalEmbedder, OfflineEmbeddings, hash_embedding
+from eros.providers.offline.heuristic import (
     OfflineCompletion,
-    OfflineEmbeddings,
     OfflineExtractor,
-    hash_embedding,
     heuristic_extract,
     user_turns,
 )
 
-CORPUS = Path(offline.__file__).resolve().parent / "data" / "sample_corpus.jsonl"
+CORPUS = Path(eros.__file__).resolve().parent / "data" / "sample_corpus.jsonl"
 CATEGORIES = {"fact", "preference", "event", "emotion", "relation"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 WINDOW_START = datetime(2026, 10, 1, tzinfo=UTC)  # 60 days before 2026-12-01

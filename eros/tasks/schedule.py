@@ -9,12 +9,9 @@ from typing import Any
 
 from celery.schedules import crontab
 
+from eros.core.names import CLAIM_TASK, CLUSTER_TASK, FIND_CONSOLIDATION_TASK
 from eros.errors import ConfigError
 from eros.settings import Settings
-
-CLAIM_TASK = "eros.claim_idle_sessions"
-FIND_CONSOLIDATION_TASK = "eros.find_consolidation_candidates"
-CLUSTER_TASK = "eros.cluster_memories"
 
 
 def default_schedule(settings: Settings) -> dict[str, dict[str, Any]]:

@@ -1,10 +1,10 @@
-"""Offline providers: a HEURISTIC memory extractor (and, re-exported from
-``eros.offline_embedding``, a hashing embedder), stdlib only.
+"""The offline extractor: a HEURISTIC, not a model (the hashing embedder is its sibling
+:mod:`eros.providers.offline.hashing`), stdlib only.
 
-They let the whole pipeline run with no API keys (demos, CI, load tests). Neither is a model:
-``heuristic_extract`` is a hand-written table of English and Chinese cue phrases, and
-``hash_embedding`` is feature hashing. Both are deterministic, so a run is reproducible and a
-test can assert on exact output. Quality is "plausible", not "good": use live providers for that.
+It lets the whole pipeline run with no API keys (demos, CI, load tests): ``heuristic_extract``
+is a hand-written table of English and Chinese cue phrases. It is deterministic, so a run is
+reproducible and a test can assert on exact output. Quality is "plausible", not "good": use
+live providers for that.
 """
 
 from __future__ import annotations
@@ -14,14 +14,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from eros.offline_embedding import HAS_CJK as _HAS_CJK
-from eros.offline_embedding import LocalEmbedder, OfflineEmbeddings, hash_embedding
+from eros.providers.offline.hashing import HAS_CJK as _HAS_CJK
 
-__all__ = ["CATEGORIES", "CONFIDENCE", "IMPORTANCE", "MAX_MEMORIES", "LocalEmbedder",
-           "OfflineCompletion", "OfflineEmbeddings", "OfflineExtractor", "hash_embedding",
+__all__ = ["CONFIDENCE", "IMPORTANCE", "MAX_MEMORIES", "OfflineCompletion", "OfflineExtractor",
            "heuristic_extract", "offline_consolidation_reply", "user_turns"]
 
-CATEGORIES: Final[tuple[str, ...]] = ("fact", "preference", "event", "emotion", "relation")
 #: importance by category: people and identity outlive moods and tastes.
 IMPORTANCE: Final = {"relation": 0.8, "fact": 0.7, "event": 0.5, "emotion": 0.5, "preference": 0.4}
 #: how far a cue phrase is trusted; a heuristic should never claim near-certainty.

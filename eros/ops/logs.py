@@ -10,6 +10,8 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from eros.core.names import CLASSIFY_TASK
+
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message",
                                                                               "asctime"}
 
@@ -45,7 +47,7 @@ def _current_task() -> tuple[str, str, str | None] | None:
     if task is None or task.request is None or not task.request.id:
         return None
     args = task.request.args or ()
-    session_id = str(args[0]) if task.name == "eros.classify_session" and args else None
+    session_id = str(args[0]) if task.name == CLASSIFY_TASK and args else None
     return str(task.request.id), str(task.name), session_id
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import redis
 from sqlalchemy import text
 
-from eros.beat import HEARTBEAT_KEY
+from eros.core.names import BEAT_HEARTBEAT_KEY
 from eros.db.engine import get_engine, safe_url
 from eros.settings import Settings
 
@@ -51,7 +51,7 @@ def beat(settings: Settings, *, max_age: float | None = None) -> Check:
     try:
         client = redis.Redis.from_url(settings.redis_client_url(), socket_timeout=3,
                                       socket_connect_timeout=3)
-        raw = client.get(HEARTBEAT_KEY)
+        raw = client.get(BEAT_HEARTBEAT_KEY)
     except redis.RedisError as err:
         return Check("beat", False, f"broker unreachable: {err}")
     if raw is None:
@@ -62,10 +62,9 @@ def beat(settings: Settings, *, max_age: float | None = None) -> Check:
                  {"age_secs": round(age, 1)})
 
 
-def worker(settings: Settings, *, name: str | None = None, timeout: float = 3.0) -> Check:
-    """A worker answers Celery's remote-control ping (``name`` defaults to any worker)."""
-    from eros.worker import app
-
+def worker(app: Any, *, name: str | None = None, timeout: float = 3.0) -> Check:
+    """A worker of ``app`` (the Celery app) answers Celery's remote-control ping (``name``
+    defaults to any worker)."""
     destination = [name] if name else None
     try:
         replies = app.control.ping(destination=destination, timeout=timeout)

@@ -22,15 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eros.embedded_proc import alive, prune_pids
-from eros.embedded_redis import EmbeddedRedis, redis_server_binary
+from eros.devstack.pids import alive, prune_pids
+from eros.devstack.redis_server import EmbeddedRedis, redis_server_binary
 from eros.errors import ConfigError, ServiceUnavailable
 
 __all__ = ["DATA_DIR_ENV", "DB_NAME", "EMBEDDED_ENV", "EmbeddedPostgres", "EmbeddedRedis",
            "EmbeddedStack", "Services", "alive", "data_dir", "embedding_allowed",
            "redis_server_binary"]
 
-log = logging.getLogger("eros.embedded")
+log = logging.getLogger("eros.devstack.embedded")
 
 #: where the embedded servers keep their data (and ``eros run`` its beat state).
 DATA_DIR_ENV = "EROS_DATA_DIR"
@@ -70,7 +70,13 @@ def _import_pgserver() -> Any:
     with warnings.catch_warnings():
         # platformdirs warns at import when XDG_RUNTIME_DIR is unset; pgserver copes with it.
         warnings.simplefilter("ignore")
-        import pgserver
+        try:
+            import pgserver
+        except ImportError:
+            raise ServiceUnavailable(
+                "DATABASE_URL is not set and the embedded PostgreSQL is not installed: set "
+                "DATABASE_URL, or install the development stack (pip install 'eros[embedded]')"
+            ) from None
     return pgserver
 
 
@@ -227,7 +233,7 @@ class EmbeddedStack:
 
 
 def _migrate_quietly(url: str) -> None:
-    from eros.migrations import upgrade
+    from eros.db.migrate import upgrade
 
     logging.getLogger("alembic").setLevel(logging.WARNING)
     upgrade(url)

@@ -10,7 +10,8 @@ from typing import Any
 import redis
 from celery.beat import PersistentScheduler
 
-HEARTBEAT_KEY = "eros:beat:heartbeat"
+from eros.core.names import BEAT_HEARTBEAT_KEY
+
 log = logging.getLogger(__name__)
 
 
@@ -23,11 +24,9 @@ class HeartbeatScheduler(PersistentScheduler):  # type: ignore[misc]
         interval: float = super().tick(*args, **kwargs)
         try:
             if self._client is None:
-                from eros.settings import get_settings
-
-                self._client = redis.Redis.from_url(get_settings().redis_client_url(),
+                self._client = redis.Redis.from_url(self.app.eros_settings.redis_client_url(),
                                                     socket_timeout=2, socket_connect_timeout=2)
-            self._client.set(HEARTBEAT_KEY, f"{time.time():.3f}", ex=3600)
+            self._client.set(BEAT_HEARTBEAT_KEY, f"{time.time():.3f}", ex=3600)
         except redis.RedisError as err:  # the broker may be restarting; beat carries on
             log.warning("beat heartbeat not recorded: %s", type(err).__name__)
             self._client = None

@@ -1,7 +1,8 @@
 """The Celery application factory: broker, queues, routing, delivery guarantees, beat.
 
 Kept apart from ``eros.worker`` (which builds the app from the environment at import, as
-``celery -A eros.worker`` needs) so the configuration can be built from any Settings.
+``celery -A eros.worker`` needs) so the configuration can be built from any Settings. The
+settings travel with the app (``app.eros_settings``): every task reads them from its app.
 """
 
 from __future__ import annotations
@@ -9,21 +10,23 @@ from __future__ import annotations
 from celery import Celery
 from kombu.entity import Exchange, Queue
 
-from eros.schedule import beat_schedule
+from eros.core.names import (
+    CLAIM_TASK,
+    CLASSIFY_TASK,
+    CLUSTER_TASK,
+    CONSOLIDATE_TASK,
+    FIND_CONSOLIDATION_TASK,
+    RECALL_TASK,
+)
 from eros.settings import HARD_LIMIT_FRACTION, SOFT_LIMIT_FRACTION, Settings
-
-CLAIM_TASK = "eros.claim_idle_sessions"
-CLASSIFY_TASK = "eros.classify_session"
-FIND_CONSOLIDATION_TASK = "eros.find_consolidation_candidates"
-CONSOLIDATE_TASK = "eros.consolidate_user"
-RECALL_TASK = "eros.recall"
-CLUSTER_TASK = "eros.cluster_memories"
+from eros.tasks.schedule import beat_schedule
 
 
 def create_app(settings: Settings) -> Celery:
     """The Celery app, configured for late acks and at-least-once delivery with idempotent
     tasks (the claim token and the idempotency key make a second delivery write nothing)."""
     app = Celery("eros")
+    app.eros_settings = settings
     broker = settings.require_redis_url()
     transport = {"visibility_timeout": settings.eros_visibility_timeout_secs}
     stale = settings.dreaming_claim_stale_secs
@@ -66,7 +69,7 @@ def create_app(settings: Settings) -> Celery:
         timezone="UTC",
         worker_hijack_root_logger=True,
         # beat records a heartbeat each loop for `eros health --beat`
-        beat_scheduler="eros.beat:HeartbeatScheduler",
+        beat_scheduler="eros.tasks.beat:HeartbeatScheduler",
         beat_max_loop_interval=min(30, settings.dreaming_tick_secs),
     )
     return app

@@ -1,18 +1,20 @@
-"""Adapters that put the offline heuristic extractor and hash embedder behind our protocols."""
+"""Offline providers behind our protocols, for running with no API keys: the heuristic
+extractor (:mod:`.heuristic`) and the hashing embedder (:mod:`.hashing`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from eros.core.consolidation_reply import REQUEST_HEADER
-from eros.offline import LocalEmbedder, OfflineExtractor, offline_consolidation_reply
 from eros.providers.base import Completion, Embeddings, InputType
+from eros.providers.offline.hashing import LocalEmbedder
+from eros.providers.offline.heuristic import OfflineExtractor, offline_consolidation_reply
 
 
 class OfflineChat:
     """Deterministic heuristic extraction with no network (a demo and load-test aid); a
     consolidation request gets the offline rule "every cluster is duplicates of its newest
-    member" (:func:`eros.offline.offline_consolidation_reply`)."""
+    member" (:func:`eros.providers.offline.heuristic.offline_consolidation_reply`)."""
 
     name = "offline-heuristic"
     offline = True

@@ -1,64 +1,46 @@
-"""The consolidation tasks (``eros.find_consolidation_candidates``, ``eros.consolidate_user``),
-registered on the app of :mod:`eros.worker`, which imports this module at its end.
+"""The consolidation tasks: ``eros.find_consolidation_candidates`` (beat) and
+``eros.consolidate_user`` (one per user due). Contract: names and JSON arguments.
 
 Thin like the classify tasks: decode the argument, call the service, turn errors into retries
 or records. The attempt counter lives in ``consolidation_state`` (a redelivery resets Celery's
-own retry count, the database's survives), and the retry countdown comes from
-:func:`eros.core.retry.decide`, so the longest backoff stays below the broker's visibility
-timeout exactly as for classification.
+own retry count, the database's survives); the retry countdown comes from the base task's
+policy, so the longest backoff stays below the broker's visibility timeout exactly as for
+classification.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import uuid
 from typing import Any
 
-from celery import Task
+from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
-from eros import metrics
-from eros.celery_app import CONSOLIDATE_TASK, FIND_CONSOLIDATION_TASK
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.core.retry import RetryPolicy, compute_backoff, decide
-from eros.db.engine import get_engine
+from eros.core.names import CONSOLIDATE_TASK, FIND_CONSOLIDATION_TASK
+from eros.core.retry import decide
 from eros.errors import PermanentError, TransientError
-from eros.providers import make_providers
-from eros.service.consolidate import Consolidator, consolidate, record_failure, start_pass
-from eros.service.consolidation_finder import find_and_claim
-from eros.worker import app, settings
+from eros.ops import metrics
+from eros.services.consolidate import consolidate, record_failure, start_pass
+from eros.services.consolidation_finder import find_and_claim
+from eros.tasks.base import ErosTask, describe_database_error
 
 log = logging.getLogger("eros.consolidation")
-_consolidators: dict[int, Consolidator] = {}
 
 
-def consolidator() -> Consolidator:
-    """Per process (keyed by pid, so a forked child builds its own pools and clients)."""
-    pid = os.getpid()
-    if pid not in _consolidators:
-        llm_settings = settings.model_copy(
-            update={"dreaming_model": settings.consolidation_model_name})
-        llm, embedder = make_providers(llm_settings)
-        _consolidators[pid] = Consolidator(settings, get_engine(settings), llm, embedder,
-                                           load_consolidation_prompt())
-    return _consolidators[pid]
-
-
-def _policy() -> RetryPolicy:
-    return RetryPolicy(settings.dreaming_retry_backoff_secs,
-                       settings.dreaming_retry_backoff_max_secs,
-                       settings.consolidation_max_attempts)
-
-
-@app.task(name=FIND_CONSOLIDATION_TASK, ignore_result=True)
-def find_consolidation_candidates(batch: int | None = None) -> int:
+@shared_task(base=ErosTask, bind=True, name=FIND_CONSOLIDATION_TASK)
+def find_consolidation_candidates(self: ErosTask, batch: int | None = None) -> int:
     """Claim the users due for a pass and fan out one ``eros.consolidate_user`` each."""
+    settings = self.settings
     if settings.dreaming_disabled:
         log.info("dreaming disabled (DREAMING_DISABLED); not looking for consolidation work")
         return 0
-    result = find_and_claim(consolidator().engine, settings, batch=batch)
+    try:
+        result = find_and_claim(self.resources.engine, settings, batch=batch)
+    except DBAPIError as err:
+        self.retry_database(err)
+        return 0  # logged; the next finder run tries again
     for user_id in result.claimed:
         consolidate_user.apply_async(args=[str(user_id)],
                                      queue=settings.eros_consolidate_queue)
@@ -68,15 +50,16 @@ def find_consolidation_candidates(batch: int | None = None) -> int:
     return len(result.claimed)
 
 
-@app.task(name=CONSOLIDATE_TASK, bind=True, ignore_result=True, max_retries=None)
-def consolidate_user(self: Task, user_id: str) -> dict[str, Any]:
+@shared_task(base=ErosTask, bind=True, name=CONSOLIDATE_TASK)
+def consolidate_user(self: ErosTask, user_id: str) -> dict[str, Any]:
     """One consolidation pass for one user (JSON argument: the user id as a string)."""
     try:
         uid = uuid.UUID(str(user_id))
     except ValueError:
         log.error("consolidate_user: %r is not a user UUID", user_id)
         return {"user_id": user_id, "outcome": "invalid_argument"}
-    c = consolidator()
+    settings = self.settings
+    c = self.resources.consolidator
     attempt = 1
     try:
         attempt = start_pass(c, uid)
@@ -87,7 +70,8 @@ def consolidate_user(self: Task, user_id: str) -> dict[str, Any]:
     except (TransientError, SoftTimeLimitExceeded) as err:
         if isinstance(err, SoftTimeLimitExceeded):
             err = TransientError("pass exceeded its soft time limit", provider="worker")
-        decision = decide(_policy(), attempt, err.retry_after)
+        decision = decide(self.policy(settings.consolidation_max_attempts), attempt,
+                          err.retry_after)
         if not decision.retry:
             record_failure(c, uid, "gave_up", f"{decision.reason}; last: {err}")
             return {"user_id": user_id, "outcome": "gave_up", "error": str(err)}
@@ -99,14 +83,11 @@ def consolidate_user(self: Task, user_id: str) -> dict[str, Any]:
         record_failure(c, uid, "permanent_error", str(err))
         log.error("user %s: permanent %s error: %s", uid, err.provider, err)
         return {"user_id": user_id, "outcome": "permanent_error", "error": str(err)}
-    except (OperationalError, DBAPIError) as err:
-        countdown = compute_backoff(1, base=settings.dreaming_retry_backoff_secs,
-                                    cap=settings.dreaming_retry_backoff_max_secs)
-        log.warning("user %s: database error (%s); retry in %.1fs", uid, type(err).__name__,
-                    countdown)
-        raise self.retry(args=[user_id], countdown=countdown,
-                         exc=TransientError(f"database error: {type(err).__name__}",
-                                            provider="database")) from None
+    except DBAPIError as err:
+        self.retry_database(err)
+        error = f"database error: {describe_database_error(err)}"
+        record_failure(c, uid, "permanent_error", error)
+        return {"user_id": user_id, "outcome": "permanent_error", "error": error}
     _observe(report.outcome, report.merged, report.superseded, report.share_before,
              report.share_after)
     return {"user_id": user_id, "outcome": report.outcome, "merged": report.merged,

@@ -1,0 +1,19 @@
+"""The names other systems use to reach eros (contract: never rename), spelled once.
+
+Task names are what the chat product, ``celery call`` and the beat schedule send; the beat
+heartbeat key is what ``eros health --beat`` reads.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+CLAIM_TASK: Final = "eros.claim_idle_sessions"
+CLASSIFY_TASK: Final = "eros.classify_session"
+FIND_CONSOLIDATION_TASK: Final = "eros.find_consolidation_candidates"
+CONSOLIDATE_TASK: Final = "eros.consolidate_user"
+RECALL_TASK: Final = "eros.recall"
+CLUSTER_TASK: Final = "eros.cluster_memories"
+
+#: Redis key where beat's scheduler records the time of its last loop.
+BEAT_HEARTBEAT_KEY: Final = "eros:beat:heartbeat"

@@ -1,0 +1,1 @@
+"""What operators watch: Prometheus metrics, structured logs, health probes."""

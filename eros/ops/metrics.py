@@ -1,0 +1,157 @@
+"""Prometheus metrics of the worker system.
+
+Prefork pool processes update counters and histograms in prometheus-client's multiprocess mode
+(files in ``PROMETHEUS_MULTIPROC_DIR``, a directory the worker prepares when it starts); the
+worker's main process serves them, together with gauges read from the database at scrape time
+(backlog, in flight, dead letters), on ``EROS_METRICS_PORT``. Importing this module has no
+side effect: the metric objects are built on first use.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 40, 60, 120)
+
+
+def prepare_multiprocess_dir() -> None:
+    """Choose prometheus-client's multiprocess mode for this process and its children: it
+    must happen before prometheus_client is first imported, so a worker calls it at start-up
+    (never at import) and every pool process forked later inherits the directory."""
+    if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="eros-metrics-")
+
+
+_built: dict[str, Any] = {}
+_building = threading.Lock()
+
+
+def _metrics() -> dict[str, Any]:
+    """The metric objects, built once on first use (importing prometheus_client then, after
+    the worker has chosen its mode); the lock makes the first use safe under the threads and
+    gevent pools, where two tasks may start at the same moment."""
+    if not _built:
+        with _building:
+            if not _built:
+                _built.update(_build())
+    return _built
+
+
+def _build() -> dict[str, Any]:
+    from prometheus_client import Counter, Histogram
+
+    return {
+        "CLAIMED": Counter("eros_claimed_sessions", "Sessions claimed by claim ticks"),
+        "CLAIM_TICKS": Counter("eros_claim_ticks", "Claim ticks run", ["result"]),
+        "CLAIM_BATCH": Histogram("eros_claimed_per_tick", "Sessions claimed per tick",
+                                 buckets=(0, 1, 5, 10, 25, 50, 100, 250, 500, 1000)),
+        "OUTCOMES": Counter("eros_classify_outcomes", "Classification attempts by outcome",
+                            ["outcome"]),
+        "RETRIES": Counter("eros_retries", "Transient failures retried", ["provider"]),
+        "DEAD_LETTERS": Counter("eros_dead_letters", "Sessions dead-lettered"),
+        "THROTTLED": Counter("eros_throttled", "Tasks rescheduled by a global provider limit",
+                             ["resource"]),
+        "LLM_LATENCY": Histogram("eros_llm_latency_seconds", "LLM call latency",
+                                 buckets=LATENCY_BUCKETS),
+        "EMBED_LATENCY": Histogram("eros_embedding_latency_seconds", "Embedding call latency",
+                                   buckets=LATENCY_BUCKETS),
+        "TOKENS": Counter("eros_tokens", "Tokens used", ["kind"]),
+        "COST": Counter("eros_cost_usd", "Estimated provider cost in US dollars"),
+        "MEMORIES": Counter("eros_memories_written", "Memories written"),
+        "CONSOLIDATION_RUNS": Counter("eros_consolidation_runs",
+                                      "Consolidation passes by outcome", ["outcome"]),
+        "CONSOLIDATED": Counter("eros_consolidated_memories", "Memories merged or superseded",
+                                ["action"]),
+        "NEAR_DUP_SHARE": Histogram("eros_near_duplicate_share",
+                                    "Near-duplicate share of a consolidated user's memories",
+                                    ["when"], buckets=(0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1)),
+    }
+
+
+def all_metrics() -> list[Any]:
+    """Every metric object this module exports (building them if needed)."""
+    return list(_metrics().values())
+
+
+def __getattr__(name: str) -> Any:
+    """``metrics.CLAIMED`` and friends, built on first access (PEP 562)."""
+    if name.isupper():
+        try:
+            return _metrics()[name]
+        except KeyError:
+            pass
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def record_outcome(outcome: str, *, memories: int = 0, prompt_tokens: int = 0,
+                   completion_tokens: int = 0, embedding_tokens: int = 0,
+                   cost: float = 0.0) -> None:
+    m = _metrics()
+    m["OUTCOMES"].labels(outcome).inc()
+    if memories:
+        m["MEMORIES"].inc(memories)
+    for kind, value in (("prompt", prompt_tokens), ("completion", completion_tokens),
+                        ("embedding", embedding_tokens)):
+        if value:
+            m["TOKENS"].labels(kind).inc(value)
+    if cost:
+        m["COST"].inc(cost)
+
+
+class DatabaseGauges:
+    """Backlog, oldest idle age, in flight and dead letters, read at scrape time."""
+
+    def __init__(self, engine: Any, settings: Any) -> None:
+        self._engine = engine
+        self._settings = settings
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        from eros.db.repo import backlog_snapshot
+
+        try:
+            with self._engine.connect() as conn:
+                snap = backlog_snapshot(conn, idle_secs=self._settings.dreaming_idle_secs,
+                                        stale_secs=self._settings.dreaming_claim_stale_secs)
+        except Exception as err:  # a scrape must not crash the worker
+            log.warning("metrics: database gauges unavailable: %s", type(err).__name__)
+            return
+        yield GaugeMetricFamily("eros_backlog_sessions", "Idle sessions waiting to be claimed",
+                                value=snap.eligible)
+        yield GaugeMetricFamily("eros_backlog_oldest_age_seconds",
+                                "Seconds since the oldest eligible session went idle",
+                                value=snap.oldest_idle_secs)
+        yield GaugeMetricFamily("eros_in_flight_sessions", "Claimed sessions not yet finished",
+                                value=snap.in_flight)
+        yield GaugeMetricFamily("eros_dead_lettered_sessions", "Sessions in the dead letter",
+                                value=snap.dead_letters)
+
+
+def serve(port: int, engine: Any, settings: Any) -> None:
+    """Serve this host's worker metrics (all pool processes) on ``port``."""
+    prepare_multiprocess_dir()
+    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    registry = CollectorRegistry()
+    if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
+        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    registry.register(DatabaseGauges(engine, settings))  # type: ignore[arg-type]
+    start_http_server(port, registry=registry)
+    log.info("metrics on :%d/metrics", port)
+
+
+def process_exited(pid: int) -> None:
+    """Forget a dead pool process's live gauges (counters stay summed)."""
+    if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]

@@ -1,0 +1,368 @@
+"""Recall: what do we know about this user that matters now? (docs/recall.md)
+
+The chat product calls this at every turn. :func:`recall` embeds the turn's text
+(``input_type="query"``) and :func:`recall_by_vector` does the rest:
+
+1. a capped count tells how big the user's scope is (cheap however big the user);
+2. a small scope is scanned exactly; a large one by its binary sketches (an index-only Hamming
+   scan, re-ranked by exact cosine: its cost is the user's own rows, never other users'; for a
+   user cut into cells by ``eros.cluster_memories``, only the cells nearest the query), or
+   with RECALL_QUANTIZED_SCAN off through HNSW with pgvector's iterative index scan, where a
+   scan that comes back short is re-run exactly — so "fewer than K" only ever means "fewer than
+   K exist" (the reference's filtered IVFFlat could lose rows);
+3. the candidates are ranked by the pure functions of :mod:`eros.core.ranking`.
+
+``decay`` and ``composite`` rank a *pool*: the N most similar memories in scope
+(N = max(RECALL_CANDIDATES, 5 × K)) — recency and importance re-order relevant memories, they
+never pull in an unrelated one because it is new or important. ``grouped`` on a large scope
+groups the same pool: a category with K rows in the pool has its true top K there, and only
+rarer categories are searched on their own. ``RecallResult.exact`` says
+whether the answer is provably the formula's top-K over every row in scope (see
+:func:`eros.core.ranking.pool_is_exact`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from sqlalchemy import Connection, Engine
+
+from eros.core.categories import CATEGORIES
+from eros.core.cells import probe_count
+from eros.core.ranking import STRATEGIES, Candidate, Layer, RankParams, Strategy, pool_is_exact
+from eros.core.ranking import rank as rank_candidates
+from eros.core.render import Labels, LabelSet, render_memories
+from eros.db import cells_sql
+from eros.db import recall_sql as sql
+from eros.db.recall_sql import SCOPES, HnswParams, Scope, ScopeFilter
+from eros.errors import RecallError
+from eros.providers.base import Embedder
+from eros.settings import Settings, get_settings
+
+Plan = Literal["exact", "quantized", "cells", "hnsw", "mixed"]
+Search = Literal["exact", "quantized", "hnsw"]
+
+__all__ = ["RecallResult", "RecalledMemory", "recall", "recall_by_vector", "render_prompt"]
+
+
+@dataclass(frozen=True)
+class RecalledMemory:
+    """One recalled memory: what it says, where it lives, and why it ranked where it did."""
+
+    id: uuid.UUID
+    content: str
+    category: str
+    importance: float | None
+    created_at: datetime
+    layer: Layer
+    similarity: float
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": str(self.id), "content": self.content, "category": self.category,
+                "importance": self.importance, "created_at": self.created_at.isoformat(),
+                "layer": self.layer, "similarity": round(self.similarity, 6),
+                "score": round(self.score, 6)}
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """The ranked memories plus how they were found (plan, exactness, timings in ms)."""
+
+    memories: list[RecalledMemory]
+    strategy: Strategy
+    scope: Scope
+    k: int
+    plan: Plan
+    exact: bool
+    #: an HNSW scan gave up (``hnsw.max_scan_tuples``) and that part was redone exactly.
+    fallback: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "scope": self.scope, "k": self.k, "plan": self.plan,
+                "exact": self.exact, "fallback": self.fallback,
+                "timings_ms": {k: round(v, 3) for k, v in self.timings.items()},
+                "memories": [m.to_dict() for m in self.memories]}
+
+    def render(self, labels: LabelSet | str | Labels = "zh") -> str:
+        return render_prompt(self, labels)
+
+
+def render_prompt(result: RecallResult, labels: LabelSet | str | Labels = "zh") -> str:
+    """The system-prompt section for a result: grouped by category, one bullet a memory,
+    duplicates across layers pruned (profile wins), an empty-state line when nothing."""
+    return render_memories(result.memories, labels)
+
+
+def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: str, *,
+           instance_id: uuid.UUID | str | None = None, scope: Scope = "both",
+           strategy: Strategy | None = None, k: int | None = None,
+           include_replaced: bool = False, settings: Settings | None = None) -> RecallResult:
+    """Recall the memories that matter for ``query`` (the user's turn).
+
+    ``k`` is the per-category K for ``grouped`` and the global K otherwise; ``None`` takes
+    RECALL_PER_CATEGORY_K / RECALL_K. ``strategy=None`` takes RECALL_STRATEGY. Raises
+    :class:`~eros.errors.RecallError` for invalid arguments and the provider's errors for a
+    failed embedding call.
+    """
+    cfg = settings or get_settings()
+    if not query.strip():
+        raise RecallError("the recall query is empty")
+    started = time.perf_counter()
+    vectors = embedder.embed([query], input_type="query").vectors
+    embed_ms = (time.perf_counter() - started) * 1000
+    if len(vectors) != 1:
+        raise RecallError(f"the embedder returned {len(vectors)} vectors for one query")
+    result = recall_by_vector(engine, user_id, vectors[0], instance_id=instance_id, scope=scope,
+                              strategy=strategy, k=k, include_replaced=include_replaced,
+                              settings=cfg)
+    result.timings["embed"] = embed_ms
+    result.timings["total"] += embed_ms
+    return result
+
+
+def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[float], *,
+                     instance_id: uuid.UUID | str | None = None, scope: Scope = "both",
+                     strategy: Strategy | None = None, k: int | None = None,
+                     include_replaced: bool = False, settings: Settings | None = None,
+                     now: datetime | None = None) -> RecallResult:
+    """:func:`recall` for a query vector computed elsewhere (benchmarks, batch callers).
+
+    ``now`` fixes the clock of the recency terms (tests); it defaults to the current time.
+    """
+    cfg = settings or get_settings()
+    started = time.perf_counter()
+    chosen: Strategy = strategy or cfg.recall_strategy
+    if chosen not in STRATEGIES:
+        raise RecallError(f"unknown strategy {chosen!r}; expected one of {', '.join(STRATEGIES)}")
+    if scope not in SCOPES:
+        raise RecallError(f"unknown scope {scope!r}; expected one of {', '.join(SCOPES)}")
+    k_eff = k if k is not None else (
+        cfg.recall_per_category_k if chosen == "grouped" else cfg.recall_k)
+    if k_eff < 1:
+        raise RecallError(f"k must be at least 1, got {k_eff}")
+    query = _check_vector(vector, cfg.embedding_dim)
+    flt = _scope_filter(user_id, instance_id, scope, include_replaced)
+    params = RankParams(now=now or datetime.now(UTC), decay_lambda=cfg.recall_decay_lambda,
+                        decay_tau_days=cfg.recall_decay_tau_days,
+                        composite_tau_days=cfg.recall_composite_tau_days,
+                        default_importance=cfg.recall_default_importance)
+    timings: dict[str, float] = {}
+    n = max(cfg.recall_candidates, 5 * k_eff)
+    with engine.connect() as conn, conn.begin():
+        if chosen == "grouped":
+            found = _search_grouped(conn, flt, query, k_eff, n, cfg, timings)
+        else:
+            found = _pool(conn, flt, query, n, cfg, timings)
+    t = time.perf_counter()
+    ranked = rank_candidates(chosen, found.candidates, k=k_eff,
+                             per_category_k=k_eff, params=params)
+    exact = found.exact and pool_is_exact(
+        chosen, found.candidates, ranked, k_eff, pool_complete=found.complete, params=params)
+    timings["rank"] = (time.perf_counter() - t) * 1000
+    timings["total"] = (time.perf_counter() - started) * 1000
+    memories = [RecalledMemory(uuid.UUID(s.candidate.id), s.candidate.content,
+                               s.candidate.category, s.candidate.importance,
+                               s.candidate.created_at, s.candidate.layer, s.similarity, s.score)
+                for s in ranked]
+    return RecallResult(memories, chosen, flt.effective_scope, k_eff, found.plan, exact,
+                        found.fallback, timings)
+
+
+# --- searching ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Found:
+    candidates: list[Candidate]
+    plan: Plan
+    #: every candidate came from an exact scan (no HNSW approximation in the answer).
+    exact: bool
+    #: every row in scope is among the candidates (the pool is the whole scope).
+    complete: bool = False
+    #: an HNSW scan came back short and was redone exactly.
+    fallback: bool = False
+
+
+def _hnsw_params(cfg: Settings) -> HnswParams:
+    return HnswParams(ef_search=cfg.recall_hnsw_ef_search,
+                      max_scan_tuples=cfg.recall_hnsw_max_scan_tuples)
+
+
+def _choose(rows: int, need: int, table_rows: float, cfg: Settings) -> Search:
+    """How to find ``need`` rows of a scope holding ``rows``.
+
+    Exactly when that is cheap (fewer than RECALL_EXACT_SCAN_BELOW rows, or at most ``need``).
+    Otherwise by the quantised scan (RECALL_QUANTIZED_SCAN), whose cost is linear in the
+    scope's rows at a tenth of the exact scan's and does not depend on other users. Without it,
+    by HNSW, unless an iterative scan is expected to give up: to collect ``need`` rows of a
+    scope holding a share ``rows / table_rows`` of the index it visits about
+    ``need · table_rows / rows`` tuples, and it stops at RECALL_HNSW_MAX_SCAN_TUPLES.
+    """
+    if rows < cfg.recall_exact_scan_below or rows <= need:
+        return "exact"
+    if cfg.recall_quantized_scan:
+        return "quantized"
+    if rows * cfg.recall_hnsw_max_scan_tuples < need * table_rows:
+        return "exact"
+    return "hnsw"
+
+
+def _count_kwargs(cfg: Settings, need: int) -> dict[str, Any]:
+    return {"exact_below": cfg.recall_exact_scan_below, "need": need,
+            "max_scan_tuples": None if cfg.recall_quantized_scan
+            else cfg.recall_hnsw_max_scan_tuples}
+
+
+def _sketches(need: int, cfg: Settings) -> int:
+    """Rows a quantised scan re-ranks exactly to return ``need`` (at least 10 × the
+    oversampling: a per-category K of 2 still gets a fair sample)."""
+    return max(need, 10) * cfg.recall_quantized_oversample
+
+
+def _timed(timings: dict[str, float], name: str, started: float) -> None:
+    timings[name] = timings.get(name, 0.0) + (time.perf_counter() - started) * 1000
+
+
+def _sketch_pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cells: int,
+                 cfg: Settings) -> tuple[list[Candidate], Plan]:
+    """The quantised search: over the cells nearest the query when the user has cells
+    (``eros.cluster_memories``) and RECALL_CELL_PROBE_SHARE is below 1, else every sketch."""
+    if cells and cfg.recall_cell_probe_share < 1:
+        probes = probe_count(cells, cfg.recall_cell_probe_share)
+        return cells_sql.probed_pool(conn, flt, query, n, _sketches(n, cfg), probes), "cells"
+    return sql.quantized_pool(conn, flt, query, n, _sketches(n, cfg)), "quantized"
+
+
+def _pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cfg: Settings,
+          timings: dict[str, float]) -> _Found:
+    """The ``n`` nearest rows in scope — exact for a small scope, else by sketches (or HNSW
+    with an iterative scan, re-run exactly if the scan came back short)."""
+    t = time.perf_counter()
+    size = sql.scope_count(conn, flt, **_count_kwargs(cfg, n))
+    _timed(timings, "count", t)
+    t = time.perf_counter()
+    try:
+        if size.rows == 0:
+            return _Found([], "exact", True, complete=True)
+        how = _choose(size.rows, n, size.table_rows, cfg)
+        if how == "exact":
+            rows = sql.exact_pool(conn, flt, query, n)
+            return _Found(rows, "exact", True, complete=len(rows) < n)
+        if how == "quantized":
+            rows, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg)
+            return _Found(rows, plan, False)
+        rows = sql.hnsw_pool(conn, flt, query, n, _hnsw_params(cfg))
+        if len(rows) >= n:
+            return _Found(rows, "hnsw", False)
+        rows = sql.exact_pool(conn, flt, query, n)  # the scan gave up early: be exact
+        return _Found(rows, "mixed", True, complete=len(rows) < n, fallback=True)
+    finally:
+        _timed(timings, "search", t)
+
+
+def _search_grouped(conn: Connection, flt: ScopeFilter, query: list[float], k: int, n: int,
+                    cfg: Settings, timings: dict[str, float]) -> _Found:
+    """The ``k`` nearest rows of every category (the reference's answer, filter-safe).
+
+    A small scope: one exact scan with ``row_number()`` per category. A large one: the pool
+    of the ``n`` nearest rows in scope (quantised or HNSW), grouped — a category with at least
+    ``k`` rows in the pool has its true top ``k`` there, since every row outside is farther
+    than every row inside. Only categories the pool holds fewer than ``k`` of (rare ones) are
+    searched again, each exactly or by its own quantised or HNSW scan, as its size says.
+    """
+    t = time.perf_counter()
+    size = sql.scope_count(conn, flt, **_count_kwargs(cfg, n))
+    _timed(timings, "count", t)
+    t = time.perf_counter()
+    if size.rows == 0:
+        _timed(timings, "search", t)
+        return _Found([], "exact", True)
+    how = _choose(size.rows, n, size.table_rows, cfg)
+    if how == "exact":
+        found = sql.exact_grouped(conn, flt, query, CATEGORIES, k)
+        _timed(timings, "search", t)
+        return _Found(found, "exact", True)
+    plan: Plan = how
+    if how == "quantized":
+        pool, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg)
+    else:
+        pool = sql.hnsw_pool(conn, flt, query, n, _hnsw_params(cfg))
+    if len(pool) < n:  # the scan gave up early: be exact
+        found = sql.exact_grouped(conn, flt, query, CATEGORIES, k)
+        _timed(timings, "search", t)
+        return _Found(found, "mixed", True, fallback=True)
+    have = Counter(c.category for c in pool)
+    missing: list[str] = [c for c in CATEGORIES if have[c] < k]
+    _timed(timings, "search", t)
+    if not missing:
+        return _Found(pool, plan, False)
+    extra, fallback = _complete(conn, flt, query, missing, have, k, cfg, timings)
+    return _Found(pool + extra, "mixed", False, fallback=fallback)
+
+
+def _complete(conn: Connection, flt: ScopeFilter, query: list[float], missing: list[str],
+              have: Counter[str], k: int, cfg: Settings, timings: dict[str, float]
+              ) -> tuple[list[Candidate], bool]:
+    """The top ``k`` of categories the pool held fewer than ``k`` of."""
+    t = time.perf_counter()
+    counts = sql.category_counts(conn, flt, missing, **_count_kwargs(cfg, k))
+    _timed(timings, "count", t)
+    t = time.perf_counter()
+    # a category whose every row is already in the pool needs nothing more
+    more = [c for c in missing if counts.per_category.get(c, 0) > have[c]]
+    how = {c: _choose(counts.per_category[c], k, counts.table_rows, cfg) for c in more}
+    exact = [c for c in more if how[c] == "exact"]
+    quantized = [c for c in more if how[c] == "quantized"]
+    hnsw = [c for c in more if how[c] == "hnsw"]
+    found = sql.exact_grouped(conn, flt, query, exact, k) if exact else []
+    if quantized:
+        found += sql.quantized_grouped(conn, flt, query, quantized, k, _sketches(k, cfg))
+    fallback = False
+    if hnsw:
+        near = sql.hnsw_grouped(conn, flt, query, hnsw, k, _hnsw_params(cfg))
+        got = Counter(c.category for c in near)
+        short = [c for c in hnsw if got[c] < k]
+        found += [c for c in near if c.category not in short]
+        if short:
+            fallback = True
+            found += sql.exact_grouped(conn, flt, query, short, k)
+    _timed(timings, "search", t)
+    return found, fallback
+
+
+# --- argument checking ----------------------------------------------------------------------
+def _as_uuid(value: uuid.UUID | str, what: str) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise RecallError(f"{what} {value!r} is not a UUID") from None
+
+
+def _scope_filter(user_id: uuid.UUID | str, instance_id: uuid.UUID | str | None, scope: Scope,
+                  include_replaced: bool) -> ScopeFilter:
+    uid = _as_uuid(user_id, "user id")
+    iid = _as_uuid(instance_id, "instance id") if instance_id is not None else None
+    if scope == "relationship" and iid is None:
+        raise RecallError("scope 'relationship' needs an instance id (--instance)")
+    return ScopeFilter(uid, scope, iid, include_replaced)
+
+
+def _check_vector(vector: Sequence[float], dim: int) -> list[float]:
+    """A query vector of the wrong size or with no direction would make every distance wrong
+    or NaN; refuse it rather than rank garbage."""
+    values = [float(x) for x in vector]
+    if len(values) != dim:
+        raise RecallError(f"query vector has {len(values)} dimensions, EMBEDDING_DIM is {dim}")
+    norm = math.sqrt(sum(x * x for x in values))
+    if not math.isfinite(norm) or norm == 0.0:
+        raise RecallError("query vector is zero or not finite; cosine similarity is undefined")
+    return values

@@ -1,0 +1,156 @@
+"""The base class of every eros task: the worker process's shared resources and one retry
+policy, so each task stays a thin shell around one service call.
+
+Retries go through Celery's own ``Task.retry`` (a new message with a countdown). Two kinds:
+
+- **provider errors** (:class:`~eros.errors.TransientError`) count against an attempt cap kept
+  in PostgreSQL (Celery's in-message counter restarts on a redelivery, the database's does
+  not); the countdown is :func:`eros.core.retry.decide` with ``Retry-After`` as a floor;
+- **database errors** cannot be recorded (the database is what failed): only transient ones
+  (connection lost, server shutting down, serialization failure, deadlock) are retried, backing
+  off by the message's own retry count up to DREAMING_RETRY_BACKOFF_MAX_SECS; anything else
+  (an integrity or programming error) is re-raised for the task to record or fail.
+
+Every countdown is capped below half the claim window and far below the broker's visibility
+timeout (``Settings`` checks both at start-up).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from functools import cached_property
+from typing import Any
+
+from celery import Task
+from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+from eros.core.consolidation_reply import load_consolidation_prompt
+from eros.core.prompts import load_prompt
+from eros.core.retry import RetryPolicy, compute_backoff, is_transient_sqlstate
+from eros.db.engine import get_engine
+from eros.errors import TransientError
+from eros.providers import ChatCompleter, Embedder, make_providers
+from eros.providers.ratelimit import make_limiter
+from eros.services.classify import Pipeline
+from eros.services.consolidate import Consolidator
+from eros.settings import Settings
+
+log = logging.getLogger("eros.worker")
+
+
+class Resources:
+    """What the tasks of one worker process share, built on first use after the fork."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @property
+    def engine(self) -> Engine:
+        return get_engine(self.settings)
+
+    @cached_property
+    def providers(self) -> tuple[ChatCompleter, Embedder]:
+        return make_providers(self.settings)
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.providers[1]
+
+    @cached_property
+    def pipeline(self) -> Pipeline:
+        """Classification: extraction model, embedder, prompt and the global limits."""
+        llm, embedder = self.providers
+        return Pipeline(self.settings, self.engine, llm, embedder,
+                        load_prompt(self.settings.dreaming_prompt_file),
+                        make_limiter(self.settings))
+
+    @cached_property
+    def consolidator(self) -> Consolidator:
+        """Consolidation: its own model (CONSOLIDATION_MODEL), the same embedder."""
+        llm_settings = self.settings.model_copy(
+            update={"dreaming_model": self.settings.consolidation_model_name})
+        llm, _ = make_providers(llm_settings)
+        return Consolidator(self.settings, self.engine, llm, self.embedder,
+                            load_consolidation_prompt())
+
+
+_resources: dict[int, Resources] = {}
+
+
+def process_resources(settings: Settings) -> Resources:
+    """This process's resources (keyed by pid: a forked child never uses its parent's)."""
+    pid = os.getpid()
+    found = _resources.get(pid)
+    if found is None or found.settings is not settings:
+        found = _resources[pid] = Resources(settings)
+    return found
+
+
+def forget_resources() -> None:
+    """Drop everything inherited from the parent process (called after a fork)."""
+    _resources.clear()
+
+
+class ErosTask(Task):  # type: ignore[misc]
+    """Base of every eros task (``shared_task(base=ErosTask, …)``)."""
+
+    ignore_result = True
+    #: database outages are retried for as long as they last (with a capped backoff); provider
+    #: errors are capped by the attempt counter in PostgreSQL, not by Celery's.
+    max_retries = None
+
+    @property
+    def settings(self) -> Settings:
+        settings: Settings = self.app.eros_settings
+        return settings
+
+    @property
+    def resources(self) -> Resources:
+        return process_resources(self.settings)
+
+    def policy(self, max_attempts: int) -> RetryPolicy:
+        """The one retry policy; each task family brings its own attempt cap."""
+        return RetryPolicy(self.settings.dreaming_retry_backoff_secs,
+                           self.settings.dreaming_retry_backoff_max_secs, max_attempts)
+
+    def retry_database(self, err: DBAPIError, *, kwargs: dict[str, Any] | None = None) -> None:
+        """Raise Celery's Retry for a transient database error: a new message after a backoff
+        grown by this message's retry count (an outage backs off instead of hammering the
+        server). Return for anything else: retrying an integrity or programming error only
+        repeats it, so the caller records it instead."""
+        if not is_database_transient(err):
+            log.error("%s: database error, not retried: %s", self.name,
+                      describe_database_error(err))
+            return
+        attempt = int(self.request.retries or 0) + 1
+        countdown = compute_backoff(attempt, base=self.settings.dreaming_retry_backoff_secs,
+                                    cap=self.settings.dreaming_retry_backoff_max_secs)
+        log.warning("%s: database error (%s); retry %d in %.1fs", self.name,
+                    describe_database_error(err), attempt, countdown)
+        exc = TransientError(f"database error: {describe_database_error(err)}",
+                             provider="database")
+        raise self.retry(kwargs=kwargs, countdown=countdown, exc=exc)
+
+
+def sqlstate(err: DBAPIError) -> str | None:
+    """The server's SQLSTATE of a failed statement, if the server answered at all."""
+    return getattr(getattr(err, "orig", None), "sqlstate", None)
+
+
+def is_database_transient(err: DBAPIError) -> bool:
+    """Lost or refused connections (no SQLSTATE: the server never answered) and the transient
+    SQLSTATEs; a client-side error without a SQLSTATE (a bad parameter) is not transient."""
+    code = sqlstate(err)
+    if code is None:
+        return err.connection_invalidated or isinstance(err, OperationalError | InterfaceError)
+    return is_transient_sqlstate(code)
+
+
+def describe_database_error(err: DBAPIError) -> str:
+    """The error's class and SQLSTATE: never the statement or its parameters (they may
+    carry a person's text)."""
+    code = sqlstate(err)
+    return type(getattr(err, "orig", None) or err).__name__ + (f" (SQLSTATE {code})" if code
+                                                               else "")

@@ -1,0 +1,70 @@
+"""The worker's life cycle (Celery signals): start-up checks, logging, per-process resources
+and metrics. Connected when :mod:`eros.worker` imports this module."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from celery import signals
+
+from eros.db.engine import check_database, dispose_all, get_engine
+from eros.errors import ErosError
+from eros.ops import logs, metrics
+from eros.providers import make_providers
+from eros.settings import Settings
+from eros.tasks.base import forget_resources
+
+log = logging.getLogger("eros.worker")
+
+
+def _settings(sender: Any) -> Settings:
+    """The settings of the app a signal came from (a worker or beat)."""
+    app = getattr(sender, "app", None)
+    settings = getattr(app, "eros_settings", None)
+    if settings is None:
+        from eros.settings import get_settings
+
+        settings = get_settings()
+    return settings
+
+
+@signals.worker_process_init.connect
+def _after_fork(**_: Any) -> None:
+    """Pools and clients are per process: drop anything inherited from the parent."""
+    dispose_all()
+    forget_resources()
+
+
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def _structured_logs(logger: logging.Logger, **_: Any) -> None:
+    from eros.settings import get_settings
+
+    settings = get_settings()
+    logs.install(logger, settings.eros_log_format, settings.eros_log_level)
+
+
+@signals.worker_init.connect
+def _start_checks(sender: Any = None, **_: Any) -> None:
+    """Refuse to start against an unreachable or unmigrated database, or a vector column of
+    another size than EMBEDDING_DIM: failing loudly at start beats failing every task."""
+    settings = _settings(sender)
+    try:
+        check_database(get_engine(settings), settings)
+    except ErosError as err:
+        log.critical("eros worker cannot start: %s", err)
+        raise SystemExit(f"eros: error: {err}") from None
+    # Building the providers here announces them in the log once, and imports the provider
+    # SDKs before the pool forks, so children inherit them. Otherwise every prefork child
+    # imports openai and voyageai on its first task (about 1.5 s of CPU each): a 16-process
+    # pool on 2 cores spends its first ~15 s importing (measured by bench/drain_bench.py).
+    make_providers(settings)
+    if settings.eros_metrics_port:
+        metrics.serve(settings.eros_metrics_port, get_engine(settings), settings)
+
+
+@signals.worker_process_shutdown.connect
+def _forget_process(pid: int | None = None, **_: Any) -> None:
+    metrics.process_exited(pid or os.getpid())
