@@ -25,3 +25,19 @@ def date_memories_by_session(conn: Connection, user_id: uuid.UUID | None = None)
     user's, or everyone's); returns the number of rows dated."""
     result = conn.execute(_DATE_BY_SESSION, {"user_id": str(user_id) if user_id else None})
     return int(result.rowcount or 0)
+
+
+_USAGE = text("""
+SELECT count(*) FILTER (WHERE prompt_tokens > 0 OR completion_tokens > 0) AS llm_calls,
+       coalesce(sum(prompt_tokens), 0) AS prompt_tokens,
+       coalesce(sum(completion_tokens), 0) AS completion_tokens,
+       coalesce(sum(embedding_tokens), 0) AS embedding_tokens,
+       coalesce(sum(cost_usd), 0) AS cost_usd
+  FROM engine.classification_runs
+""")
+
+
+def classification_usage(conn: Connection) -> dict[str, float]:
+    """LLM calls, tokens and cost of every classification attempt in the database."""
+    row = conn.execute(_USAGE).one()
+    return {k: float(v) for k, v in row._mapping.items()}

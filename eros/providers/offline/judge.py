@@ -8,8 +8,9 @@ Rules, per cluster (members are listed oldest first):
    and what they work as ("works as a nurse", 在…上班/工作). The newest statement of a slot is
    canonical; older ones naming the same value are its duplicates, older ones naming another
    value are superseded (a move, a new job). The slot with the most statements wins.
-2. Otherwise, members that say the same words (case, punctuation and filler words such as
-   "really", "now", "though" aside) are duplicates of the newest of them.
+2. Otherwise, members that say the same words, or one of which says nothing the other does
+   not ("Likes jazz" / "likes jazz music."; case, punctuation and filler words such as
+   "really", "now", "though" aside), are duplicates of the newest of them.
 3. Everything else stays separate: an unrecognised cluster is left alone, never merged.
 
 The test fakes keep the blunter rule of :func:`eros.providers.offline.heuristic.
@@ -62,8 +63,23 @@ def _job(text: str) -> str | None:
 SLOTS: tuple[Callable[[str], str | None], ...] = (residence, _job)
 
 
-def _words(text: str) -> str:
-    return " ".join(w for w in _WORD.findall(text.lower()) if w not in _FILLER)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _FILLER)
+
+
+def _same_words_groups(members: list[_Member]) -> list[list[_Member]]:
+    """Members linked when one's words are within the other's (transitively), in order."""
+    words = [_words(m.content) for m in members]
+    group = list(range(len(members)))
+    for i in range(len(members)):
+        for j in range(i):
+            if words[i] and words[j] and (words[i] <= words[j] or words[j] <= words[i]):
+                old, new = group[i], group[j]
+                group = [new if g == old else g for g in group]
+    out: dict[int, list[_Member]] = {}
+    for m, g in zip(members, group, strict=True):
+        out.setdefault(g, []).append(m)
+    return list(out.values())
 
 
 def _answer(number: int, members: list[_Member]) -> dict[str, Any]:
@@ -78,10 +94,7 @@ def _answer(number: int, members: list[_Member]) -> dict[str, Any]:
         duplicates = [m for m, v in best if v == value]
         superseded = [m for m, v in best if v != value]
     else:
-        by_words: dict[str, list[_Member]] = {}
-        for m in members:
-            by_words.setdefault(_words(m.content), []).append(m)
-        groups = [g for g in by_words.values() if len(g) >= 2]
+        groups = [g for g in _same_words_groups(members) if len(g) >= 2]
         if not groups:
             return {"cluster": number, "separate": [m.number for m in members]}
         duplicates = max(groups, key=len)
