@@ -94,13 +94,19 @@ def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatComplete
         if isinstance(judge, EmbeddingJudge) and judge.embedder is embedder:
             judge.remember(turns, raw.vectors)
         queries = embedder.embed([q.question for q in questions], input_type="query").vectors
-        for question, vector in zip(questions, queries, strict=True):
+        asked: list[dict[str, list[str]]] = []
+        for vector in queries:
             ranked: dict[str, list[str]] = {}
             for strategy in strategies:
                 result = recall_by_vector(engine, as_uuid(user.id), vector, strategy=strategy,
                                           settings=settings)
                 ranked[strategy] = [m.content for m in result.memories]
             ranked[BASELINE] = [turns[i] for i in _top_k(vector, raw.vectors, k)]
+            asked.append(ranked)
+        if isinstance(judge, EmbeddingJudge):  # one embedding call for all the user's texts
+            judge.vectors([*references.statements,
+                           *(t for ranked in asked for texts in ranked.values() for t in texts)])
+        for question, ranked in zip(questions, asked, strict=True):
             for system, texts in ranked.items():
                 verdict = judge.judge(question, references, texts)
                 scored.append(score(question, references, system, texts, verdict.assigned,
