@@ -37,7 +37,8 @@ LOCOMO = [{"sample_id": "conv-1", "conversation": {
     "session_1": [{"speaker": "Caroline", "dia_id": "D1:1", "text": "I moved to Berlin."},
                   {"speaker": "Melanie", "dia_id": "D1:2", "text": "I paint sunrises."}],
     "session_2_date_time": "9:00 am on 20 June, 2023",
-    "session_2": [{"speaker": "Melanie", "dia_id": "D2:1", "text": "I adopted a dog."}]},
+    "session_2": [{"speaker": "Melanie", "dia_id": "D2:1", "text": "I adopted a dog."},
+                  {"speaker": "Melanie", "dia_id": "D2:2", "text": "", "img_url": ["x.jpg"]}]},
     "qa": [{"question": "Where did Caroline move?", "answer": "Berlin", "evidence": ["D1:1"],
             "category": 4},
            {"question": "What does Melanie paint and own?", "answer": "sunrises, a dog",
@@ -53,6 +54,7 @@ def test_locomo_replays_each_speaker_as_the_user_and_keeps_evidence_text() -> No
     assert [t.role for t in caroline.sessions[0].turns] == ["user", "assistant"]
     assert [t.role for t in melanie.sessions[0].turns] == ["assistant", "user"]
     assert caroline.sessions[0].turns[0].at.isoformat() == "2023-05-08T13:56:00+00:00"
+    assert len(melanie.sessions[1].turns) == 1  # the image-only turn has no text to read
     single, multi, adversarial = suite.questions
     assert single.user == caroline.id and single.evidence == ["I moved to Berlin."]
     assert multi.type == "multi-hop" and multi.user == melanie.id and len(multi.evidence) == 2

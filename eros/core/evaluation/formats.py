@@ -70,6 +70,8 @@ def locomo(samples: list[dict[str, Any]]) -> Suite:
                 start = _locomo_date(conv[f"session_{number}_date_time"])
                 turns = []
                 for i, turn in enumerate(conv[f"session_{number}"]):
+                    if not str(turn.get("text") or "").strip():
+                        continue  # an image-only turn: nothing to read
                     said[turn["dia_id"]] = (turn["speaker"], turn["text"])
                     role = "user" if turn["speaker"] == speaker else "assistant"
                     turns.append({"role": role, "content": turn["text"],
