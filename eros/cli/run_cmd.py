@@ -56,7 +56,8 @@ def _child_env(settings: Settings, overrides: dict[str, str]) -> dict[str, str]:
 
 @main.command()
 @click.option("-c", "--concurrency", type=click.IntRange(min=1),
-              help="Worker processes (default: one per CPU).")
+              help="Worker processes (default: one per CPU; 1 with --demo, so the sample "
+                   "sessions are dreamt in time order).")
 @click.option("-l", "--loglevel", type=click.Choice(LEVELS, case_sensitive=False),
               help="Log level (default EROS_LOG_LEVEL; WARNING for the children in --demo).")
 @click.option("--tick", type=click.IntRange(min=1), metavar="SECS",
@@ -150,12 +151,14 @@ def _run(settings: Settings, fields: dict[str, str], overrides: dict[str, str], 
             while True:
                 supervisor.check()
                 time.sleep(0.5)
-        from eros.cli.demo import drain, print_summary
+        from eros.cli.demo import consolidate_all, drain, print_summary
 
         drained = drain(engine, settings, supervisor.check, timeout=demo_timeout)
         signals.stopping = True  # a signal from here on escalates instead of interrupting
         supervisor.stop()
-        print_summary(engine, settings, services, elapsed=time.monotonic() - started)
+        dreamt = consolidate_all(engine, settings) if drained else None
+        print_summary(engine, settings, services, elapsed=time.monotonic() - started,
+                      dreamt=dreamt)
         if not drained:
             raise ErosError(f"the backlog did not drain within {demo_timeout:.0f}s "
                             "(see `eros status`)")

@@ -14,7 +14,7 @@ __all__ = ["ChatCompleter", "Completion", "Embedder", "Embeddings", "make_provid
 
 def make_providers(settings: Settings) -> tuple[ChatCompleter, Embedder]:
     """Live providers where keys are configured; the offline ones otherwise (announced)."""
-    from eros.providers.offline import OfflineChat, OfflineEmbedder
+    from eros.providers.offline import OfflineChat, make_offline_embedder
 
     llm: ChatCompleter
     embedder: Embedder
@@ -28,9 +28,9 @@ def make_providers(settings: Settings) -> tuple[ChatCompleter, Embedder]:
         llm = OpenRouterChat(settings)
         log.info("LLM provider: %s at %s", settings.dreaming_model, settings.openrouter_base_url)
     if settings.embedder_is_offline:
-        embedder = OfflineEmbedder(settings.embedding_dim)
-        log.warning("embedding provider: offline local hash embedder, %d dims (no VOYAGE_API_KEY "
-                    "or EROS_PROVIDERS=offline)", settings.embedding_dim)
+        embedder = make_offline_embedder(settings.embedding_dim, settings.eros_offline_embedder)
+        log.warning("embedding provider: offline %s, %d dims (no VOYAGE_API_KEY or "
+                    "EROS_PROVIDERS=offline)", embedder.name, settings.embedding_dim)
     else:
         from eros.providers.embeddings import VoyageEmbedder
 

@@ -79,6 +79,11 @@ def test_run_demo_drains_the_corpus_and_leaves_an_explorable_database(short_dir:
     assert result.code == 0, result.err[-3000:]
     assert "Dreamt in" in result.out and "40 of 40 sessions classified" in result.out
     assert "eros memories" in result.out and "eros psql" in result.out
+    # offline e5 + the offline judge: the move is consolidated and recall answers with it
+    assert "multilingual-e5-small-q4" in result.out
+    assert "Lives in Shanghai  →  Lives in Tokyo now" in result.out
+    assert '"Where do you live these days?"' in result.out
+    assert "  1. Lives in Tokyo now" in result.out
     user = result.out.split("eros memories ", 1)[1].split()[0]
     assert _postmaster_pid(short_dir) is None  # everything stopped on exit
     listing = run_cli(env, "memories", user)

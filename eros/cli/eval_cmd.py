@@ -1,0 +1,139 @@
+"""``eros eval``: measure memory quality on a suite (docs/eval.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from eros.cli import main
+from eros.errors import ErosError
+
+if TYPE_CHECKING:
+    from eros.core.evaluation.suite import Suite
+    from eros.services.evaluation.run import EvalResult
+
+
+def _load(path: Path | None, fmt: str) -> Suite:
+    from eros.core.evaluation.formats import convert
+    from eros.core.evaluation.suite import SuiteError, shipped_suite
+
+    if path is None:
+        if fmt != "eros":
+            raise click.UsageError("--format needs --suite FILE")
+        return shipped_suite()
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return convert(document, fmt)  # type: ignore[arg-type]
+    except json.JSONDecodeError as err:
+        raise ErosError(f"{path}: not JSON: line {err.lineno}: {err.msg}") from None
+    except SuiteError as err:
+        raise ErosError(f"{path}: {err}") from None
+
+
+@main.command("eval")
+@click.option("--suite", "suite_path", type=click.Path(exists=True, dir_okay=False,
+                                                       path_type=Path),
+              help="A suite file (default: the suite eros ships).")
+@click.option("--format", "fmt", type=click.Choice(["eros", "locomo", "longmemeval"]),
+              default="eros", show_default=True,
+              help="The suite file's format: ours, LoCoMo's locomo10.json or LongMemEval's "
+                   "longmemeval_s.json.")
+@click.option("--judge", type=click.Choice(["embedding", "llm"]), default="embedding",
+              show_default=True, help="embedding: offline nearest-statement judge; llm: the "
+                                      "configured model judges (needs OPENROUTER_API_KEY).")
+@click.option("--answers", is_flag=True,
+              help="With --judge llm: also generate an answer per question from the recalled "
+                   "memories and grade it against the gold answer (answer accuracy).")
+@click.option("--judge-floor", type=click.FloatRange(0, 1),
+              help="The embedding judge's minimum similarity (default: per embedder).")
+@click.option("--users", type=click.IntRange(min=1), help="Only the first N users (quicker).")
+@click.option("--no-consolidation", is_flag=True, help="Skip the consolidation pass.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write every figure (and each answer's score) to this file.")
+def eval_command(suite_path: Path | None, fmt: str, judge: str, answers: bool,
+                 judge_floor: float | None, users: int | None, no_consolidation: bool,
+                 json_path: Path | None) -> None:
+    """Replay a suite through the real pipeline and score recall.
+
+    Every session is ingested into a SCRATCH embedded database (never DATABASE_URL), claimed
+    and classified as in production, dated by its session, consolidated, and every question
+    is asked through recall with each strategy (grouped, decay, composite) and the baseline
+    (raw user turns, cosine top-K). Prints, per question type: evidence recall@K and its ratio
+    to the baseline, the stale-first rate (knowledge updates), the duplicate share of the top
+    K. Providers are the configured ones (offline without keys). Nothing is downloaded.
+    """
+    from eros.settings import load_settings
+
+    if answers and judge != "llm":
+        raise click.UsageError("--answers needs --judge llm")
+    suite = _load(suite_path, fmt).subset(users)
+    base = load_settings(database_url=None)
+    if judge == "llm" and base.llm_is_offline:
+        raise ErosError("--judge llm needs OPENROUTER_API_KEY (and EROS_PROVIDERS not offline)")
+    root = Path(tempfile.mkdtemp(prefix="eros-eval-", dir="/tmp"))
+    try:
+        result = _run(suite, root, judge, answers, judge_floor, not no_consolidation)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    _print(result)
+    if json_path is not None:
+        json_path.write_text(json.dumps(result.to_json(), ensure_ascii=False, indent=1,
+                                        default=str) + "\n", encoding="utf-8")
+        click.echo(f"figures written to {json_path}", err=True)
+
+
+def _run(suite: Suite, root: Path, judge_name: str, answers: bool, floor: float | None,
+         consolidation: bool) -> EvalResult:
+    from eros.db.engine import make_engine
+    from eros.devstack.embedded import EmbeddedStack
+    from eros.providers import make_providers
+    from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge, Judge, LLMJudge
+    from eros.services.evaluation.run import evaluate
+    from eros.settings import load_settings
+
+    stack = EmbeddedStack(None, None, need_db=True, need_broker=False, root=root)
+    try:
+        services = stack.start()
+        settings = load_settings(database_url=services.database_url)
+        llm, embedder = make_providers(settings)
+        judge: Judge
+        if judge_name == "llm":
+            judge = LLMJudge(llm, answers=answers)
+        else:
+            judge = EmbeddingJudge(embedder, floor if floor is not None
+                                   else DEFAULT_FLOORS.get(embedder.name, 0.5))
+        click.echo(f"eval: {suite.name}: {len(suite.users)} users, "
+                   f"{sum(len(u.sessions) for u in suite.users)} sessions, "
+                   f"{len(suite.questions)} questions; LLM {llm.name}, embeddings "
+                   f"{embedder.name}, judge {judge.name}", err=True)
+        engine = make_engine(settings.require_database_url(), pool_size=2)
+        try:
+            return evaluate(engine, settings, suite, llm, embedder, judge,
+                            consolidation=consolidation)
+        finally:
+            engine.dispose()
+    finally:
+        stack.stop()
+
+
+def _print(r: EvalResult) -> None:
+    from eros.core.evaluation.scoring import render_table
+
+    p = r.replay
+    per_user = max(r.users, 1)
+    click.echo(render_table(r.cells, r.k))
+    click.echo(
+        f"\n{r.suite}: {r.users} users, {r.questions} questions, K={r.k}, judge {r.judge}, "
+        f"embeddings {r.embedder}, LLM {r.llm}\n"
+        f"pipeline: {p.classified} sessions classified, {p.memories} memories, "
+        f"{p.merged} merged, {p.superseded} superseded; per user {p.llm_calls / per_user:.1f} "
+        f"LLM calls, {(p.prompt_tokens + p.completion_tokens) / per_user:.0f} tokens, "
+        f"${p.cost_usd / per_user:.5f}; baseline: 0 LLM calls, "
+        f"{r.baseline_embedding_tokens / per_user:.0f} embedding tokens per user\n"
+        f"judge LLM calls {r.judge_llm_calls}; wall {r.wall_secs:.1f}s ("
+        + ", ".join(f"{k} {v:.1f}s" for k, v in p.timings.items()) + ")")

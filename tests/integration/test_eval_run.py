@@ -1,0 +1,77 @@
+"""``eros eval``'s service on the shipped suite, offline (heuristic extractor, e5 embedder,
+the offline consolidation judge, the embedding judge), through the real pipeline into this
+test's database. Asserts what is deterministic: every question answered by every system,
+figures in range, and the ordering on the knowledge-update subset."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import Engine, create_engine
+
+from eros.core.evaluation.scoring import BASELINE, render_table
+from eros.core.evaluation.suite import shipped_suite
+from eros.providers import make_providers
+from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge
+from eros.services.evaluation.run import EvalResult, evaluate
+from eros.settings import load_settings
+from tests.support.services import TemplateDatabases
+
+
+@pytest.fixture(scope="module")
+def engine_module(templates: TemplateDatabases) -> Iterator[Engine]:
+    """One database for the module: the replay runs once, the tests read its result."""
+    url = templates.clone()
+    eng = create_engine(url)
+    yield eng
+    eng.dispose()
+    templates.drop(url)
+
+
+@pytest.fixture(scope="module")
+def result(engine_module: Engine) -> EvalResult:
+    settings = load_settings(eros_providers="offline", embedding_dim=512)
+    llm, embedder = make_providers(settings)
+    judge = EmbeddingJudge(embedder, DEFAULT_FLOORS[embedder.name])
+    out = evaluate(engine_module, settings, shipped_suite(), llm, embedder, judge)
+    print(render_table(out.cells, out.k))
+    return out
+
+
+def test_every_question_is_answered_by_every_system(result: EvalResult) -> None:
+    suite = shipped_suite()
+    assert result.embedder == "multilingual-e5-small-q4"
+    assert result.replay.sessions == result.replay.classified == 100
+    systems = {"grouped", "decay", "composite", BASELINE}
+    assert set(result.cells) == systems
+    assert len(result.scored) == len(suite.questions) * len(systems)
+    for cell in result.cells.values():
+        assert cell["all"].questions == len(suite.questions)
+
+
+def test_figures_are_in_range_and_the_pipeline_did_its_work(result: EvalResult) -> None:
+    for kinds in result.cells.values():
+        for cell in kinds.values():
+            for value in (cell.recall, cell.stale_first, cell.duplicate_share):
+                assert value is None or 0.0 <= value <= 1.0
+            assert cell.answer_accuracy is None  # the embedding judge does not grade answers
+    for strategy in ("grouped", "decay", "composite"):
+        assert result.cells[strategy]["all"].recall >= 0.5  # type: ignore[operator]
+        assert result.cells[strategy]["adversarial"].recall is None
+    replay = result.replay
+    assert replay.memories > 100 and replay.superseded >= 10 and replay.merged > 0
+    # one extraction call per session, one consolidation call per user with clusters
+    assert 100 <= replay.llm_calls <= 110 and replay.cost_usd == 0.0
+    assert result.judge_llm_calls == 0 and result.baseline_embedding_tokens > 0
+
+
+def test_knowledge_updates_order_the_strategies_against_the_baseline(result: EvalResult) -> None:
+    """Raw turns keep every outdated statement; dreaming supersedes them, and the rankings that
+    weigh recency rank what is left of them lower still."""
+    stale = {s: result.cells[s]["knowledge-update"].stale_first
+             for s in ("grouped", "decay", "composite", BASELINE)}
+    assert stale["composite"] <= stale["decay"] <= stale["grouped"] < stale[BASELINE]  # type: ignore[operator]
+    assert stale[BASELINE] >= 0.3  # type: ignore[operator]
+    for strategy in ("grouped", "decay", "composite"):
+        assert result.cells[strategy]["knowledge-update"].recall >= 0.6  # type: ignore[operator]
