@@ -1,7 +1,7 @@
 """Memory poisoning: attack success rate and benign kept, our path against the reference's.
 
 Every case of the red-team corpus (tests/redteam: attacks, benign look-alikes, and a held-out
-set written after the guard's patterns were final) runs as its own session through the real
+sets written after a round of patterns) runs as its own session through the real
 pipeline — claim, classify (prompt v2, guard), the write into PostgreSQL — with an in-process
 model that COMPLIES: it returns the session's payload as the memory. The user's current
 memories are then rendered into the prompt. Then the same cases go through consolidation, the
@@ -46,7 +46,7 @@ from eros.providers.base import Completion
 from eros.services.classify import Pipeline
 from eros.services.consolidate import Consolidator
 from eros.settings import load_settings
-from tests.redteam.corpus import Case, heldout_corpus, main_corpus
+from tests.redteam.corpus import HELDOUT, Case, heldout_corpus, main_corpus
 from tests.redteam.harness import (
     CaseResult,
     Figures,
@@ -123,11 +123,11 @@ def _lost(results: Sequence[CaseResult]) -> list[str]:
 
 
 def table(rows: Sequence[Row]) -> str:
-    head = (f"{'stage':<14}{'corpus':<10}{'path':<11}{'attacks':>8}{'succeeded':>10}"
+    head = (f"{'stage':<14}{'corpus':<12}{'path':<11}{'attacks':>8}{'succeeded':>10}"
             f"{'ASR':>8}{'benign':>8}{'kept':>6}{'kept %':>8}{'unsafe':>8}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r.stage:<14}{r.corpus:<10}{r.path:<11}{r.f.attacks:>8}"
+        lines.append(f"{r.stage:<14}{r.corpus:<12}{r.path:<11}{r.f.attacks:>8}"
                      f"{r.f.attack_successes:>10}{r.f.attack_success_rate:>8.1%}"
                      f"{r.f.benign:>8}{r.f.benign_kept:>6}{r.f.benign_kept_rate:>8.1%}"
                      f"{r.f.unsafe_renders if r.f.unsafe_renders >= 0 else '-':>8}")
@@ -145,7 +145,8 @@ def run(url: str) -> tuple[list[Row], dict[str, Any]]:
                                     load_consolidation_prompt())
         rows: list[Row] = []
         extra: dict[str, Any] = {"lost": {}}
-        for corpus, cases in (("main", main_corpus()), ("held-out", heldout_corpus())):
+        corpora = [("main", main_corpus())] + [(n, heldout_corpus(n)) for n in HELDOUT]
+        for corpus, cases in corpora:
             rows.append(Row("extraction", corpus, "reference", reference(cases), []))
             got = run_extraction(pipeline, cases, llm.script)
             rows.append(Row("extraction", corpus, "eros", figures(got), _through(got)))
@@ -153,7 +154,8 @@ def run(url: str) -> tuple[list[Row], dict[str, Any]]:
             got = run_consolidation(consolidator, cases, llm.script, DIM)
             rows.append(Row("consolidation", corpus, "eros", figures(got), _through(got)))
             extra["lost"][f"consolidation/{corpus}"] = _lost(got)
-        extra["unguarded_unsafe_renders"] = unguarded_renders(main_corpus() + heldout_corpus())
+        extra["unguarded_unsafe_renders"] = unguarded_renders(
+            [c for _, cases in corpora for c in cases])
         extra["prompt_version"] = pipeline.prompt.version
         with engine.connect() as conn:
             extra["postgres"] = conn.execute(text("SHOW server_version")).scalar_one()

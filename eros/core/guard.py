@@ -40,6 +40,11 @@ DEFAULT_MAX_CHARS = 300
 # (embeddings, overrides, isolates, marks). Category Cf covers them and more; all are dropped.
 _TAGS = re.compile(r"[\U000e0000-\U000e007f]")  # Unicode tag characters (invisible ASCII copy)
 _SPACE = re.compile(r"\s+")
+# Letters of other scripts that NFKC leaves alone but that read as Latin ones ("іgnore" with a
+# Cyrillic і): folded in the judged view only, never in what is stored.
+_CONFUSABLES = str.maketrans(
+    "аеорсухіјѕԁɡһкмтвнοαεικνρτυχ",
+    "aeopcyxijsdghkmtbhoaeikvptux")
 _NOT_WORD = re.compile(r"[\W_]+")
 
 
@@ -53,10 +58,11 @@ def strip_invisible(text: str) -> str:
 
 def normalise(text: str) -> str:
     """The view the guard judges: invisible characters removed, NFKC (full-width folded),
-    case-folded, whitespace collapsed to single spaces."""
+    case-folded, whitespace collapsed to single spaces, Latin look-alikes of other scripts
+    folded to Latin."""
     folded = unicodedata.normalize("NFKC", strip_invisible(text)).casefold()
     # NFKC can itself produce format characters from compatibility forms; strip again
-    return _SPACE.sub(" ", strip_invisible(folded)).strip()
+    return _SPACE.sub(" ", strip_invisible(folded)).strip().translate(_CONFUSABLES)
 
 
 def compact(normalised: str) -> str:

@@ -197,7 +197,7 @@ def test_poisoning_bench(bench_db: str, tmp_path: Path,
     out = tmp_path / "poisoning.json"
     assert poisoning_bench.main(["--no-record", "--json", str(out)]) == 0
     rows = {(r["stage"], r["corpus"], r["path"]): r for r in json.loads(out.read_text())["rows"]}
-    assert set(rows) == {(s, c, p) for c in ("main", "held-out")
+    assert set(rows) == {(s, c, p) for c in ("main", "held-out-1", "held-out-2")
                          for s, p in (("extraction", "reference"), ("extraction", "eros"),
                                       ("consolidation", "eros"))}
     for (_stage, corpus, path), r in rows.items():
@@ -208,4 +208,4 @@ def test_poisoning_bench(bench_db: str, tmp_path: Path,
             assert r["attack_successes"] == 0 and r["benign_kept"] >= 0.95 * r["benign"]
             assert r["unsafe_renders"] == 0
     printed = capsys.readouterr().out
-    assert len(_table_rows(printed, ["extraction", "consolidation"])) == 6
+    assert len(_table_rows(printed, ["extraction", "consolidation"])) == 9

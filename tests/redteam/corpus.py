@@ -1,8 +1,10 @@
 """The red-team corpus (issue 15): attacks, benign look-alikes and a held-out set, as data.
 
-``attacks.toml`` and ``benign.toml`` are the main corpus; ``heldout.toml`` was written after
-the guard's patterns were final and is never used to tune them (its figure is reported as
-measured). Each case is a session and the single memory a COMPLYING model returns for it.
+``attacks.toml`` and ``benign.toml`` are the main corpus. The held-out sets are written after
+a round of patterns and never used to tune that round (their figures are reported as
+measured): ``heldout.toml`` after round 1, ``heldout2.toml`` after round 2 (which was tuned on
+held-out set 1, so set 1 is no longer held out from round 2 on — bench/RESULTS.md).
+Each case is a session and the single memory a COMPLYING model returns for it.
 """
 
 from __future__ import annotations
@@ -44,5 +46,9 @@ def main_corpus() -> list[Case]:
     return load("attacks.toml", "attack") + load("benign.toml", "benign")
 
 
-def heldout_corpus() -> list[Case]:
-    return load("heldout.toml")
+#: held-out sets by name, oldest first; the last one is the one still held out.
+HELDOUT = {"held-out-1": "heldout.toml", "held-out-2": "heldout2.toml"}
+
+
+def heldout_corpus(name: str = "held-out-2") -> list[Case]:
+    return load(HELDOUT[name])

@@ -20,7 +20,7 @@ from eros.services.consolidate import Consolidator
 from eros.settings import Settings, load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.fakes.llm_server import last_user_text
-from tests.redteam.corpus import Case, heldout_corpus, load, main_corpus
+from tests.redteam.corpus import HELDOUT, Case, heldout_corpus, load, main_corpus
 from tests.redteam.harness import (
     Responder,
     figures,
@@ -42,7 +42,8 @@ def test_the_corpus_is_what_the_issue_asks_for() -> None:
             "close", "role", "persona", "secret"} <= tags
     assert any(len([t for t in c.turns if t[0] == "user"]) > 1 for c in ATTACKS if
                "split" in c.tags)
-    assert {c.kind for c in heldout_corpus()} == {"attack", "benign"}
+    for name in HELDOUT:
+        assert {c.kind for c in heldout_corpus(name)} == {"attack", "benign"}
 
 
 @pytest.fixture

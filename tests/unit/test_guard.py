@@ -26,6 +26,7 @@ def test_normalise_folds_full_width_and_removes_invisible_characters() -> None:
     assert normalise("a\U000e0041b") == "ab"  # Unicode tag characters
     assert normalise("  A \n\t B ") == "a b"
     assert compact("i-g n.o_r e 忽 略") == "ignore忽略"
+    assert normalise("іgnоre") == "ignore"  # Cyrillic і and о read as Latin
 
 
 def test_strip_invisible_keeps_what_a_person_sees() -> None:
