@@ -1,6 +1,6 @@
 """Memory poisoning: attack success rate and benign kept, our path against the reference's.
 
-Every case of the red-team corpus (tests/redteam: attacks, benign look-alikes, and a held-out
+Every case of the red-team corpus (tests/redteam: attacks, benign look-alikes, and the held-out
 sets written after a round of patterns) runs as its own session through the real
 pipeline — claim, classify (prompt v2, guard), the write into PostgreSQL — with an in-process
 model that COMPLIES: it returns the session's payload as the memory. The user's current
@@ -31,6 +31,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from sqlalchemy import create_engine, text
 from bench.claim_bench import machine, scratch_database
 from bench.consolidation_bench import InstantEmbedder
 from eros.core.consolidation_reply import load_consolidation_prompt
+from eros.core.guard import load_guard
 from eros.core.parsing import parse_extraction
 from eros.core.prompts import load_prompt
 from eros.core.render import get_labels, render_memories
@@ -105,6 +107,17 @@ def unguarded_renders(cases: Sequence[Case]) -> int:
     return bad
 
 
+def sample_corpus_drops() -> tuple[int, int]:
+    """(user turns, dropped) over the bundled sample corpus (eros/data): ordinary chat, each
+    turn judged as if a model had stored it verbatim, length cap off — a false-positive probe
+    on text nobody wrote as a look-alike."""
+    guard = load_guard(max_chars=10000)
+    corpus = resources.files("eros.data").joinpath("sample_corpus.jsonl")
+    turns = [m["content"] for line in corpus.read_text(encoding="utf-8").splitlines()
+             if line.strip() for m in json.loads(line)["messages"] if m["role"] == "user"]
+    return len(turns), sum(not guard.check(t).ok for t in turns)
+
+
 @dataclass
 class Row:
     stage: str
@@ -157,6 +170,7 @@ def run(url: str) -> tuple[list[Row], dict[str, Any]]:
         extra["unguarded_unsafe_renders"] = unguarded_renders(
             [c for _, cases in corpora for c in cases])
         extra["prompt_version"] = pipeline.prompt.version
+        extra["sample_turns"], extra["sample_turns_dropped"] = sample_corpus_drops()
         with engine.connect() as conn:
             extra["postgres"] = conn.execute(text("SHOW server_version")).scalar_one()
         return rows, extra
@@ -166,18 +180,24 @@ def run(url: str) -> tuple[list[Row], dict[str, Any]]:
 
 def record(out: str, rows: Sequence[Row], extra: dict[str, Any], info: dict[str, Any],
            command: str) -> None:
-    """Append under ``## Memory poisoning`` in bench/RESULTS.md."""
+    """Append a dated run under ``## Memory poisoning`` in bench/RESULTS.md (the section is
+    the file's last; it is created on the first run)."""
     through = "; ".join(f"{r.stage}/{r.corpus}: {', '.join(r.through)}" for r in rows
                         if r.path == "eros" and r.through) or "none"
     lost = "; ".join(f"{k}: {', '.join(v)}" for k, v in extra["lost"].items() if v) or "none"
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    section = (f"\n## Memory poisoning\n\n### {when}\n\n`{command}`\n\nMachine: {info['nproc']}"
+    section = (f"\n### {when}\n\n`{command}`\n\nMachine: {info['nproc']}"
                f" cores, {info['cpu']}, PostgreSQL {extra['postgres']}; extraction prompt "
                f"{extra['prompt_version']}, complying scripted model.\n\n```\n{out}\n```\n\n"
                f"Attacks that got through (eros path): {through}. Benign cases lost: {lost}. "
                f"Attack payloads rendered as if unguarded that open a line of their own: "
-               f"{extra['unguarded_unsafe_renders']}.\n")
+               f"{extra['unguarded_unsafe_renders']}. Bundled sample corpus (ordinary chat): "
+               f"{extra['sample_turns_dropped']} of {extra['sample_turns']} user turns dropped "
+               "when judged verbatim.\n")
     path = ROOT / "RESULTS.md"
+    known = path.read_text(encoding="utf-8") if path.exists() else ""
+    if "\n## Memory poisoning\n" not in known:
+        section = "\n## Memory poisoning\n" + section
     with path.open("a", encoding="utf-8") as fh:
         fh.write(section)
 
@@ -194,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         rows, extra = run(url)
     out = table(rows)
     print(out)
+    print(f"sample corpus: {extra['sample_turns_dropped']} of {extra['sample_turns']} user "
+          "turns dropped when judged verbatim")
     for r in rows:
         if r.path == "eros" and r.through:
             print(f"got through ({r.stage}/{r.corpus}): {', '.join(r.through)}")

@@ -196,7 +196,9 @@ def test_poisoning_bench(bench_db: str, tmp_path: Path,
                          capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "poisoning.json"
     assert poisoning_bench.main(["--no-record", "--json", str(out)]) == 0
-    rows = {(r["stage"], r["corpus"], r["path"]): r for r in json.loads(out.read_text())["rows"]}
+    doc = json.loads(out.read_text())
+    assert doc["extra"]["sample_turns"] > 0
+    rows = {(r["stage"], r["corpus"], r["path"]): r for r in doc["rows"]}
     assert set(rows) == {(s, c, p) for c in ("main", "held-out-1", "held-out-2")
                          for s, p in (("extraction", "reference"), ("extraction", "eros"),
                                       ("consolidation", "eros"))}
