@@ -88,11 +88,15 @@ def test_extraction_stores_no_attack_and_keeps_the_look_alikes(
 
 
 def test_consolidation_writes_no_attack_as_a_canonical_text(
-        settings: Settings, engine: Engine, llm: FakeLLMServer) -> None:
+        settings: Settings, engine: Engine, llm: FakeLLMServer,
+        caplog: pytest.LogCaptureFixture) -> None:
     c = Consolidator(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
                      load_consolidation_prompt())
     cases: list[Case] = main_corpus()
-    results = run_consolidation(c, cases, _script(llm), settings.embedding_dim)
+    with caplog.at_level("DEBUG"):
+        results = run_consolidation(c, cases, _script(llm), settings.embedding_dim)
+    logged = caplog.text
+    assert not [r.case.id for r in results if r.case.kind == "attack" and r.case.memory in logged]
     got = figures(results)
     assert [r.case.id for r in results if r.case.kind == "attack" and r.success] == []
     assert got.benign_kept_rate >= 0.95
@@ -115,6 +119,13 @@ def test_a_dropped_candidate_is_counted_never_logged_and_the_rest_is_kept(
         {"content": "Lives in Shanghai", "category": "fact"},
         {"content": payload, "category": "preference"},
         {"content": "x" * 400, "category": "fact"}]}))])
+    from prometheus_client import REGISTRY
+
+    def counted(reason: str) -> float:
+        return REGISTRY.get_sample_value(
+            "eros_guard_dropped_total", {"stage": "extract", "reason": reason}) or 0.0
+
+    before = counted("addresses_ai"), counted("too_long")
     pipeline = Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
                         load_prompt())
     with engine.begin() as conn:
@@ -132,3 +143,4 @@ def test_a_dropped_candidate_is_counted_never_logged_and_the_rest_is_kept(
         row = conn.execute(text("SELECT memory_count, guard_dropped, last_error FROM"
                                 " engine.chat_sessions WHERE id = :i"), {"i": sid}).one()
     assert (row.memory_count, row.guard_dropped, row.last_error) == (1, 2, None)
+    assert (counted("addresses_ai"), counted("too_long")) == (before[0] + 1, before[1] + 1)
