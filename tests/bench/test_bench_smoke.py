@@ -22,6 +22,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from bench import consolidation_bench, drain_bench, poisoning_bench, recall_bench
+from tests.redteam.corpus import HELDOUT
 
 pytestmark = pytest.mark.bench
 
@@ -199,7 +200,7 @@ def test_poisoning_bench(bench_db: str, tmp_path: Path,
     doc = json.loads(out.read_text())
     assert doc["extra"]["sample_turns"] > 0
     rows = {(r["stage"], r["corpus"], r["path"]): r for r in doc["rows"]}
-    assert set(rows) == {(s, c, p) for c in ("main", "held-out-1", "held-out-2")
+    assert set(rows) == {(s, c, p) for c in ("main", *HELDOUT)
                          for s, p in (("extraction", "reference"), ("extraction", "eros"),
                                       ("consolidation", "eros"))}
     for (_stage, corpus, path), r in rows.items():
@@ -210,4 +211,4 @@ def test_poisoning_bench(bench_db: str, tmp_path: Path,
             assert r["attack_successes"] == 0 and r["benign_kept"] >= 0.95 * r["benign"]
             assert r["unsafe_renders"] == 0
     printed = capsys.readouterr().out
-    assert len(_table_rows(printed, ["extraction", "consolidation"])) == 9
+    assert len(_table_rows(printed, ["extraction", "consolidation"])) == 3 * (1 + len(HELDOUT))
