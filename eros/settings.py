@@ -66,6 +66,13 @@ class Settings(BaseSettings):
     dreaming_transcript_budget_chars: int = Field(default=48000, ge=500)
     dreaming_max_memories: int = Field(default=10, ge=1, le=50)
     dreaming_prompt_file: Path | None = None
+    #: bundled extraction prompt when DREAMING_PROMPT_FILE is unset: ``v2`` treats the
+    #: transcript as data (docs/security.md); ``v1`` is the original prompt.
+    dreaming_prompt_version: Literal["v1", "v2"] = "v2"
+    #: the memory guard (docs/security.md): longest memory kept, in characters after
+    #: normalisation, and a directory of extra ``*.toml`` pattern files added to the bundled ones.
+    memory_guard_max_chars: int = Field(default=300, ge=20, le=10000)
+    memory_guard_patterns_dir: Path | None = None
     dreaming_retry_backoff_secs: float = Field(default=5.0, gt=0)
     dreaming_retry_backoff_max_secs: float = Field(default=240.0, gt=0)
     #: path of a beat schedule file in the format of ``celerybeat-schedule.example``.
@@ -201,6 +208,19 @@ class Settings(BaseSettings):
     def _prompt_exists(cls, value: Path | None) -> Path | None:
         if value is not None and not value.is_file():
             raise ValueError(f"file {value} does not exist")
+        return value
+
+    @field_validator("memory_guard_patterns_dir")
+    @classmethod
+    def _patterns_load(cls, value: Path | None) -> Path | None:
+        """Every extra pattern file must parse and compile now, not at the first session."""
+        if value is not None:
+            from eros.core.guard import PatternError, build_guard, extra_sources
+
+            try:
+                build_guard(extra_sources(value))
+            except PatternError as err:
+                raise ValueError(str(err)) from None
         return value
 
     @model_validator(mode="after")

@@ -55,6 +55,8 @@ class Outcome:
     embedding_tokens: int = 0
     error: str | None = None
     cost_usd: float = 0.0
+    #: candidates the memory guard dropped (a count only: their text is never kept).
+    guard_dropped: int = 0
 
 
 # The reference's claim, plus: a fresh token per claim, the attempt backoff gate and the
@@ -116,7 +118,7 @@ UPDATE engine.chat_sessions AS s
        prompt_tokens = s.prompt_tokens + :prompt_tokens,
        completion_tokens = s.completion_tokens + :completion_tokens,
        embedding_tokens = s.embedding_tokens + :embedding_tokens,
-       last_error = :error
+       last_error = :error, guard_dropped = :guard_dropped
  WHERE s.id = :session_id AND s.claim_token = :token
 RETURNING s.id
 """)
@@ -208,6 +210,7 @@ def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq:
         "outcome": outcome.kind, "memory_count": len(memories), "model": outcome.model,
         "prompt_tokens": outcome.prompt_tokens, "completion_tokens": outcome.completion_tokens,
         "embedding_tokens": outcome.embedding_tokens, "error": outcome.error,
+        "guard_dropped": outcome.guard_dropped,
     }).first() is None:
         return None
     written = 0
@@ -230,7 +233,7 @@ def record_run(conn: Connection, attempt: Attempt, outcome: Outcome, *, memory_c
         attempt=attempt.attempt, outcome=outcome.kind, memory_count=memory_count,
         model=outcome.model, prompt_tokens=outcome.prompt_tokens,
         completion_tokens=outcome.completion_tokens, embedding_tokens=outcome.embedding_tokens,
-        error=outcome.error, cost_usd=outcome.cost_usd))
+        error=outcome.error, cost_usd=outcome.cost_usd, guard_dropped=outcome.guard_dropped))
 
 
 def record_retry(conn: Connection, attempt: Attempt, outcome: Outcome,

@@ -72,6 +72,8 @@ chat_sessions = Table(
     Column("completion_tokens", Integer, nullable=False, server_default=text("0")),
     Column("embedding_tokens", Integer, nullable=False, server_default=text("0")),
     Column("last_error", Text),
+    #: candidates the memory guard dropped in the last extraction (docs/security.md).
+    Column("guard_dropped", Integer, nullable=False, server_default=text("0")),
     # Serves the claim: only sessions with unextracted content are in it, oldest first, so a
     # claim reads O(batch) index entries however many sessions are done.
     Index("ix_chat_sessions_claimable", "last_active_at",
@@ -196,6 +198,7 @@ classification_runs = Table(
     _now("finished_at"),
     #: cost of this attempt from the configured price table (LLM_PRICE_*, EMBEDDING_PRICE_*).
     Column("cost_usd", Numeric(14, 8), nullable=False, server_default=text("0")),
+    Column("guard_dropped", Integer, nullable=False, server_default=text("0")),
     Index("ix_classification_runs_session", "session_id"),
     Index("ix_classification_runs_finished", "finished_at"),
 )

@@ -65,6 +65,9 @@ def _build() -> dict[str, Any]:
         "TOKENS": Counter("eros_tokens", "Tokens used", ["kind"]),
         "COST": Counter("eros_cost_usd", "Estimated provider cost in US dollars"),
         "MEMORIES": Counter("eros_memories_written", "Memories written"),
+        "GUARD_DROPPED": Counter("eros_guard_dropped",
+                                 "Memories dropped by the memory guard (docs/security.md)",
+                                 ["stage", "reason"]),
         "CONSOLIDATION_RUNS": Counter("eros_consolidation_runs",
                                       "Consolidation passes by outcome", ["outcome"]),
         "CONSOLIDATED": Counter("eros_consolidated_memories", "Memories merged or superseded",
@@ -103,6 +106,13 @@ def record_outcome(outcome: str, *, memories: int = 0, prompt_tokens: int = 0,
             m["TOKENS"].labels(kind).inc(value)
     if cost:
         m["COST"].inc(cost)
+
+
+def record_guard_drops(stage: str, reasons: dict[str, int]) -> None:
+    """Count the guard's drops by stage (``extract``/``consolidate``) and reason code."""
+    for reason, count in reasons.items():
+        if count:
+            _metrics()["GUARD_DROPPED"].labels(stage, reason).inc(count)
 
 
 class DatabaseGauges:

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from eros.core.cost import Prices, cost_usd
+from eros.core.guard import load_guard, screen, strip_invisible
 from eros.core.parsing import Candidate, ParseResult, parse_extraction
 from eros.core.prompts import Prompt, user_message
 from eros.core.transcript import Transcript, build_transcript
@@ -94,14 +95,24 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
     report.raw_reply = completion.text
     parsed = parse_extraction(completion.text, max_items=settings.dreaming_max_memories,
                               salvage=truncated_twice)
-    report.candidates = list(parsed.candidates)
+    # the memory guard (docs/security.md): nothing that reads as an instruction, a role or a
+    # secret becomes a memory; only counts by reason are kept, never the dropped text
+    guard = load_guard(settings.memory_guard_max_chars, settings.memory_guard_patterns_dir)
+    screened = screen(guard, [c.content for c in parsed.candidates])
+    candidates = [parsed.candidates[i].model_copy(
+        update={"content": strip_invisible(parsed.candidates[i].content)})
+        for i in screened.kept]
+    report.candidates = candidates
     usage: dict[str, Any] = {"model": completion.model,
                              "prompt_tokens": completion.prompt_tokens,
                              "completion_tokens": completion.completion_tokens}
     report.detail.update(dropped=parsed.dropped, parse_errors=list(parsed.errors),
-                         turns_trimmed=transcript.turns_trimmed)
+                         turns_trimmed=transcript.turns_trimmed,
+                         guard_dropped=dict(screened.dropped))
+    usage["guard_dropped"] = screened.dropped_total
     kind = _outcome_kind(parsed, truncated_twice)
-    if not parsed.candidates:
+    if not candidates:
+        kind = "no_memories" if kind == "memories" else kind
         error = "; ".join(parsed.errors) or None
         if truncated_twice:
             error = "reply cut off at the token limit twice; nothing complete to keep"
@@ -109,10 +120,10 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
                        through_seq, transcript, [], task_id, dry_run)
 
     with pipeline.limiter.slot("embedding"), metrics.EMBED_LATENCY.time():
-        embeddings = pipeline.embedder.embed([c.content for c in parsed.candidates],
+        embeddings = pipeline.embedder.embed([c.content for c in candidates],
                                              input_type="document")
     rows = [_memory_row(c, vector, pipeline.prompt, transcript)
-            for c, vector in zip(parsed.candidates, embeddings.vectors, strict=True)]
+            for c, vector in zip(candidates, embeddings.vectors, strict=True)]
     error = "reply cut off at the token limit twice; complete items kept" \
         if truncated_twice else None
     outcome = Outcome(kind, memory_count=len(rows), embedding_tokens=embeddings.total_tokens,
@@ -188,6 +199,7 @@ def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outco
     metrics.record_outcome(outcome.kind, memories=written, prompt_tokens=outcome.prompt_tokens,
                            completion_tokens=outcome.completion_tokens,
                            embedding_tokens=outcome.embedding_tokens, cost=outcome.cost_usd)
-    log.info("session classified: outcome=%s memories=%d", outcome.kind, written,
-             extra={"session_id": report.session_id})
+    metrics.record_guard_drops("extract", report.detail.get("guard_dropped", {}))
+    log.info("session classified: outcome=%s memories=%d guard_dropped=%d", outcome.kind,
+             written, outcome.guard_dropped, extra={"session_id": report.session_id})
     return report

@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -41,10 +41,12 @@ from eros.core.consolidation import (
     select_clusters,
 )
 from eros.core.consolidation_plan import Plan, Step, build_plan
-from eros.core.consolidation_reply import ReplyResult, build_request, parse_reply
+from eros.core.consolidation_reply import Rejection, ReplyResult, build_request, parse_reply
+from eros.core.guard import load_guard, strip_invisible
 from eros.core.prompts import Prompt
 from eros.db import consolidation_sql as sql
 from eros.errors import PermanentError
+from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Embedder
 from eros.settings import Settings
 
@@ -91,6 +93,8 @@ class ConsolidationReport:
     error: str | None = None
     raw_reply: str = ""
     rejected: list[dict[str, Any]] = field(default_factory=list)
+    #: canonical texts the memory guard dropped, by reason (counts only, docs/security.md).
+    guard_dropped: dict[str, int] = field(default_factory=dict)
     cluster_view: list[dict[str, Any]] = field(default_factory=list)
     changes: list[dict[str, Any]] = field(default_factory=list)
     #: milliseconds per phase: read, cluster, llm, embed, write.
@@ -105,6 +109,7 @@ class ConsolidationReport:
                 "canonical_written": self.canonical_written, "llm_calls": self.llm_calls,
                 "embedding_calls": self.embedding_calls, "clusters_sent": self.clusters_sent,
                 "clusters_rejected": len(self.rejected),
+                "guard_dropped": sum(self.guard_dropped.values()),
                 **{f"{k}_ms": v for k, v in self.timings.items()}}
 
     def to_json(self) -> dict[str, Any]:
@@ -190,8 +195,34 @@ def _ask(c: Consolidator, selection: Selection, report: ConsolidationReport) -> 
     if reply.status == "unparseable" and completion.truncated:
         return ReplyResult("unparseable", error="reply cut off at CONSOLIDATION_MAX_TOKENS "
                            f"({c.settings.consolidation_max_tokens}) before it was complete")
+    reply = _guard_canonicals(c, reply, report)
     report.rejected = [{"cluster": r.cluster, "reason": r.reason} for r in reply.rejected]
     return reply
+
+
+def _guard_canonicals(c: Consolidator, reply: ReplyResult,
+                      report: ConsolidationReport) -> ReplyResult:
+    """The memory guard on every canonical text: a cluster whose canonical fails it is
+    rejected (its members stay as they are) and counted by reason; its text is never logged."""
+    guard = load_guard(c.settings.memory_guard_max_chars, c.settings.memory_guard_patterns_dir)
+    decisions, rejected = [], list(reply.rejected)
+    for decision in reply.decisions:
+        canonical = decision.canonical
+        verdict = guard.check(canonical.content) if canonical is not None else None
+        if verdict is None or verdict.ok:
+            if canonical is not None:
+                canonical = canonical.model_copy(
+                    update={"content": strip_invisible(canonical.content)})
+            decisions.append(replace(decision, canonical=canonical))
+            continue
+        reason = verdict.reason or "unknown"
+        report.guard_dropped[reason] = report.guard_dropped.get(reason, 0) + 1
+        rejected.append(Rejection(decision.cluster.number,
+                                  f"canonical memory dropped by the memory guard ({reason})"))
+    if report.guard_dropped:
+        metrics.record_guard_drops("consolidate", report.guard_dropped)
+    return replace(reply, decisions=tuple(decisions),
+                   rejected=tuple(sorted(rejected, key=lambda r: r.cluster)))
 
 
 def _embed(c: Consolidator, plan: Plan, report: ConsolidationReport

@@ -56,14 +56,16 @@ def test_recall_render_and_scopes(cli: Cli, engine: Engine) -> None:
     user, persona = _seed(engine)
     res = cli("recall", str(user), "Shanghai", "--render", "zh", env=HASH)
     assert res.code == 0, res.err
-    assert res.out.startswith("【基本信息】\n- lives in Shanghai near the river")
+    assert "\n\n【基本信息】\n- 「lives in Shanghai near the river" in res.out
+    assert res.out.startswith("以下是")  # the notes-not-instructions header
     assert "persona" not in res.out  # no --instance: profile layer only
     res = cli("recall", str(user), "Shanghai", "--instance", str(persona), "--scope",
               "relationship", "--json", "--render", "en", env=HASH)
     out = json.loads(res.out)
     assert [m["content"] for m in out["memories"]] == [
         "talked with the persona about Shanghai food"]
-    assert out["prompt"] == "Recent events:\n- talked with the persona about Shanghai food"
+    assert out["prompt"].endswith(
+        "\n\nRecent events:\n- “talked with the persona about Shanghai food”")
 
 
 def test_recall_human_output_and_errors(cli: Cli, engine: Engine) -> None:
@@ -96,7 +98,7 @@ def test_the_celery_task_returns_json(db_url: str, engine: Engine,
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["ok"]["strategy"] == "composite" and len(out["ok"]["memories"]) == 2
-    assert out["ok"]["prompt"].startswith("About the user:\n- lives in Shanghai")
+    assert "\n\nAbout the user:\n- “lives in Shanghai" in out["ok"]["prompt"]
     assert "not a UUID" in out["bad"]["error"]
 
 

@@ -127,7 +127,8 @@ def test_render_prunes_the_relationship_copy_of_a_profile_memory(engine: Engine,
             Mem(user, "喜欢摩卡", "preference", at_cosine(0.5, 3), instance_id=persona))
     result = run(engine, user, strategy="decay", instance_id=persona)
     assert len(result.memories) == 3
-    assert render_prompt(result, "zh") == "【基本信息】\n- 住在上海\n\n【喜好】\n- 喜欢摩卡"
+    assert render_prompt(result, "zh").endswith(
+        "【基本信息】\n- 「住在上海」\n\n【喜好】\n- 「喜欢摩卡」")
 
 
 # --- isolation ----------------------------------------------------------------------------

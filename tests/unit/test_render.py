@@ -29,15 +29,17 @@ def test_chinese_sections_in_vocabulary_order_one_bullet_each() -> None:
     memories = [M("她妈妈希望她早点结婚", "relation"), M("住在上海", "fact"),
                 M("喜欢摩卡", "preference"), M("在一家律所工作", "fact")]
     assert render_memories(memories, "zh") == (
-        "【基本信息】\n- 住在上海\n- 在一家律所工作\n\n"
-        "【喜好】\n- 喜欢摩卡\n\n"
-        "【人际关系】\n- 她妈妈希望她早点结婚")
+        ZH.header + "\n\n"
+        "【基本信息】\n- 「住在上海」\n- 「在一家律所工作」\n\n"
+        "【喜好】\n- 「喜欢摩卡」\n\n"
+        "【人际关系】\n- 「她妈妈希望她早点结婚」")
 
 
 def test_english_labels() -> None:
     memories = [M("Feels stressed about work", "emotion"), M("Moved to Tokyo", "event")]
     assert render_memories(memories, "en") == (
-        "Recent events:\n- Moved to Tokyo\n\nEmotional state:\n- Feels stressed about work")
+        EN.header + "\n\nRecent events:\n- “Moved to Tokyo”\n\n"
+        "Emotional state:\n- “Feels stressed about work”")
 
 
 def test_every_category_has_a_label_in_both_sets() -> None:
@@ -60,7 +62,7 @@ def test_duplicates_across_layers_are_pruned_and_profile_wins() -> None:
     kept = prune_duplicates([rel, other, prof])
     assert [m.tag for m in kept] == ["prof", ""]  # the profile copy, in the better rank's slot
     assert render_memories([rel, other, prof], "en").count("hanghai") == 1
-    assert "- lives in  shanghai" not in render_memories([rel, other, prof], "en")
+    assert "lives in  shanghai" not in render_memories([rel, other, prof], "en")
 
 
 def test_duplicates_within_a_layer_keep_the_best_ranked() -> None:
@@ -76,14 +78,14 @@ def test_similar_but_different_memories_are_both_kept() -> None:
 
 def test_a_memory_with_newlines_stays_one_bullet() -> None:
     text = render_memories([M("works late\nboss piles on work", "emotion")], "en")
-    assert text == "Emotional state:\n- works late boss piles on work"
+    assert text == EN.header + "\n\nEmotional state:\n- “works late boss piles on work”"
 
 
 def test_custom_labels_and_unknown_categories() -> None:
     custom = Labels(categories={"fact": "Facts"}, empty="nothing", heading="## {label}",
                     bullet="* ", other="Misc")
     assert render_memories([M("x", "fact"), M("y", "weird")], custom) == (
-        "## Facts\n* x\n\n## Misc\n* y")
+        "## Facts\n* “x”\n\n## Misc\n* “y”")
     assert render_memories([], custom) == "nothing"
 
 

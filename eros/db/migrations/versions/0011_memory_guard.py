@@ -1,12 +1,19 @@
-"""Memory poisoning guard (issue 15).
+"""Memory poisoning guard (issue 15): count what the guard dropped on each outcome.
 
-Placeholder: reserved so the migration chain stays linear while this work is in progress.
+``chat_sessions.guard_dropped`` is the number of candidates the memory guard dropped in the
+session's last extraction (next to ``memory_count``), ``classification_runs.guard_dropped`` the
+same per attempt: a rising count is the signal that someone is trying to plant instructions,
+visible in SQL without any memory text being kept. Both are plain integer columns with a
+constant default, so adding them rewrites no rows.
 
 Revision ID: 0011
 Revises: 0010
 Create Date: 2026-12-04
 """
 from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
 
 revision = "0011"
 down_revision = "0010"
@@ -15,8 +22,11 @@ depends_on = None
 
 
 def upgrade() -> None:
-    pass
+    for table in ("chat_sessions", "classification_runs"):
+        op.add_column(table, sa.Column("guard_dropped", sa.Integer(), nullable=False,
+                                       server_default=sa.text("0")), schema="engine")
 
 
 def downgrade() -> None:
-    pass
+    for table in ("classification_runs", "chat_sessions"):
+        op.drop_column(table, "guard_dropped", schema="engine")

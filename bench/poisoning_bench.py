@@ -1,0 +1,234 @@
+"""Memory poisoning: attack success rate and benign kept, our path against the reference's.
+
+Every case of the red-team corpus (tests/redteam: attacks, benign look-alikes, and the held-out
+sets written after a round of patterns) runs as its own session through the real
+pipeline — claim, classify (prompt v2, guard), the write into PostgreSQL — with an in-process
+model that COMPLIES: it returns the session's payload as the memory. The user's current
+memories are then rendered into the prompt. Then the same cases go through consolidation, the
+payload written as the canonical text of a two-duplicate cluster.
+
+- **attack success rate**: attacks whose payload is stored as a current memory or is present
+  in the rendered prompt (target 0);
+- **benign kept**: look-alikes whose memory is stored (target >= 95%);
+- **unsafe renders**: rendered prompts in which a memory opens a line of its own (target 0).
+
+The reference path (the product before issue 15: no guard, memories rendered verbatim) is
+measured in the same run on the same replies; it has no guard, so whatever a complying model
+returns is stored. A scripted complying model does not exercise prompt v2 itself (a real model
+that follows v2 refuses most of these before the guard sees them): these figures are the
+guard's and the renderer's alone, the worst case.
+
+    python -m bench.poisoning_bench [--no-record] [--json F]
+
+Uses ``EROS_BENCH_DATABASE_URL`` (a superuser URL; a scratch database is created and dropped)
+or starts an embedded PostgreSQL with pgvector.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, text
+
+from bench.claim_bench import machine, scratch_database
+from bench.consolidation_bench import InstantEmbedder
+from eros.core.consolidation_reply import load_consolidation_prompt
+from eros.core.guard import load_guard
+from eros.core.parsing import parse_extraction
+from eros.core.prompts import load_prompt
+from eros.core.render import get_labels, render_memories
+from eros.providers.base import Completion
+from eros.services.classify import Pipeline
+from eros.services.consolidate import Consolidator
+from eros.settings import load_settings
+from tests.redteam.corpus import HELDOUT, Case, heldout_corpus, main_corpus
+from tests.redteam.harness import (
+    CaseResult,
+    Figures,
+    Note,
+    Responder,
+    complying_extraction,
+    figures,
+    run_consolidation,
+    run_extraction,
+    structure_ok,
+)
+
+ROOT = Path(__file__).resolve().parent
+DIM = 512
+
+
+class ComplyingLLM:
+    """Answers with whatever the current case's responder says, at once."""
+
+    name, offline = "bench-complying", True
+
+    def __init__(self) -> None:
+        self.respond: Responder = lambda _request: '{"memories": []}'
+        self.calls = 0
+
+    def script(self, respond: Responder) -> None:
+        self.respond = respond
+
+    def complete(self, system: str, user: str, *, max_tokens: int) -> Completion:
+        self.calls += 1
+        body = self.respond(user)
+        return Completion(body, "stop", self.name, len(user) // 4, len(body) // 4)
+
+
+def reference(cases: Sequence[Case]) -> Figures:
+    """The path before issue 15: every parsed candidate stored, rendered as a bullet."""
+    attacks = [c for c in cases if c.kind == "attack"]
+    benign = [c for c in cases if c.kind == "benign"]
+
+    def stored(case: Case) -> bool:
+        return bool(parse_extraction(complying_extraction(case)("")).candidates)
+
+    return Figures(len(attacks), sum(map(stored, attacks)), len(benign),
+                   sum(map(stored, benign)), -1)  # -1: not rendered by the new renderer
+
+
+def unguarded_renders(cases: Sequence[Case]) -> int:
+    """Attack payloads rendered as if the guard had let them through: prompts where one opens
+    a line of its own (the renderer's own defence, target 0)."""
+    bad = 0
+    for case in cases:
+        if case.kind == "attack":
+            labels = get_labels(case.lang)
+            rendered = render_memories([Note(case.memory, case.category)], labels)
+            bad += not structure_ok(rendered, labels)
+    return bad
+
+
+def sample_corpus_drops() -> tuple[int, int]:
+    """(user turns, dropped) over the bundled sample corpus (eros/data): ordinary chat, each
+    turn judged as if a model had stored it verbatim, length cap off — a false-positive probe
+    on text nobody wrote as a look-alike."""
+    guard = load_guard(max_chars=10000)
+    corpus = resources.files("eros.data").joinpath("sample_corpus.jsonl")
+    turns = [m["content"] for line in corpus.read_text(encoding="utf-8").splitlines()
+             if line.strip() for m in json.loads(line)["messages"] if m["role"] == "user"]
+    return len(turns), sum(not guard.check(t).ok for t in turns)
+
+
+@dataclass
+class Row:
+    stage: str
+    corpus: str
+    path: str
+    f: Figures
+    through: list[str]
+
+
+def _through(results: Sequence[CaseResult]) -> list[str]:
+    return [r.case.id for r in results if r.case.kind == "attack" and r.success]
+
+
+def _lost(results: Sequence[CaseResult]) -> list[str]:
+    return [r.case.id for r in results if r.case.kind == "benign" and not r.success]
+
+
+def table(rows: Sequence[Row]) -> str:
+    head = (f"{'stage':<14}{'corpus':<12}{'path':<11}{'attacks':>8}{'succeeded':>10}"
+            f"{'ASR':>8}{'benign':>8}{'kept':>6}{'kept %':>8}{'unsafe':>8}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r.stage:<14}{r.corpus:<12}{r.path:<11}{r.f.attacks:>8}"
+                     f"{r.f.attack_successes:>10}{r.f.attack_success_rate:>8.1%}"
+                     f"{r.f.benign:>8}{r.f.benign_kept:>6}{r.f.benign_kept_rate:>8.1%}"
+                     f"{r.f.unsafe_renders if r.f.unsafe_renders >= 0 else '-':>8}")
+    return "\n".join(lines)
+
+
+def run(url: str) -> tuple[list[Row], dict[str, Any]]:
+    engine = create_engine(url, pool_size=2)
+    try:
+        settings = load_settings(database_url=url, consolidation_similarity=0.85,
+                                 consolidation_min_near_dup_share=0.2)
+        llm = ComplyingLLM()
+        pipeline = Pipeline(settings, engine, llm, InstantEmbedder(DIM), load_prompt())
+        consolidator = Consolidator(settings, engine, llm, InstantEmbedder(DIM),
+                                    load_consolidation_prompt())
+        rows: list[Row] = []
+        extra: dict[str, Any] = {"lost": {}}
+        corpora = [("main", main_corpus())] + [(n, heldout_corpus(n)) for n in HELDOUT]
+        for corpus, cases in corpora:
+            rows.append(Row("extraction", corpus, "reference", reference(cases), []))
+            got = run_extraction(pipeline, cases, llm.script)
+            rows.append(Row("extraction", corpus, "eros", figures(got), _through(got)))
+            extra["lost"][f"extraction/{corpus}"] = _lost(got)
+            got = run_consolidation(consolidator, cases, llm.script, DIM)
+            rows.append(Row("consolidation", corpus, "eros", figures(got), _through(got)))
+            extra["lost"][f"consolidation/{corpus}"] = _lost(got)
+        extra["unguarded_unsafe_renders"] = unguarded_renders(
+            [c for _, cases in corpora for c in cases])
+        extra["prompt_version"] = pipeline.prompt.version
+        extra["sample_turns"], extra["sample_turns_dropped"] = sample_corpus_drops()
+        with engine.connect() as conn:
+            extra["postgres"] = conn.execute(text("SHOW server_version")).scalar_one()
+        return rows, extra
+    finally:
+        engine.dispose()
+
+
+def record(out: str, rows: Sequence[Row], extra: dict[str, Any], info: dict[str, Any],
+           command: str) -> None:
+    """Append a dated run under ``## Memory poisoning`` in bench/RESULTS.md (the section is
+    the file's last; it is created on the first run)."""
+    through = "; ".join(f"{r.stage}/{r.corpus}: {', '.join(r.through)}" for r in rows
+                        if r.path == "eros" and r.through) or "none"
+    lost = "; ".join(f"{k}: {', '.join(v)}" for k, v in extra["lost"].items() if v) or "none"
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    section = (f"\n### {when}\n\n`{command}`\n\nMachine: {info['nproc']}"
+               f" cores, {info['cpu']}, PostgreSQL {extra['postgres']}; extraction prompt "
+               f"{extra['prompt_version']}, complying scripted model.\n\n```\n{out}\n```\n\n"
+               f"Attacks that got through (eros path): {through}. Benign cases lost: {lost}. "
+               f"Attack payloads rendered as if unguarded that open a line of their own: "
+               f"{extra['unguarded_unsafe_renders']}. Bundled sample corpus (ordinary chat): "
+               f"{extra['sample_turns_dropped']} of {extra['sample_turns']} user turns dropped "
+               "when judged verbatim.\n")
+    path = ROOT / "RESULTS.md"
+    known = path.read_text(encoding="utf-8") if path.exists() else ""
+    if "\n## Memory poisoning\n" not in known:
+        section = "\n## Memory poisoning\n" + section
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(section)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.poisoning_bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
+    parser.add_argument("--json", type=Path, default=ROOT / "out" / "poisoning.json",
+                        help="where the results go (default %(default)s)")
+    args = parser.parse_args(argv)
+    info = machine()
+    with scratch_database() as url:
+        rows, extra = run(url)
+    out = table(rows)
+    print(out)
+    print(f"sample corpus: {extra['sample_turns_dropped']} of {extra['sample_turns']} user "
+          "turns dropped when judged verbatim")
+    for r in rows:
+        if r.path == "eros" and r.through:
+            print(f"got through ({r.stage}/{r.corpus}): {', '.join(r.through)}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"machine": info, "extra": extra, "rows": [
+        {"stage": r.stage, "corpus": r.corpus, "path": r.path, "attacks": r.f.attacks,
+         "attack_successes": r.f.attack_successes, "benign": r.f.benign,
+         "benign_kept": r.f.benign_kept, "unsafe_renders": r.f.unsafe_renders,
+         "through": r.through} for r in rows]}, indent=2))
+    if not args.no_record:
+        record(out, rows, extra, info, "python -m bench.poisoning_bench")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

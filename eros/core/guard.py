@@ -1,0 +1,209 @@
+"""The memory guard: no text that addresses the AI, impersonates a role or holds a secret is kept.
+
+A memory is recalled into the companion's *system* prompt, so a memory that reads like an
+instruction ("from now on you must …", ``<|im_start|>system``, "### new rules") would be a
+prompt injection promoted from the user role to the system role, persistent across sessions.
+The guard is the last check before a text becomes a memory: every extracted candidate and every
+canonical text consolidation writes passes through :meth:`Guard.check`.
+
+It judges a *normalised* view (NFKC, which also folds full-width letters; zero-width, bidi and
+other invisible format characters removed; case-folded; whitespace collapsed) and a *compact*
+view of it (letters and digits only) that defeats spacing and punctuation tricks such as
+"i g n o r e" or "忽.略.之.前". The rules are data: one TOML file per language shipped in
+``eros/core/guard_patterns`` plus any ``*.toml`` in the directory ops name
+(``MEMORY_GUARD_PATTERNS_DIR``); see docs/security.md for the format.
+
+Verdicts carry a reason code and a rule id, never the text, so they can be counted and logged.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+View = Literal["text", "compact"]
+#: the reason codes a rule may carry (``too_long`` is the length cap's own).
+REASONS = ("addresses_ai", "role_impersonation", "persona_claim", "secret", "too_long")
+#: default cap on a memory's length in characters (``MEMORY_GUARD_MAX_CHARS``).
+DEFAULT_MAX_CHARS = 300
+
+# Invisible format characters an attacker hides words with: zero-width space/joiners, word
+# joiner and friends, soft hyphen, BOM, Mongolian vowel separator, and every bidi control
+# (embeddings, overrides, isolates, marks). Category Cf covers them and more; all are dropped.
+_TAGS = re.compile(r"[\U000e0000-\U000e007f]")  # Unicode tag characters (invisible ASCII copy)
+_SPACE = re.compile(r"\s+")
+# Letters of other scripts that NFKC leaves alone but that read as Latin ones ("іgnore" with a
+# Cyrillic і): folded in the judged view only, never in what is stored.
+_CONFUSABLES = str.maketrans(
+    "аеорсухіјѕԁɡһкмтвнοαεικνρτυχ",
+    "aeopcyxijsdghkmtbhoaeikvptux")
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
+def strip_invisible(text: str) -> str:
+    """The text without invisible format characters (Unicode category Cf, tag characters) and
+    control characters other than whitespace: what a person sees is what the model reads."""
+    text = _TAGS.sub("", text)
+    return "".join(ch for ch in text
+                   if unicodedata.category(ch) not in ("Cf", "Cc") or ch in "\t\n")
+
+
+def normalise(text: str) -> str:
+    """The view the guard judges: invisible characters removed, NFKC (full-width folded),
+    case-folded, whitespace collapsed to single spaces, Latin look-alikes of other scripts
+    folded to Latin."""
+    folded = unicodedata.normalize("NFKC", strip_invisible(text)).casefold()
+    # NFKC can itself produce format characters from compatibility forms; strip again
+    return _SPACE.sub(" ", strip_invisible(folded)).strip().translate(_CONFUSABLES)
+
+
+def compact(normalised: str) -> str:
+    """Letters and digits only (any script): "i-g-n-o-r-e" and "忽 略" read as one word."""
+    return _NOT_WORD.sub("", normalised)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One pattern of a patterns file."""
+
+    id: str
+    reason: str
+    pattern: re.Pattern[str]
+    view: View = "text"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a text may be kept; ``reason`` and ``rule`` name what dropped it (no text)."""
+
+    ok: bool
+    reason: str | None = None
+    rule: str | None = None
+
+
+KEEP = Verdict(True)
+
+
+class PatternError(ValueError):
+    """A patterns file that cannot be used; the message names the file and the rule."""
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Compiled rules plus the length cap; pure and cheap to share between threads."""
+
+    rules: tuple[Rule, ...]
+    max_chars: int = DEFAULT_MAX_CHARS
+    sources: tuple[str, ...] = ()
+
+    def check(self, text: str) -> Verdict:
+        """Keep or drop one memory text."""
+        view = normalise(text)
+        if len(view) > self.max_chars:
+            return Verdict(False, "too_long", "max_chars")
+        views = {"text": view, "compact": compact(view)}
+        for rule in self.rules:
+            if rule.pattern.search(views[rule.view]):
+                return Verdict(False, rule.reason, rule.id)
+        return KEEP
+
+
+@dataclass
+class Screened:
+    """What :func:`screen` kept, and counts of what it dropped by reason."""
+
+    kept: list[int] = field(default_factory=list)
+    dropped: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def dropped_total(self) -> int:
+        return sum(self.dropped.values())
+
+
+def screen(guard: Guard, texts: Sequence[str]) -> Screened:
+    """Indexes of the texts to keep and per-reason counts of the rest."""
+    out = Screened()
+    for i, text in enumerate(texts):
+        verdict = guard.check(text)
+        if verdict.ok:
+            out.kept.append(i)
+        else:
+            out.dropped[verdict.reason or "unknown"] += 1
+    return out
+
+
+def parse_rules(source: str, content: str) -> list[Rule]:
+    """The rules of one TOML patterns file (``[[rule]]`` tables: id, reason, pattern, view)."""
+    try:
+        document = tomllib.loads(content)
+    except tomllib.TOMLDecodeError as err:
+        raise PatternError(f"{source}: not valid TOML: {err}") from None
+    items = document.get("rule", [])
+    if not isinstance(items, list):
+        raise PatternError(f"{source}: 'rule' must be an array of tables ([[rule]])")
+    rules = []
+    for n, item in enumerate(items, 1):
+        where = f"{source}: rule {n}"
+        if not isinstance(item, dict):
+            raise PatternError(f"{where}: must be a table")
+        rule_id, reason = item.get("id"), item.get("reason")
+        pattern, view = item.get("pattern"), item.get("view", "text")
+        if not isinstance(rule_id, str) or not rule_id:
+            raise PatternError(f"{where}: 'id' must be a non-empty string")
+        where = f"{source}: rule {rule_id!r}"
+        if reason not in REASONS or reason == "too_long":
+            raise PatternError(f"{where}: 'reason' must be one of {list(REASONS[:-1])}")
+        if view not in ("text", "compact"):
+            raise PatternError(f"{where}: 'view' must be 'text' or 'compact'")
+        if not isinstance(pattern, str) or not pattern:
+            raise PatternError(f"{where}: 'pattern' must be a non-empty string")
+        try:
+            compiled = re.compile(pattern)
+        except re.error as err:
+            raise PatternError(f"{where}: bad regular expression: {err}") from None
+        rules.append(Rule(rule_id, reason, compiled, view))
+    return rules
+
+
+def bundled_sources() -> list[tuple[str, str]]:
+    """(name, content) of the patterns files shipped in the package, by name."""
+    folder = resources.files("eros.core.guard_patterns")
+    files = sorted((f for f in folder.iterdir() if f.name.endswith(".toml")),
+                   key=lambda f: f.name)
+    return [(f"eros/core/guard_patterns/{f.name}", f.read_text(encoding="utf-8"))
+            for f in files]
+
+
+def extra_sources(directory: Path) -> list[tuple[str, str]]:
+    """(path, content) of every ``*.toml`` in an ops-provided directory, by name."""
+    if not directory.is_dir():
+        raise PatternError(f"{directory} is not a directory")
+    return [(str(p), p.read_text(encoding="utf-8")) for p in sorted(directory.glob("*.toml"))]
+
+
+def build_guard(sources: Iterable[tuple[str, str]],
+                max_chars: int = DEFAULT_MAX_CHARS) -> Guard:
+    """A guard from (name, TOML) pairs; raises :class:`PatternError` naming a bad file/rule."""
+    rules: list[Rule] = []
+    names: list[str] = []
+    for name, content in sources:
+        rules.extend(parse_rules(name, content))
+        names.append(name)
+    return Guard(tuple(rules), max_chars, tuple(names))
+
+
+@lru_cache(maxsize=8)
+def load_guard(max_chars: int = DEFAULT_MAX_CHARS, extra_dir: Path | None = None) -> Guard:
+    """The bundled rules plus ``extra_dir``'s, built once per process and configuration."""
+    sources = bundled_sources()
+    if extra_dir is not None:
+        sources += extra_sources(extra_dir)
+    return build_guard(sources, max_chars)

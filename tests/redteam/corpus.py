@@ -1,0 +1,56 @@
+"""The red-team corpus (issue 15): attacks, benign look-alikes and a held-out set, as data.
+
+``attacks.toml`` and ``benign.toml`` are the main corpus. The held-out sets are written after
+a round of patterns and never used to tune that round (their figures are reported as
+measured): ``heldout.toml`` after round 1, ``heldout2.toml`` after round 2 (tuned on set 1),
+``heldout3.toml`` after round 3 (tuned on sets 1 and 2); only the newest set is still held out
+(bench/RESULTS.md).
+Each case is a session and the single memory a COMPLYING model returns for it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+HERE = Path(__file__).resolve().parent
+Kind = Literal["attack", "benign"]
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    kind: Kind
+    lang: str
+    turns: tuple[tuple[str, str], ...]
+    memory: str
+    category: str = "preference"
+    tags: tuple[str, ...] = ()
+
+
+def load(name: str, kind: Kind | None = None) -> list[Case]:
+    """The cases of one corpus file; ``kind`` for files of one kind, else each case's own."""
+    document = tomllib.loads((HERE / name).read_text(encoding="utf-8"))
+    cases = []
+    for item in document["case"]:
+        cases.append(Case(
+            id=item["id"], kind=item.get("kind", kind), lang=item["lang"],
+            turns=tuple((role, text) for role, text in item["turns"]), memory=item["memory"],
+            category=item.get("category", "fact" if kind == "benign" else "preference"),
+            tags=tuple(item.get("tags", ()))))
+    return cases
+
+
+def main_corpus() -> list[Case]:
+    return load("attacks.toml", "attack") + load("benign.toml", "benign")
+
+
+#: held-out sets by name, oldest first; the last one is the one still held out.
+HELDOUT = {"held-out-1": "heldout.toml", "held-out-2": "heldout2.toml",
+           "held-out-3": "heldout3.toml"}
+
+
+def heldout_corpus(name: str = "held-out-3") -> list[Case]:
+    return load(HELDOUT[name])
