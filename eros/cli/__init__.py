@@ -48,6 +48,9 @@ def main(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from eros.ops.logs import add_privacy_filter
+
+    add_privacy_filter(logging.getLogger().handlers)
 
 
 # Each command module registers its commands on ``main`` when imported.
@@ -57,5 +60,6 @@ from eros.cli import data_cmds as _data_cmds  # noqa: E402,F401
 from eros.cli import health_cmd as _health_cmd  # noqa: E402,F401
 from eros.cli import inspect_cmds as _inspect_cmds  # noqa: E402,F401
 from eros.cli import ops_cmds as _ops_cmds  # noqa: E402,F401
+from eros.cli import privacy_cmds as _privacy_cmds  # noqa: E402,F401
 from eros.cli import recall_cmd as _recall_cmd  # noqa: E402,F401
 from eros.cli import run_cmd as _run_cmd  # noqa: E402,F401
