@@ -77,3 +77,24 @@ def test_forget_asks_removes_and_is_idempotent(cli: Cli, engine: Engine) -> None
     assert again["memories"] == 0 and again["history"] == 0
     assert cli("forget", "--memory", str(mid), "--persona", str(user)).code == 2
     assert cli("forget").code == 2
+
+
+SECRETS = {"DATABASE_URL": "postgresql://eros:pw-s3cret-42@127.0.0.1:1/eros",
+           "REDIS_URL": "redis://:rpw-s3cret-43@127.0.0.1:1/0",
+           "OPENROUTER_API_KEY": "sk-s3cret-44", "VOYAGE_API_KEY": "pa-s3cret-45"}
+
+
+def test_no_password_or_key_in_any_output(cli_env) -> None:  # type: ignore[no-untyped-def]
+    """Unreachable servers with passwords in their URLs, and API keys: every command that
+    reports on them fails clearly without printing a secret."""
+    from tests.cli.conftest import run_cli
+
+    env = cli_env(**SECRETS)
+    for args in (("status",), ("status", "--json"), ("health",), ("forget", str(uuid.uuid4()),
+                 "--yes"), ("export", str(uuid.uuid4()))):
+        res = run_cli(env, *args, timeout=60)
+        assert res.code != 0
+        output = res.out + res.err
+        assert "127.0.0.1:1" in output or "cannot" in output, (args, output)
+        assert not [s for s in ("s3cret-42", "s3cret-43", "s3cret-44", "s3cret-45")
+                    if s in output], (args, output)
