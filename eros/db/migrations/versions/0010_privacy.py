@@ -1,6 +1,9 @@
 """Erasure and privacy (issue 14).
 
-Placeholder: reserved so the migration chain stays linear while this work is in progress.
+No schema change: forget and export need no new column. A classify in flight is fenced by
+the session's existing ``claim_token`` (a forget clears it), a consolidation pass by its
+``consolidation_state.claimed_at`` (re-read under the row lock before writing; a forget deletes
+the row). Kept as a no-op so the chain 0009 → 0010 → 0011 stays linear.
 
 Revision ID: 0010
 Revises: 0009
