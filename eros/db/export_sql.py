@@ -42,9 +42,9 @@ SELECT m.session_id, m.role, m.content, m.sent_at, m.seq
 
 
 def _stream(conn: Connection, stmt: Any, user_id: uuid.UUID) -> Iterator[Any]:
-    result = conn.execution_options(stream_results=True, yield_per=BATCH).execute(
-        stmt, {"user_id": user_id})
-    yield from result
+    # per statement, not on the connection: Connection.execution_options changes it in place
+    yield from conn.execute(stmt, {"user_id": user_id},
+                            execution_options={"stream_results": True, "yield_per": BATCH})
 
 
 def memories(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:

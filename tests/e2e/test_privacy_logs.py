@@ -87,10 +87,16 @@ def test_no_personal_text_in_any_output_and_forget_through_the_worker(
     outputs = [run_cli(cli, "export", str(user), "--with-messages", "--output", str(exported)),
                run_cli(cli, "status")]
     assert TURN in exported.read_text()  # the export is the one place the text goes
+    with engine.connect() as conn:
+        one = conn.execute(text("SELECT id FROM engine.companion_memories WHERE user_id = :u"
+                                " LIMIT 1"), {"u": user}).scalar_one()
+    gone = client.send_task("eros.forget_memory", args=[str(one)], queue="eros.claim")
+    assert gone.get(timeout=60) == {"outcome": "forgotten", "memory_id": str(one),
+                                    "memories": 1, "history": 0}
     forgot = client.send_task("eros.forget_user", args=[str(user)], kwargs={"sessions": True},
                               queue="eros.claim")
     counts = forgot.get(timeout=60)
-    assert counts["outcome"] == "forgotten" and counts["memories"] == 2
+    assert counts["outcome"] == "forgotten" and counts["memories"] == 1
     assert counts["sessions_deleted"] == 2
     assert rows_mentioning(engine, [user]) == {}
     outputs.append(run_cli(cli, "forget", str(user), "--yes", "--json"))
