@@ -5,7 +5,9 @@ race-free against a classification or consolidation in flight:
 
 1. take the user's consolidation advisory lock (blocking, the same key a pass's write takes
    with ``pg_try_advisory_xact_lock``): a pass that is writing is waited for, and a pass that
-   tries to write later gives up as "busy" until the forget has committed;
+   tries to write later gives up as "busy" until the forget has committed; then the user's
+   cells lock (a clustering pass writing is waited for; one writing later finds rows it read
+   gone and drops the cells instead of writing centroids of forgotten vectors);
 2. mark the sessions read (which also clears their claim tokens): a classify that is writing
    holds the session row, so the UPDATE waits for its commit; a classify that writes later
    finds its token gone and commits nothing;
@@ -24,6 +26,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from eros.db import cells_sql
 from eros.db.consolidation_sql import LOCK_NAMESPACE
 
 #: What a forget removed, by table (the task's JSON result).
@@ -113,8 +116,10 @@ DELETE FROM engine.chat_sessions WHERE id = ANY(CAST(:sessions AS uuid[])) RETUR
 
 
 def lock_user(conn: Connection, user_id: uuid.UUID) -> None:
-    """Wait for (and then exclude) the user's consolidation writes until this transaction ends."""
+    """Wait for (and then exclude) the user's consolidation and cells writes until this
+    transaction ends (a cells pass that read before the forget then finds its rows gone)."""
     conn.execute(LOCK_USER, {"ns": LOCK_NAMESPACE, "user_id": str(user_id)})
+    cells_sql.lock_user(conn, user_id, "0")  # 0: no lock_timeout for the forget
 
 
 def _n(conn: Connection, stmt: Any, params: dict[str, Any]) -> int:

@@ -10,15 +10,17 @@ import threading
 import uuid
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.core.prompts import load_prompt
-from eros.db import repo
+from eros.db import cells_sql, forget_sql, repo
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.recall import recall_by_vector
+from eros.services import recall_cells
 from eros.services.classify import Pipeline, Report, classify, start_attempt
 from eros.services.consolidate import (
     ConsolidationReport,
@@ -30,6 +32,7 @@ from eros.services.forget import forget_memory, forget_user
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_consolidate import add, answer, axis
+from tests.integration.test_recall_cells import CELLS, load, topic_vectors
 from tests.support.data import add_messages, add_session, ago, mem_line
 from tests.support.privacy import rows_mentioning, wait_for_lock_wait
 
@@ -287,3 +290,21 @@ def test_forget_one_memory_takes_its_lineage_and_nothing_else(
                               include_replaced=True)
     assert [m.content for m in result.memories] == ["Has a cat"]
     assert forget_memory(engine, merged[0]) == {"memories": 0, "history": 0}
+
+
+def test_a_clustering_pass_that_read_before_the_forget_writes_no_cells(
+        engine: Engine, db_url: str) -> None:
+    user = uuid.uuid4()
+    load(db_url, user, topic_vectors(np.random.default_rng(3), 400, 4)[0])
+    with engine.connect() as blocker:
+        # the blocker holds the user's cells lock: the pass reads, clusters, then waits for it
+        cells_sql.lock_user(blocker, user, "0")
+        thread, out = _in_thread(recall_cells.cluster_user, engine, CELLS, user)
+        wait_for_lock_wait(engine, "SELECT set_config('lock_timeout'")
+        # the forget runs and commits in the blocker's session (the advisory lock is
+        # re-entrant there) — after the pass's read, before its write
+        forget_sql.forget_user(blocker, user)
+        blocker.commit()
+    thread.join(30)
+    assert out[0].outcome == "dropped" and out[0].cells == 0
+    assert rows_mentioning(engine, [user]) == {}
