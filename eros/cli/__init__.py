@@ -39,7 +39,8 @@ class ErosGroup(click.Group):
 
 
 @click.group(cls=ErosGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--debug", is_flag=True, help="Show tracebacks and DEBUG logs.")
+@click.option("--debug", is_flag=True,
+              help="Show tracebacks and DEBUG logs (opt-in: a traceback may show personal text).")
 @click.version_option(package_name="eros")
 @click.pass_context
 def main(ctx: click.Context, debug: bool) -> None:
