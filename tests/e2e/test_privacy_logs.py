@@ -13,6 +13,7 @@ import pytest
 import redis
 from celery import Celery
 from sqlalchemy import Engine, text
+from sqlalchemy.engine import make_url
 
 from tests.cli.conftest import base_env, run_cli
 from tests.e2e.conftest import Starter
@@ -25,7 +26,10 @@ from tests.support.workers import wait_until
 pytestmark = pytest.mark.e2e
 
 TURN, REPLY, GARBAGE, QUERY = "zqxturn7731", "zqxreply4402", "zqxgarbage9120", "zqxquery5518"
-SENTINELS = (TURN, REPLY, GARBAGE, QUERY)
+#: secrets: a database password (the test server trusts local connections, so any password
+#: works) and the two API keys (the fakes accept any)
+PASSWORD, LLM_KEY, VOYAGE_KEY = "zqxpassword6610", "zqxllmkey6611", "zqxvoyagekey6612"
+SENTINELS = (TURN, REPLY, GARBAGE, QUERY, PASSWORD, LLM_KEY, VOYAGE_KEY)
 
 
 def _responder(request: dict[str, Any]) -> Reply:
@@ -52,7 +56,9 @@ def test_no_personal_text_in_any_output_and_forget_through_the_worker(
         add_session(conn, [mem_line("fact", 0.7, f"Lives at {TURN} street"),
                            ("assistant", f"Oh, {TURN} is lovely")], user_id=user)
         add_session(conn, [("user", f"GARBAGE {TURN}")], user_id=user)
-    env = {"EROS_LOG_FORMAT": log_format, "EROS_RESULT_EXPIRES_SECS": "40"}
+    db_url = make_url(db_url).set(password=PASSWORD).render_as_string(hide_password=False)
+    env = {"EROS_LOG_FORMAT": log_format, "EROS_RESULT_EXPIRES_SECS": "40",
+           "DATABASE_URL": db_url, "OPENROUTER_API_KEY": LLM_KEY, "VOYAGE_API_KEY": VOYAGE_KEY}
     worker = start_worker("w1", concurrency=2, **env)
     beat = start_beat(**env)
 
@@ -82,10 +88,12 @@ def test_no_personal_text_in_any_output_and_forget_through_the_worker(
     assert "unparseable" in errors
 
     cli = base_env(tmp_path, DATABASE_URL=db_url, REDIS_URL=redis_url,
-                   EROS_LOG_FORMAT=log_format, EROS_LOG_LEVEL="INFO")
+                   EROS_LOG_FORMAT=log_format, EROS_LOG_LEVEL="INFO",
+                   OPENROUTER_API_KEY=LLM_KEY, VOYAGE_API_KEY=VOYAGE_KEY)
     exported = tmp_path / "export.json"
     outputs = [run_cli(cli, "export", str(user), "--with-messages", "--output", str(exported)),
-               run_cli(cli, "status")]
+               run_cli(cli, "status"), run_cli(cli, "status", "--json"),
+               run_cli(cli, "health")]
     assert TURN in exported.read_text()  # the export is the one place the text goes
     with engine.connect() as conn:
         one = conn.execute(text("SELECT id FROM engine.companion_memories WHERE user_id = :u"
