@@ -13,15 +13,23 @@ from sqlalchemy import Connection, text
 BATCH = 500
 
 # Every memory of the user, both layers, every status, with its lineage: what replaced it
-# (replaced_by) and what it replaced (rows pointing at it, and memory_history's sources).
+# (replaced_by) and what it replaced (rows pointing at it, and memory_history's sources) —
+# both aggregated once per user and hash-joined, not looked up per row.
 MEMORIES = text("""
+WITH rep AS (
+    SELECT replaced_by AS id, array_agg(id) AS ids FROM engine.companion_memories
+     WHERE user_id = :user_id AND replaced_by IS NOT NULL GROUP BY replaced_by),
+src AS (
+    SELECT h.result_id AS id, array_agg(s.id) AS ids
+      FROM engine.memory_history h CROSS JOIN LATERAL unnest(h.source_ids) AS s(id)
+     WHERE h.user_id = :user_id AND h.result_id IS NOT NULL GROUP BY h.result_id)
 SELECT m.id, m.content, m.category, m.importance, m.instance_id, m.status, m.created_at,
        m.replaced_at, m.replaced_by, m.session_id, m.metadata, m.model,
-       ARRAY(SELECT r.id FROM engine.companion_memories r WHERE r.replaced_by = m.id
-             UNION
-             SELECT unnest(h.source_ids) FROM engine.memory_history h
-              WHERE h.result_id = m.id) AS replaced
+       ARRAY(SELECT DISTINCT unnest(COALESCE(rep.ids, '{}') || COALESCE(src.ids, '{}')))
+           AS replaced
   FROM engine.companion_memories m
+  LEFT JOIN rep ON rep.id = m.id
+  LEFT JOIN src ON src.id = m.id
  WHERE m.user_id = :user_id
  ORDER BY m.created_at, m.id
 """)

@@ -189,3 +189,18 @@ def test_recall_bench(bench_db: str, tmp_path: Path, capsys: pytest.CaptureFixtu
                                 {"d": "eros_recall_bench"}).scalar_one() == 0
     finally:
         engine.dispose()
+
+
+# --- privacy (issue 14) ---------------------------------------------------------------------
+def test_privacy_bench(bench_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import privacy_bench
+
+    out = tmp_path / "privacy.json"
+    assert privacy_bench.main(["--sizes", "200,400", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["size"] for r in rows] == [200, 400]
+    for r in rows:
+        assert r["forget_counts"]["memories"] == r["size"]
+        assert r["export_ms"] > 0 and r["baseline_export_ms"] > 0 and r["forget_ms"] > 0
+        assert r["export_chars"] > 0 and r["export_peak_mb"] > 0
+    assert len(_table_rows(capsys.readouterr().out, ["200 ", "400 "])) == 2
