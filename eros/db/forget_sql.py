@@ -34,6 +34,16 @@ Counts = dict[str, int]
 
 LOCK_USER = text("SELECT pg_advisory_xact_lock(hashtext(:ns), hashtext(CAST(:user_id AS text)))")
 
+_SCOPE = """user_id = :user_id
+   AND (CAST(:instance_id AS uuid) IS NULL OR instance_id = CAST(:instance_id AS uuid))"""
+
+# The sessions' row locks first, in a statement of their own: a turn being inserted holds its
+# session row (the touch trigger), so this waits for it to commit, and MARK_READ — a new
+# statement, a new snapshot under READ COMMITTED — then counts it as read. Computed in the
+# same statement as the lock, max(seq) would come from the snapshot taken before the wait.
+LOCK_SESSIONS = text(f"SELECT id FROM engine.chat_sessions WHERE {_SCOPE} ORDER BY id"
+                     " FOR UPDATE")
+
 # "Read through the last turn": the watermark moves to the newest message, the claim (token)
 # is dropped, and every bookkeeping field that could quote text is cleared. Turns arriving
 # later reset classified_at through the chat_messages trigger and are learned as usual.
@@ -50,9 +60,6 @@ UPDATE engine.chat_sessions AS s
    AND (CAST(:instance_id AS uuid) IS NULL OR s.instance_id = CAST(:instance_id AS uuid))
 RETURNING s.id
 """)
-
-_SCOPE = """user_id = :user_id
-   AND (CAST(:instance_id AS uuid) IS NULL OR instance_id = CAST(:instance_id AS uuid))"""
 
 # The memories a forget removes: every memory of the user, or the relationship layer of one
 # persona (instance_id set; the profile layer, instance_id NULL, stays).
@@ -132,6 +139,7 @@ def forget_user(conn: Connection, user_id: uuid.UUID, *, instance_id: uuid.UUID 
     p: dict[str, Any] = {"user_id": user_id,
                          "instance_id": str(instance_id) if instance_id else None}
     lock_user(conn, user_id)
+    conn.execute(LOCK_SESSIONS, p)
     session_ids = [r.id for r in conn.execute(MARK_READ, p)]
     counts: Counts = {"sessions_marked_read": len(session_ids)}
     if instance_id is None:

@@ -184,7 +184,7 @@ def test_forget_waits_for_a_classify_that_is_writing_and_removes_what_it_wrote(
         writer, out = _in_thread(classify, pipeline, attempt)
         wait_for_lock_wait(engine, "INSERT INTO engine.classification_runs")
         forgetter, counts = _in_thread(lambda: forget_user(engine, user))
-        wait_for_lock_wait(engine, "UPDATE engine.chat_sessions")
+        wait_for_lock_wait(engine, "SELECT id FROM engine.chat_sessions")
         blocker.rollback()
     writer.join(30)
     forgetter.join(30)
@@ -308,3 +308,26 @@ def test_a_clustering_pass_that_read_before_the_forget_writes_no_cells(
     thread.join(30)
     assert out[0].outcome == "dropped" and out[0].cells == 0
     assert rows_mentioning(engine, [user]) == {}
+
+
+def test_a_turn_committing_while_the_forget_waits_counts_as_read(engine: Engine) -> None:
+    """A turn written before the forget committed is never extracted later."""
+    user = uuid.uuid4()
+    with engine.begin() as conn:
+        sid = add_session(conn, [("user", "first")], user_id=user)
+    with engine.connect() as writer:
+        # the chat product's insert: its trigger holds the session row until it commits
+        seq = writer.execute(text(
+            "INSERT INTO engine.chat_messages (session_id, role, content)"
+            " VALUES (:s, 'user', 'said just before the forget') RETURNING seq"),
+            {"s": sid}).scalar_one()
+        forgetter, _ = _in_thread(lambda: forget_user(engine, user))
+        wait_for_lock_wait(engine, "SELECT id FROM engine.chat_sessions")
+        writer.commit()
+    forgetter.join(30)
+    with engine.connect() as conn:
+        s = conn.execute(text("SELECT classified_at, classified_through_seq FROM"
+                              " engine.chat_sessions WHERE id = :i"), {"i": sid}).one()
+        claims = repo.claim_idle(conn, idle_secs=0, stale_secs=600, batch=10)
+    assert s.classified_through_seq == seq and s.classified_at is not None
+    assert claims == []
