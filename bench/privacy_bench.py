@@ -50,11 +50,10 @@ SELECT :u, 'memory number ' || g || ': ' || repeat('something she said once ', 4
 """)
 
 LINEAGE = text("""
-WITH ranked AS (
-    SELECT id, row_number() OVER (ORDER BY id) AS r FROM engine.companion_memories
-     WHERE user_id = :u),
-pairs AS (SELECT a.id AS merged, b.id AS canonical FROM ranked a JOIN ranked b
-           ON b.r = a.r + 1 WHERE a.r % 2 = 1),
+WITH ids AS (SELECT array_agg(id ORDER BY id) AS a FROM engine.companion_memories
+              WHERE user_id = :u),
+pairs AS (SELECT a[2 * g - 1] AS merged, a[2 * g] AS canonical
+            FROM ids, generate_series(1, array_length(a, 1) / 2) AS g),
 upd AS (UPDATE engine.companion_memories m SET status = 'merged', replaced_by = p.canonical,
                replaced_at = now() FROM pairs p WHERE m.id = p.merged RETURNING 1)
 INSERT INTO engine.memory_history (user_id, action, result_id, source_ids)
