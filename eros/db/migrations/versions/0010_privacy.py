@@ -2,7 +2,8 @@
 
 ``replaced_by`` is a self-reference with ON DELETE SET NULL: deleting a memory makes
 PostgreSQL look up every row that points at it. Without an index that is a scan of the whole
-table per deleted row, so a forget of N memories was quadratic (5,000 memories: 5 s; see
+table per deleted row, so a forget of N memories was quadratic (5,000 memories: 5.3 s, with
+the index 0.08–0.22 s; see
 bench/RESULTS.md, "Privacy"). The same lookup serves a memory's lineage (forget --memory) and
 the export's "what it replaced". Partial: only replaced rows have a value.
 
