@@ -29,8 +29,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
 
     # --- services -------------------------------------------------------------------------
-    database_url: str | None = None
-    redis_url: str | None = None
+    #: never in a repr (they may carry a password): print ``eros.db.engine.safe_url`` instead.
+    database_url: str | None = Field(default=None, repr=False)
+    redis_url: str | None = Field(default=None, repr=False)
 
     # --- providers ------------------------------------------------------------------------
     #: ``live`` needs both keys; ``offline`` uses the heuristic extractor and the hash
@@ -157,6 +158,9 @@ class Settings(BaseSettings):
     eros_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     #: ``json``: one event per line with session and task ids; ``text`` for a terminal.
     eros_log_format: Literal["json", "text"] = "json"
+    #: how long a kept task result (eros.recall's memories and prompt, the forget counts)
+    #: stays in the result backend; short, because a recall result holds personal text.
+    eros_result_expires_secs: int = Field(default=300, ge=1)
 
     # --- operations (docs/operations.md) -----------------------------------------------------
     #: the claim tops the number of claimed-but-unfinished sessions up to this ceiling, so an

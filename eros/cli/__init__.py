@@ -39,7 +39,8 @@ class ErosGroup(click.Group):
 
 
 @click.group(cls=ErosGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--debug", is_flag=True, help="Show tracebacks and DEBUG logs.")
+@click.option("--debug", is_flag=True,
+              help="Show tracebacks and DEBUG logs (opt-in: a traceback may show personal text).")
 @click.version_option(package_name="eros")
 @click.pass_context
 def main(ctx: click.Context, debug: bool) -> None:
@@ -48,6 +49,9 @@ def main(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from eros.ops.logs import add_privacy_filter
+
+    add_privacy_filter(logging.getLogger().handlers)
 
 
 # Each command module registers its commands on ``main`` when imported.
@@ -58,5 +62,6 @@ from eros.cli import eval_cmd as _eval_cmd  # noqa: E402,F401
 from eros.cli import health_cmd as _health_cmd  # noqa: E402,F401
 from eros.cli import inspect_cmds as _inspect_cmds  # noqa: E402,F401
 from eros.cli import ops_cmds as _ops_cmds  # noqa: E402,F401
+from eros.cli import privacy_cmds as _privacy_cmds  # noqa: E402,F401
 from eros.cli import recall_cmd as _recall_cmd  # noqa: E402,F401
 from eros.cli import run_cmd as _run_cmd  # noqa: E402,F401

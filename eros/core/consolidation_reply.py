@@ -62,7 +62,8 @@ def _number(value: Any) -> int:
         return value
     if isinstance(value, str) and (match := _NUMBER.match(value)):
         return int(match.group(1))
-    raise ValueError(f"{value!r} is not a memory number")
+    # never quote the value: it is model output, and reasons end up in last_error (issue 14)
+    raise ValueError(f"a {type(value).__name__} that is not a memory number")
 
 
 class ClusterAnswer(BaseModel):

@@ -14,6 +14,8 @@ FIND_CONSOLIDATION_TASK: Final = "eros.find_consolidation_candidates"
 CONSOLIDATE_TASK: Final = "eros.consolidate_user"
 RECALL_TASK: Final = "eros.recall"
 CLUSTER_TASK: Final = "eros.cluster_memories"
+FORGET_USER_TASK: Final = "eros.forget_user"
+FORGET_MEMORY_TASK: Final = "eros.forget_memory"
 
 #: Redis key where beat's scheduler records the time of its last loop.
 BEAT_HEARTBEAT_KEY: Final = "eros:beat:heartbeat"

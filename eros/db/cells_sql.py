@@ -81,6 +81,13 @@ def lock_user(conn: Connection, user_id: uuid.UUID, lock_timeout: str) -> None:
                  {"t": lock_timeout, "u": str(user_id)})
 
 
+def count_existing(conn: Connection, ids: Sequence[uuid.UUID]) -> int:
+    """How many of ``ids`` are still memories (a forget deletes rows; nothing else does)."""
+    return int(conn.execute(text(
+        f"SELECT count(*) FROM {SCHEMA}.companion_memories WHERE id = ANY(:ids)").bindparams(
+        _ids_param()), {"ids": list(ids)}).scalar_one())
+
+
 def replace_cells(conn: Connection, user_id: uuid.UUID, centroids: Matrix,
                   sizes: Sequence[int], ids: Sequence[uuid.UUID], cells: Sequence[int]) -> int:
     """Replace one user's cells and put every memory of theirs in one (one transaction).

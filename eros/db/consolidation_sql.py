@@ -181,9 +181,12 @@ def stamp_seen(conn: Connection, ids: Sequence[uuid.UUID]) -> None:
 
 
 # --- per-user state ---------------------------------------------------------------------------
+# Only a user with memories is claimed: a pass queued before the user was forgotten must not
+# create their state row again (issue 14).
 BEGIN_PASS = text("""
 INSERT INTO engine.consolidation_state AS s (user_id, claimed_at, attempts)
-VALUES (:user_id, now(), 1)
+SELECT CAST(:user_id AS uuid), now(), 1
+ WHERE EXISTS (SELECT 1 FROM engine.companion_memories WHERE user_id = :user_id)
 ON CONFLICT (user_id) DO UPDATE SET claimed_at = now(), attempts = s.attempts + 1
 RETURNING s.attempts
 """)
@@ -203,25 +206,43 @@ ON CONFLICT (user_id) DO UPDATE SET
        last_outcome = EXCLUDED.last_outcome, last_error = EXCLUDED.last_error
 """)
 
-# A failed pass: nothing about the memories changes, the attempt stays counted.
+# A failed pass: nothing about the memories changes, the attempt stays counted. An UPDATE,
+# never an insert: begin_pass made the row, and a forget that deleted it since must win.
 RECORD_FAILURE = text("""
-INSERT INTO engine.consolidation_state AS s (user_id, last_run_at, claimed_at, last_outcome,
-                                             last_error, near_dup_share_before)
-VALUES (:user_id, now(), CASE WHEN :keep_claim THEN now() END, :outcome, :error, :before)
-ON CONFLICT (user_id) DO UPDATE SET
+UPDATE engine.consolidation_state AS s SET
        last_run_at = now(),
        claimed_at = CASE WHEN :keep_claim THEN now() ELSE NULL END,
-       last_outcome = EXCLUDED.last_outcome, last_error = EXCLUDED.last_error,
-       near_dup_share_before = COALESCE(EXCLUDED.near_dup_share_before,
+       last_outcome = :outcome, last_error = :error,
+       near_dup_share_before = COALESCE(CAST(:before AS double precision),
                                         s.near_dup_share_before)
+ WHERE user_id = :user_id
 """)
+
+# The pass's claim, re-read under the row lock in its write transaction (issue 14).
+CLAIMED_AT = text("SELECT claimed_at FROM engine.consolidation_state WHERE user_id = :user_id")
+CLAIM_HELD = text("SELECT claimed_at FROM engine.consolidation_state WHERE user_id = :user_id"
+                  " FOR UPDATE")
 
 STATE = text("SELECT * FROM engine.consolidation_state WHERE user_id = :user_id")
 
 
-def begin_pass(conn: Connection, user_id: uuid.UUID) -> int:
-    """Count an attempt and refresh the claim (the heartbeat of a pass); the attempt number."""
-    return int(conn.execute(BEGIN_PASS, {"user_id": user_id}).scalar_one())
+def begin_pass(conn: Connection, user_id: uuid.UUID) -> int | None:
+    """Count an attempt and refresh the claim (the heartbeat of a pass); the attempt number,
+    or None when the user has no memories (nothing to consolidate, e.g. forgotten)."""
+    value = conn.execute(BEGIN_PASS, {"user_id": user_id}).scalar()
+    return None if value is None else int(value)
+
+
+def claimed_at(conn: Connection, user_id: uuid.UUID) -> datetime | None:
+    """The claim a pass starts under (set by begin_pass): its token."""
+    return conn.execute(CLAIMED_AT, {"user_id": user_id}).scalar()
+
+
+def claim_held(conn: Connection, user_id: uuid.UUID, claim: datetime | None) -> bool:
+    """Whether the state row still carries the claim the pass read, locking it: a forget
+    deletes the row, a newer pass re-stamps it; either way this pass must write nothing."""
+    row = conn.execute(CLAIM_HELD, {"user_id": user_id}).first()
+    return (row.claimed_at if row is not None else None) == claim
 
 
 def finish_pass(conn: Connection, user_id: uuid.UUID, *, seen_until: datetime | None,

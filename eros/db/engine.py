@@ -16,7 +16,9 @@ _engines: dict[tuple[int, str], Engine] = {}
 
 def make_engine(url: str, *, pool_size: int = 5) -> Engine:
     return create_engine(url, pool_size=pool_size, max_overflow=5, pool_pre_ping=True,
-                         pool_recycle=1800, connect_args={"connect_timeout": 10})
+                         pool_recycle=1800, connect_args={"connect_timeout": 10},
+                         # an error's message never carries a statement's parameters (text)
+                         hide_parameters=True)
 
 
 def get_engine(settings: Settings) -> Engine:

@@ -136,6 +136,9 @@ companion_memories = Table(
     CheckConstraint("importance IS NULL OR (importance >= 0 AND importance <= 1)",
                     name="ck_companion_memories_importance"),
     Index("ix_companion_memories_session", "session_id"),
+    # the ON DELETE SET NULL lookup of a forget, and lineage (0010)
+    Index("ix_companion_memories_replaced_by", "replaced_by",
+          postgresql_where=text("replaced_by IS NOT NULL")),
     Index("ix_companion_memories_current", "user_id", "created_at",
           postgresql_where=text("status = 'current'")),
     # A user's memories by layer and category (0007): capped counts, selecting an exact

@@ -51,9 +51,43 @@ def _current_task() -> tuple[str, str, str | None] | None:
     return str(task.request.id), str(task.name), session_id
 
 
+#: what Celery's own task lines carry that may hold a person's text (issue 14).
+_CELERY_PAYLOAD = ("args", "kwargs", "return_value")
+HIDDEN = "<hidden>"
+
+
+def _scrub(context: Any) -> Any:
+    if isinstance(context, dict) and any(k in context for k in _CELERY_PAYLOAD):
+        return {k: (HIDDEN if k in _CELERY_PAYLOAD else v) for k, v in context.items()}
+    return context
+
+
+class PrivacyFilter(logging.Filter):
+    """Celery logs a task's arguments ("Task … received", in ``extra['data']``) and its return
+    value ("… succeeded in …s: <result>") at INFO: a recall query, the memories it found and
+    the rendered prompt. This filter, on every handler, replaces them with ``<hidden>`` in
+    both formats; ids, names and run times stay. It never drops a record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.args = _scrub(record.args)
+        data = getattr(record, "data", None)
+        if data is not None:
+            record.data = _scrub(data)
+        return True
+
+
+def add_privacy_filter(handlers: list[logging.Handler]) -> None:
+    """Idempotent: one PrivacyFilter per handler."""
+    for handler in handlers:
+        if not any(isinstance(f, PrivacyFilter) for f in handler.filters):
+            handler.addFilter(PrivacyFilter())
+
+
 def install(logger: logging.Logger, fmt: str, level: str) -> None:
-    """Put our formatter on every handler of ``logger`` (Celery's setup-logging signals)."""
+    """Put our formatter and the privacy filter on every handler of ``logger`` (Celery's
+    setup-logging signals, in the worker and in beat)."""
     if fmt == "json":
         for handler in logger.handlers:
             handler.setFormatter(JsonFormatter())
+    add_privacy_filter(logger.handlers)
     logging.getLogger("eros").setLevel(level)

@@ -125,8 +125,9 @@ def _timed(report: ConsolidationReport, phase: str) -> Iterator[None]:
         report.timings[phase] = round((time.perf_counter() - start) * 1000, 3)
 
 
-def start_pass(c: Consolidator, user_id: uuid.UUID) -> int:
-    """Count an attempt and (re)claim the user; returns the attempt number."""
+def start_pass(c: Consolidator, user_id: uuid.UUID) -> int | None:
+    """Count an attempt and (re)claim the user; returns the attempt number, or None when the
+    user has no memories (nothing to do; e.g. forgotten since the pass was queued)."""
     with c.engine.begin() as conn:
         return sql.begin_pass(conn, user_id)
 
@@ -146,6 +147,7 @@ def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
             conn.execution_options(isolation_level="REPEATABLE READ").begin():
         memories = sql.read_snapshot(conn, user_id)
         pairs = sql.near_pairs(conn, user_id, similarity=s.consolidation_similarity)
+        claim = sql.claimed_at(conn, user_id)
     with _timed(report, "cluster"):
         clustering = cluster(memories, pairs, max_size=s.consolidation_max_cluster_size)
         selection = select_clusters(clustering.clusters, max_clusters=s.consolidation_max_clusters)
@@ -179,7 +181,7 @@ def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
         with _timed(report, "embed"):
             vectors = _embed(c, plan, report)
     with _timed(report, "write"):
-        _write(c, user_id, memories, pairs, plan, vectors, report)
+        _write(c, user_id, memories, pairs, plan, vectors, report, claim)
     return report
 
 
@@ -251,13 +253,19 @@ def _share_after(conn: Connection, user_id: uuid.UUID, memories: list[Memory],
 
 def _write(c: Consolidator, user_id: uuid.UUID, memories: list[Memory], pairs: list[Pair],
            plan: Plan, vectors: dict[uuid.UUID, list[float]],
-           report: ConsolidationReport) -> None:
+           report: ConsolidationReport, claim: datetime | None = None) -> None:
     s = c.settings
     pass_id = str(uuid.uuid4())
     with c.engine.begin() as conn:
         if not sql.try_lock(conn, user_id):
             report.outcome = "busy"
             log.info("user %s: another consolidation pass holds the lock; leaving it", user_id)
+            return
+        if not sql.claim_held(conn, user_id, claim):
+            # the user was forgotten (or re-claimed) since this pass began: commit nothing
+            report.outcome = "claim_lost"
+            log.info("user %s: consolidation claim lost (forgotten or re-claimed); nothing"
+                     " written", user_id)
             return
         required = sorted({i for step in plan.steps for i in step.requires}, key=str)
         current = sql.lock_current(conn, required)

@@ -69,6 +69,11 @@ def cluster_user(engine: Engine, settings: Settings, user_id: uuid.UUID) -> Clus
     t = time.perf_counter()
     with engine.begin() as conn:
         cells_sql.lock_user(conn, user_id, _LOCK_TIMEOUT)
+        if cells_sql.count_existing(conn, found.ids) < len(found.ids):
+            # a forget (issue 14) removed rows since the read: centroids of forgotten vectors
+            # must not be written; recall reads every sketch until the next pass
+            cells_sql.drop_cells(conn, user_id)
+            return ClusterReport(user_id, "dropped", 0, 0, 0, read_ms, cluster_ms, _ms(t))
         late = cells_sql.replace_cells(conn, user_id, clustering.centroids,
                                        clustering.sizes.tolist(), found.ids,
                                        clustering.assignment.tolist())

@@ -16,6 +16,8 @@ from eros.core.names import (
     CLUSTER_TASK,
     CONSOLIDATE_TASK,
     FIND_CONSOLIDATION_TASK,
+    FORGET_MEMORY_TASK,
+    FORGET_USER_TASK,
     RECALL_TASK,
 )
 from eros.settings import HARD_LIMIT_FRACTION, SOFT_LIMIT_FRACTION, Settings
@@ -39,7 +41,7 @@ def create_app(settings: Settings) -> Celery:
         task_ignore_result=True,
         result_backend=broker,
         result_backend_transport_options=transport,
-        result_expires=3600,
+        result_expires=settings.eros_result_expires_secs,
         task_serializer="json",
         accept_content=["json"],
         task_acks_late=True,
@@ -61,7 +63,10 @@ def create_app(settings: Settings) -> Celery:
                      # claim queue, so a backlog here never delays it)
                      CLUSTER_TASK: {"queue": settings.eros_consolidate_queue},
                      # a caller waits on recall: never behind slow LLM calls
-                     RECALL_TASK: {"queue": settings.eros_recall_queue}},
+                     RECALL_TASK: {"queue": settings.eros_recall_queue},
+                     # erasure is short database work: never behind LLM calls (issue 14)
+                     FORGET_USER_TASK: {"queue": settings.eros_claim_queue},
+                     FORGET_MEMORY_TASK: {"queue": settings.eros_claim_queue}},
         # The hard limit kills an attempt before its claim can go stale and be re-taken.
         task_soft_time_limit=int(stale * SOFT_LIMIT_FRACTION),
         task_time_limit=int(stale * HARD_LIMIT_FRACTION),

@@ -62,7 +62,10 @@ def consolidate_user(self: ErosTask, user_id: str) -> dict[str, Any]:
     c = self.resources.consolidator
     attempt = 1
     try:
-        attempt = start_pass(c, uid)
+        started = start_pass(c, uid)
+        if started is None:
+            return {"user_id": user_id, "outcome": "no_memories"}
+        attempt = started
         if attempt > settings.consolidation_max_attempts:
             record_failure(c, uid, "gave_up", f"attempt cap reached ({attempt - 1} attempts)")
             return {"user_id": user_id, "outcome": "gave_up"}

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from bench import consolidation_bench, drain_bench, poisoning_bench, recall_bench
+from bench import consolidation_bench, drain_bench, poisoning_bench, privacy_bench, recall_bench
 from tests.redteam.corpus import HELDOUT
 
 pytestmark = pytest.mark.bench
@@ -212,3 +212,16 @@ def test_poisoning_bench(bench_db: str, tmp_path: Path,
             assert r["unsafe_renders"] == 0
     printed = capsys.readouterr().out
     assert len(_table_rows(printed, ["extraction", "consolidation"])) == 3 * (1 + len(HELDOUT))
+
+
+# --- privacy (issue 14) ---------------------------------------------------------------------
+def test_privacy_bench(bench_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "privacy.json"
+    assert privacy_bench.main(["--sizes", "200,400", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["size"] for r in rows] == [200, 400]
+    for r in rows:
+        assert r["forget_counts"]["memories"] == r["size"]
+        assert r["export_ms"] > 0 and r["baseline_export_ms"] > 0 and r["forget_ms"] > 0
+        assert r["export_chars"] > 0 and r["export_peak_mb"] > 0
+    assert len(_table_rows(capsys.readouterr().out, ["200 ", "400 "])) == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import redis
 
-from eros.core.names import CLAIM_TASK, CLASSIFY_TASK
+from eros.core.names import CLAIM_TASK, CLASSIFY_TASK, FORGET_MEMORY_TASK, FORGET_USER_TASK
 from eros.settings import load_settings
 from eros.tasks.app import create_app
 
@@ -19,3 +19,15 @@ def test_claim_and_classify_messages_land_in_one_queue_each(redis_url: str) -> N
     client = redis.Redis.from_url(settings.redis_client_url())
     assert client.llen(settings.eros_classify_queue) == 2
     assert client.llen(settings.eros_claim_queue) == 1
+
+
+def test_erasure_tasks_go_to_the_claim_queue_and_keep_a_short_result(redis_url: str) -> None:
+    """Short database work, never behind LLM calls; results (counts) expire quickly."""
+    settings = load_settings(redis_url=redis_url, eros_result_expires_secs=45)
+    app = create_app(settings)
+    app.send_task(FORGET_USER_TASK, args=["00000000-0000-0000-0000-000000000001"])
+    app.send_task(FORGET_MEMORY_TASK, args=["00000000-0000-0000-0000-000000000002"])
+    client = redis.Redis.from_url(settings.redis_client_url())
+    assert client.llen(settings.eros_claim_queue) == 2
+    assert client.llen(settings.eros_classify_queue) == 0
+    assert app.conf.result_expires == 45

@@ -294,3 +294,12 @@ def test_beat_runs_the_finder_hourly_on_the_claim_queue() -> None:
                      "options": {"queue": "eros.claim", "expires": 3600.0}}
     quick = default_schedule(load_settings(consolidation_interval_secs=60))
     assert quick["find-consolidation-candidates"]["schedule"] == 60.0
+
+
+def test_a_rejection_reason_never_quotes_the_model(  # issue 14: reasons reach last_error
+        ) -> None:
+    _, selection = _selection()
+    bad = answer(1, ["she lives at zqxsecret street"], content="Lives at zqxsecret street")
+    result = parse_reply(json.dumps({"clusters": [bad]}), selection.sent)
+    assert result.rejected and "not a memory number" in result.rejected[0].reason
+    assert "zqxsecret" not in result.rejected[0].reason

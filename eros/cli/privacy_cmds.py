@@ -1,0 +1,93 @@
+"""Erasure and access (issue 14): ``eros forget`` and ``eros export``.
+
+Both print ids and counts; ``export`` is the one command whose output is the person's data,
+and it goes only where asked (standard output or ``--output FILE``), never into a log.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+
+import click
+
+from eros.cli import main
+from eros.errors import ErosError
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+
+
+@main.command()
+@click.argument("user", type=click.UUID, required=False)
+@click.option("--persona", "instance", type=click.UUID, default=None,
+              help="Forget only the relationship with this persona (instance id): its "
+                   "relationship-layer memories go, profile memories stay.")
+@click.option("--sessions", is_flag=True,
+              help="Also delete the chat sessions and messages (otherwise they are kept and "
+                   "marked read through their last turn, so they are never extracted again).")
+@click.option("--memory", "memory", type=click.UUID, default=None,
+              help="Forget one memory and its lineage (what it merged or superseded).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
+           memory: uuid.UUID | None, yes: bool, as_json: bool) -> None:
+    """Erase what eros keeps about USER (every memory, its lineage and bookkeeping), one
+    relationship (--persona), or one memory (--memory ID). Immediate and idempotent; a
+    classification or consolidation in flight commits nothing. The same as the tasks
+    eros.forget_user / eros.forget_memory."""
+    from eros.cli._common import runtime
+    from eros.services import forget as svc
+
+    if (user is None) == (memory is None):
+        raise click.UsageError("give either USER or --memory ID")
+    if memory is not None and (instance is not None or sessions):
+        raise click.UsageError("--persona and --sessions apply to a USER, not to --memory")
+    if memory is not None:
+        what = f"memory {memory} and its lineage"
+    elif instance is not None:
+        what = f"user {user}'s relationship with persona {instance}"
+    else:
+        what = f"everything eros keeps about user {user}"
+    if sessions:
+        what += ", including chat sessions and messages"
+    if not yes:
+        click.confirm(f"Permanently forget {what}?", abort=True, err=True)
+    with runtime() as rt:
+        if memory is not None:
+            counts = svc.forget_memory(rt.engine, memory)
+        else:
+            assert user is not None
+            counts = svc.forget_user(rt.engine, user, instance_id=instance, sessions=sessions)
+    if as_json:
+        click.echo(json.dumps({"forgotten": what, **counts}, indent=2))
+    else:
+        click.echo(f"forgot {what}: {_counts(counts)}")
+
+
+@main.command(name="export")
+@click.argument("user", type=click.UUID)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the document to FILE instead of standard output.")
+@click.option("--with-messages", is_flag=True,
+              help="Include the chat messages' texts (otherwise only each session's outcome).")
+def export(user: uuid.UUID, output: str | None, with_messages: bool) -> None:
+    """Export everything eros keeps about USER as one JSON document ("format":
+    "eros-export/1", see docs/operations.md): every memory with its layer, persona, status,
+    times, lineage and metadata, and each session's outcome. Streams: memory use stays flat
+    however many memories the user has."""
+    from eros.cli._common import runtime
+    from eros.services.export import export_user
+
+    with runtime() as rt:
+        if output is None:
+            counts = export_user(rt.engine, user, sys.stdout, with_messages=with_messages)
+        else:
+            try:
+                with open(output, "w", encoding="utf-8") as out:
+                    counts = export_user(rt.engine, user, out, with_messages=with_messages)
+            except OSError as err:
+                raise ErosError(f"cannot write {output}: {err.strerror}") from None
+    click.echo(f"exported user {user}: {_counts(counts)}", err=True)

@@ -1,0 +1,179 @@
+"""Erasure (issue 14): the statements that forget a user, a relationship or one memory.
+
+Every forget runs in ONE transaction (the caller's) in this order, which is what makes it
+race-free against a classification or consolidation in flight:
+
+1. take the user's consolidation advisory lock (blocking, the same key a pass's write takes
+   with ``pg_try_advisory_xact_lock``): a pass that is writing is waited for, and a pass that
+   tries to write later gives up as "busy" until the forget has committed; then the user's
+   cells lock (a clustering pass writing is waited for; one writing later finds rows it read
+   gone and drops the cells instead of writing centroids of forgotten vectors);
+2. mark the sessions read (which also clears their claim tokens): a classify that is writing
+   holds the session row, so the UPDATE waits for its commit; a classify that writes later
+   finds its token gone and commits nothing;
+3. only then delete — each DELETE is a new statement, so under READ COMMITTED it sees every
+   row the waited-for writers committed.
+
+Consolidation's own check (the claim in ``consolidation_state``, re-read under its row lock
+in the pass's write) covers a pass that takes the advisory lock after the forget committed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from eros.db import cells_sql
+from eros.db.consolidation_sql import LOCK_NAMESPACE
+
+#: What a forget removed, by table (the task's JSON result).
+Counts = dict[str, int]
+
+LOCK_USER = text("SELECT pg_advisory_xact_lock(hashtext(:ns), hashtext(CAST(:user_id AS text)))")
+
+_SCOPE = """user_id = :user_id
+   AND (CAST(:instance_id AS uuid) IS NULL OR instance_id = CAST(:instance_id AS uuid))"""
+
+# The sessions' row locks first, in a statement of their own: a turn being inserted holds its
+# session row (the touch trigger), so this waits for it to commit, and MARK_READ — a new
+# statement, a new snapshot under READ COMMITTED — then counts it as read. Computed in the
+# same statement as the lock, max(seq) would come from the snapshot taken before the wait.
+LOCK_SESSIONS = text(f"SELECT id FROM engine.chat_sessions WHERE {_SCOPE} ORDER BY id"
+                     " FOR UPDATE")
+
+# "Read through the last turn": the watermark moves to the newest message, the claim (token)
+# is dropped, and every bookkeeping field that could quote text is cleared. Turns arriving
+# later reset classified_at through the chat_messages trigger and are learned as usual.
+# TODO(issue 16): use chat_sessions.last_seq instead of max(seq) once it lands.
+MARK_READ = text("""
+UPDATE engine.chat_sessions AS s
+   SET classified_at = now(), classification_claimed_at = NULL, claim_token = NULL,
+       next_attempt_at = NULL, attempts = 0, dead_lettered_at = NULL,
+       classified_through_seq = GREATEST(s.classified_through_seq,
+           COALESCE((SELECT max(m.seq) FROM engine.chat_messages m WHERE m.session_id = s.id),
+                    0)),
+       outcome = 'forgotten', outcome_at = now(), memory_count = 0, last_error = NULL
+ WHERE s.user_id = :user_id
+   AND (CAST(:instance_id AS uuid) IS NULL OR s.instance_id = CAST(:instance_id AS uuid))
+RETURNING s.id
+""")
+
+# The memories a forget removes: every memory of the user, or the relationship layer of one
+# persona (instance_id set; the profile layer, instance_id NULL, stays).
+SCOPE_MEMORIES = text(f"SELECT id FROM engine.companion_memories WHERE {_SCOPE}")
+
+# One memory's lineage: up through the merges that folded it into a canonical row (they say
+# the same thing), then down through everything that row merged or superseded, recursively —
+# by replaced_by and by memory_history's source lists.
+LINEAGE = text("""
+WITH RECURSIVE up(id, status, replaced_by) AS (
+    SELECT id, status, replaced_by FROM engine.companion_memories WHERE id = :memory_id
+    UNION
+    SELECT m.id, m.status, m.replaced_by
+      FROM up JOIN engine.companion_memories m ON m.id = up.replaced_by
+     WHERE up.status = 'merged'),
+down(id) AS (
+    SELECT id FROM up
+    UNION
+    SELECT x.id FROM down CROSS JOIN LATERAL (
+        SELECT m.id FROM engine.companion_memories m WHERE m.replaced_by = down.id
+        UNION
+        SELECT unnest(h.source_ids) FROM engine.memory_history h
+         WHERE h.result_id = down.id) AS x)
+SELECT d.id, m.user_id FROM down d JOIN engine.companion_memories m ON m.id = d.id
+""")
+
+DELETE_HISTORY_OF = text("""
+DELETE FROM engine.memory_history
+ WHERE result_id = ANY(CAST(:ids AS uuid[])) OR source_ids && CAST(:ids AS uuid[])
+RETURNING id
+""")
+
+DELETE_MEMORIES = text("""
+DELETE FROM engine.companion_memories WHERE id = ANY(CAST(:ids AS uuid[])) RETURNING id
+""")
+
+DELETE_USER_HISTORY = text("DELETE FROM engine.memory_history WHERE user_id = :user_id"
+                           " RETURNING id")
+DELETE_USER_MEMORIES = text("DELETE FROM engine.companion_memories WHERE user_id = :user_id"
+                            " RETURNING id")
+DELETE_CELLS = text("DELETE FROM engine.memory_cells WHERE user_id = :user_id RETURNING cell")
+DELETE_STATE = text("DELETE FROM engine.consolidation_state WHERE user_id = :user_id"
+                    " RETURNING user_id")
+# A relationship forget keeps the user's state but drops any error text it recorded.
+CLEAR_STATE_ERROR = text("UPDATE engine.consolidation_state SET last_error = NULL"
+                         " WHERE user_id = :user_id")
+
+DELETE_RUNS = text("""
+DELETE FROM engine.classification_runs
+ WHERE session_id = ANY(CAST(:sessions AS uuid[])) OR (CAST(:instance_id AS uuid) IS NULL
+                                                       AND user_id = :user_id)
+RETURNING id
+""")
+
+DELETE_MESSAGES = text("""
+DELETE FROM engine.chat_messages WHERE session_id = ANY(CAST(:sessions AS uuid[])) RETURNING id
+""")
+DELETE_SESSIONS = text("""
+DELETE FROM engine.chat_sessions WHERE id = ANY(CAST(:sessions AS uuid[])) RETURNING id
+""")
+
+
+def lock_user(conn: Connection, user_id: uuid.UUID) -> None:
+    """Wait for (and then exclude) the user's consolidation and cells writes until this
+    transaction ends (a cells pass that read before the forget then finds its rows gone)."""
+    conn.execute(LOCK_USER, {"ns": LOCK_NAMESPACE, "user_id": str(user_id)})
+    cells_sql.lock_user(conn, user_id, "0")  # 0: no lock_timeout for the forget
+
+
+def _n(conn: Connection, stmt: Any, params: dict[str, Any]) -> int:
+    return len(conn.execute(stmt, params).all())
+
+
+def forget_user(conn: Connection, user_id: uuid.UUID, *, instance_id: uuid.UUID | None = None,
+                sessions: bool = False) -> Counts:
+    """Forget a user (``instance_id`` None) or one relationship; call inside one transaction."""
+    p: dict[str, Any] = {"user_id": user_id,
+                         "instance_id": str(instance_id) if instance_id else None}
+    lock_user(conn, user_id)
+    conn.execute(LOCK_SESSIONS, p)
+    session_ids = [r.id for r in conn.execute(MARK_READ, p)]
+    counts: Counts = {"sessions_marked_read": len(session_ids)}
+    if instance_id is None:
+        counts["history"] = _n(conn, DELETE_USER_HISTORY, p)
+        counts["memories"] = _n(conn, DELETE_USER_MEMORIES, p)
+        counts["cells"] = _n(conn, DELETE_CELLS, p)
+        counts["consolidation_state"] = _n(conn, DELETE_STATE, p)
+    else:
+        ids = [r.id for r in conn.execute(SCOPE_MEMORIES, p)]
+        counts["history"] = _n(conn, DELETE_HISTORY_OF, {"ids": ids})
+        counts["memories"] = _n(conn, DELETE_MEMORIES, {"ids": ids})
+        conn.execute(CLEAR_STATE_ERROR, p)
+    counts["runs"] = _n(conn, DELETE_RUNS, {**p, "sessions": session_ids})
+    counts["messages"] = counts["sessions_deleted"] = 0
+    if sessions:
+        counts["messages"] = _n(conn, DELETE_MESSAGES, {"sessions": session_ids})
+        counts["sessions_deleted"] = _n(conn, DELETE_SESSIONS, {"sessions": session_ids})
+        counts["sessions_marked_read"] = 0
+    return counts
+
+
+def forget_memory(conn: Connection, memory_id: uuid.UUID) -> Counts:
+    """Forget one memory and its lineage; call inside one transaction. Idempotent."""
+    rows = conn.execute(LINEAGE, {"memory_id": memory_id}).all()
+    if not rows:
+        return {"memories": 0, "history": 0}
+    lock_user(conn, rows[0].user_id)
+    # re-read under the lock: a pass that was writing may have extended the lineage
+    rows = conn.execute(LINEAGE, {"memory_id": memory_id}).all()
+    ids = [r.id for r in rows]
+    return {"history": _n(conn, DELETE_HISTORY_OF, {"ids": ids}),
+            "memories": _n(conn, DELETE_MEMORIES, {"ids": ids})}
+
+
+def lineage_ids(conn: Connection, memory_id: uuid.UUID) -> Sequence[uuid.UUID]:
+    """The ids :func:`forget_memory` would remove (for the CLI's confirmation)."""
+    return [r.id for r in conn.execute(LINEAGE, {"memory_id": memory_id})]
