@@ -81,8 +81,8 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
     claim = attempt.claim
     report = Report(str(claim.session_id), "pending", attempt.attempt)
     with pipeline.engine.connect() as conn:
-        turns = repo.load_turns(conn, claim.session_id, after_seq=attempt.through_seq)
-    through_seq = max((t.seq for t in turns), default=attempt.through_seq)
+        turns, through_seq = repo.read_new_turns(conn, claim.session_id,
+                                                 after_seq=attempt.through_seq)
     transcript = build_transcript(turns, budget_chars=settings.dreaming_transcript_budget_chars)
     report.transcript = transcript.text
     if transcript.empty:
@@ -90,10 +90,18 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
                        [], task_id, dry_run)
 
     _reserve(pipeline, transcript)
-    completion, truncated_twice = _complete(pipeline, transcript)
+    # Every concurrency slot is taken before the first paid call: nothing after the LLM has
+    # answered can raise Throttled and have the paid call repeated (issue 16, hole 3).
+    with pipeline.limiter.slots("llm", "embedding"):
+        completion, truncated_twice = _complete(pipeline, transcript)
+        parsed = parse_extraction(completion.text, max_items=settings.dreaming_max_memories,
+                                  salvage=truncated_twice)
+        embeddings = None
+        if parsed.candidates:
+            with metrics.EMBED_LATENCY.time():
+                embeddings = pipeline.embedder.embed([c.content for c in parsed.candidates],
+                                                     input_type="document")
     report.raw_reply = completion.text
-    parsed = parse_extraction(completion.text, max_items=settings.dreaming_max_memories,
-                              salvage=truncated_twice)
     report.candidates = list(parsed.candidates)
     usage: dict[str, Any] = {"model": completion.model,
                              "prompt_tokens": completion.prompt_tokens,
@@ -101,16 +109,13 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
     report.detail.update(dropped=parsed.dropped, parse_errors=list(parsed.errors),
                          turns_trimmed=transcript.turns_trimmed)
     kind = _outcome_kind(parsed, truncated_twice)
-    if not parsed.candidates:
+    if embeddings is None:
         error = "; ".join(parsed.errors) or None
         if truncated_twice:
             error = "reply cut off at the token limit twice; nothing complete to keep"
         return _finish(pipeline, attempt, report, Outcome(kind, error=error, **usage),
                        through_seq, transcript, [], task_id, dry_run)
 
-    with pipeline.limiter.slot("embedding"), metrics.EMBED_LATENCY.time():
-        embeddings = pipeline.embedder.embed([c.content for c in parsed.candidates],
-                                             input_type="document")
     rows = [_memory_row(c, vector, pipeline.prompt, transcript)
             for c, vector in zip(parsed.candidates, embeddings.vectors, strict=True)]
     error = "reply cut off at the token limit twice; complete items kept" \
@@ -123,25 +128,33 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
 
 def _reserve(pipeline: Pipeline, transcript: Transcript) -> None:
     """Charge the global per-minute budgets before spending anything (raises Throttled)."""
-    settings = pipeline.settings
-    estimate = (len(pipeline.prompt.system) + len(transcript.text)) // 4 + \
-        settings.dreaming_max_tokens
-    pipeline.limiter.reserve("llm", tokens=estimate)
+    pipeline.limiter.reserve("llm", tokens=_llm_estimate(pipeline, transcript))
     pipeline.limiter.reserve("embedding", tokens=EMBEDDING_TOKEN_ESTIMATE)
+
+
+def _llm_estimate(pipeline: Pipeline, transcript: Transcript, *, retry: bool = False) -> int:
+    """Prompt tokens (about 4 characters each) plus the reply's ceiling."""
+    settings = pipeline.settings
+    ceiling = settings.dreaming_truncation_retry_tokens if retry else settings.dreaming_max_tokens
+    return (len(pipeline.prompt.system) + len(transcript.text)) // 4 + ceiling
 
 
 def _complete(pipeline: Pipeline, transcript: Transcript) -> tuple[Completion, bool]:
     """One call; a reply cut off at max_tokens is retried once with the larger limit."""
     settings = pipeline.settings
     message = user_message(transcript.text)
-    with pipeline.limiter.slot("llm"), metrics.LLM_LATENCY.time():
+    with metrics.LLM_LATENCY.time():
         completion = pipeline.llm.complete(pipeline.prompt.system, message,
                                            max_tokens=settings.dreaming_max_tokens)
     if not completion.truncated:
         return completion, False
     log.warning("reply cut off at max_tokens=%d; retrying once with %d",
                 settings.dreaming_max_tokens, settings.dreaming_truncation_retry_tokens)
-    with pipeline.limiter.slot("llm"), metrics.LLM_LATENCY.time():
+    # the first reply is paid for: charge the retry to the budget (into debt if need be)
+    # rather than give up the reply because the bucket is empty
+    pipeline.limiter.reserve("llm", tokens=_llm_estimate(pipeline, transcript, retry=True),
+                             debt=True)
+    with metrics.LLM_LATENCY.time():
         retry = pipeline.llm.complete(pipeline.prompt.system, message,
                                       max_tokens=settings.dreaming_truncation_retry_tokens)
     merged = Completion(retry.text, retry.finish_reason, retry.model,
