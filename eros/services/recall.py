@@ -42,6 +42,7 @@ from eros.core.render import Labels, LabelSet, render_memories
 from eros.db import cells_sql
 from eros.db import recall_sql as sql
 from eros.db.recall_sql import SCOPES, HnswParams, Scope, ScopeFilter
+from eros.db.timeouts import set_statement_timeout
 from eros.errors import RecallError
 from eros.providers.base import Embedder
 from eros.settings import Settings, get_settings
@@ -158,6 +159,8 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
     timings: dict[str, float] = {}
     n = max(cfg.recall_candidates, 5 * k_eff)
     with engine.connect() as conn, conn.begin():
+        if cfg.recall_statement_timeout_ms:  # recall's own budget, not the worker's
+            set_statement_timeout(conn, cfg.recall_statement_timeout_ms)
         if chosen == "grouped":
             found = _search_grouped(conn, flt, query, k_eff, n, cfg, timings)
         else:
