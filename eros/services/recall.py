@@ -234,12 +234,19 @@ def _timed(timings: dict[str, float], name: str, started: float) -> None:
 
 
 def _sketch_pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cells: int,
-                 cfg: Settings) -> tuple[list[Candidate], Plan]:
+                 cfg: Settings, in_scope: int) -> tuple[list[Candidate], Plan]:
     """The quantised search: over the cells nearest the query when the user has cells
-    (``eros.cluster_memories``) and RECALL_CELL_PROBE_SHARE is below 1, else every sketch."""
+    (``eros.cluster_memories``) and RECALL_CELL_PROBE_SHARE is below 1, else every sketch.
+
+    Cells are cut over all of a user's layers, so the nearest ones may hold few or none of a
+    persona's rows: a probe that comes back with fewer rows than the scope has (up to ``n``)
+    is re-run over every sketch in scope, so the K that exist are returned in every scope.
+    """
     if cells and cfg.recall_cell_probe_share < 1:
         probes = probe_count(cells, cfg.recall_cell_probe_share)
-        return cells_sql.probed_pool(conn, flt, query, n, _sketches(n, cfg), probes), "cells"
+        rows = cells_sql.probed_pool(conn, flt, query, n, _sketches(n, cfg), probes)
+        if len(rows) >= min(n, in_scope):
+            return rows, "cells"
     return sql.quantized_pool(conn, flt, query, n, _sketches(n, cfg)), "quantized"
 
 
@@ -259,7 +266,7 @@ def _pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cfg: S
             rows = sql.exact_pool(conn, flt, query, n)
             return _Found(rows, "exact", True, complete=len(rows) < n)
         if how == "quantized":
-            rows, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg)
+            rows, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg, size.rows)
             return _Found(rows, plan, False)
         rows = sql.hnsw_pool(conn, flt, query, n, _hnsw_params(cfg))
         if len(rows) >= n:
@@ -294,7 +301,7 @@ def _search_grouped(conn: Connection, flt: ScopeFilter, query: list[float], k: i
         return _Found(found, "exact", True)
     plan: Plan = how
     if how == "quantized":
-        pool, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg)
+        pool, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg, size.rows)
     else:
         pool = sql.hnsw_pool(conn, flt, query, n, _hnsw_params(cfg))
     if len(pool) < n:  # the scan gave up early: be exact
