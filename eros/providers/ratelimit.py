@@ -105,6 +105,8 @@ class Limiter(Protocol):
 
     def reserve(self, resource: str, *, tokens: int, debt: bool = False) -> None: ...
 
+    def reserve_all(self, tokens: dict[str, int]) -> None: ...
+
     def slot(self, resource: str) -> AbstractContextManager[None]: ...
 
     def slots(self, *resources: str) -> AbstractContextManager[None]: ...
@@ -114,6 +116,9 @@ class NoLimits:
     """Used when no limit is configured: nothing to ask Redis."""
 
     def reserve(self, resource: str, *, tokens: int, debt: bool = False) -> None:
+        return None
+
+    def reserve_all(self, tokens: dict[str, int]) -> None:
         return None
 
     @contextmanager
@@ -143,20 +148,31 @@ class RedisLimiter:
         ``debt=True`` charges without checking, for a call already committed to (the paid
         reply's follow-up): the bucket goes negative and later callers wait it off.
         """
-        limits = self._limits.get(resource)
-        if limits is None or not (limits.requests_per_minute or limits.tokens_per_minute):
-            return
+        self._charge({resource: tokens}, debt=debt)
+
+    def reserve_all(self, tokens: dict[str, int]) -> None:
+        """Charge one request and its tokens on every named resource in one atomic step, or
+        none of them (raises Throttled with the longest wait)."""
+        self._charge(tokens, debt=False)
+
+    def _charge(self, tokens: dict[str, int], *, debt: bool) -> None:
         keys: list[str] = []
         args: list[float] = [1 if debt else 0]
-        for kind, per_minute, cost in (("requests", limits.requests_per_minute, 1),
-                                       ("tokens", limits.tokens_per_minute, tokens)):
-            if per_minute:
-                keys.append(f"{self._prefix}:{resource}:{kind}")
-                capacity = max(1.0, per_minute * limits.burst_secs / 60.0)
-                args += [capacity, per_minute / 60000.0, max(0, cost)]
+        for resource, count in tokens.items():
+            limits = self._limits.get(resource)
+            if limits is None:
+                continue
+            for kind, per_minute, cost in (("requests", limits.requests_per_minute, 1),
+                                           ("tokens", limits.tokens_per_minute, count)):
+                if per_minute:
+                    keys.append(f"{self._prefix}:{resource}:{kind}")
+                    capacity = max(1.0, per_minute * limits.burst_secs / 60.0)
+                    args += [capacity, per_minute / 60000.0, max(0, cost)]
+        if not keys:
+            return
         wait_ms = int(self._buckets(keys=keys, args=args))
         if wait_ms > 0:
-            raise Throttled(f"{resource} rate", wait_ms / 1000.0)
+            raise Throttled(f"{'+'.join(tokens)} rate", wait_ms / 1000.0)
 
     def slot(self, resource: str) -> AbstractContextManager[None]:
         """Hold one of ``max_concurrency`` provider slots for the duration of a call."""

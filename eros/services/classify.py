@@ -128,8 +128,8 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
 
 def _reserve(pipeline: Pipeline, transcript: Transcript) -> None:
     """Charge the global per-minute budgets before spending anything (raises Throttled)."""
-    pipeline.limiter.reserve("llm", tokens=_llm_estimate(pipeline, transcript))
-    pipeline.limiter.reserve("embedding", tokens=EMBEDDING_TOKEN_ESTIMATE)
+    pipeline.limiter.reserve_all({"llm": _llm_estimate(pipeline, transcript),
+                                  "embedding": EMBEDDING_TOKEN_ESTIMATE})
 
 
 def _llm_estimate(pipeline: Pipeline, transcript: Transcript, *, retry: bool = False) -> int:

@@ -84,3 +84,16 @@ def test_a_replica_whose_clock_runs_ahead_does_not_freeze_refill(
         normal.reserve("llm", tokens=0)
     time.sleep(info.value.wait + 0.05)
     normal.reserve("llm", tokens=0)  # refilled, as Redis's clock says
+
+
+def test_both_budgets_are_charged_together_or_not_at_all(redis_url: str) -> None:
+    limits = {"llm": Limits(requests_per_minute=600, burst_secs=1),  # 10 requests
+              "embedding": Limits(requests_per_minute=60, burst_secs=1)}  # 1 request
+    limiter = RedisLimiter(_client(redis_url), limits)
+    limiter.reserve_all({"llm": 0, "embedding": 0})
+    with pytest.raises(Throttled):
+        limiter.reserve_all({"llm": 0, "embedding": 0})  # embedding short: llm not charged
+    for _ in range(9):
+        limiter.reserve("llm", tokens=0)  # the 9 llm requests left are all still there
+    with pytest.raises(Throttled):
+        limiter.reserve("llm", tokens=0)
