@@ -125,6 +125,7 @@ class Product:
         (then the turn's transaction also holds the session row across the worker's stamp)."""
         left = set(self.sessions)
         caught = 0
+        threads: list[threading.Thread] = []
         while left and time.monotonic() < deadline:
             try:
                 with self.engine.connect() as conn:
@@ -133,11 +134,17 @@ class Product:
                         " AND id = ANY(:ids)"), {"ids": list(left)}).scalars())
             except Exception:
                 claimed = set()
-            for sid in claimed:
-                self.write([self.user(sid), self.reply(sid)], hold=0.2)
+            for sid in claimed:  # at once, while the claims are still held
+                thread = threading.Thread(target=self.write,
+                                          args=([self.user(sid), self.reply(sid)],),
+                                          kwargs={"hold": 0.2})
+                thread.start()
+                threads.append(thread)
                 left.discard(sid)
                 caught += 1
             time.sleep(0.05)
+        for thread in threads:
+            thread.join()
         for sid in left:  # never caught claimed in time: written anyway
             self.write([self.user(sid)])
         return caught
@@ -146,7 +153,7 @@ class Product:
 def soak(servers: Servers, *, sessions: int = 200, write_secs: float = 40.0,
          writers: int = 6, timeout: float = 120.0, seed: int = 16) -> SoakResult:
     log_dir = Path(tempfile.mkdtemp(prefix="eros-chaos-soak-"))
-    llm = FakeLLMServer(latency=0.2).start()  # claims are held long enough to be caught
+    llm = FakeLLMServer(latency=0.5).start()  # claims are held long enough to be caught
     voyage = FakeVoyageServer().start()
     db = servers.fresh_database("soak")
     engine = create_engine(db, pool_pre_ping=True, pool_size=writers + 4, max_overflow=10)
