@@ -6,9 +6,9 @@ reply in one transaction held open up to 1.5 s (the product's own chat-model cal
 turns in one statement; two writers on one session; turns with an explicit past ``sent_at``;
 and each session's last turn written while a worker holds the session's claim. Every user turn
 is a ``MEM`` line the fake LLM turns into exactly one memory, so afterwards each committed user
-turn must be in its session's memories exactly once (lost 0, duplicates 0). A turn whose
-transaction commits between a worker's read and its stamp is legitimately read again by the
-next run; the soak counts those (``read twice``) from the LLM requests.
+turn must be in its session's memories exactly once (lost 0, duplicates 0). A run cut after
+the model answered (its stamp hit the restart) is retried and reads its turns again; the soak
+counts turns sent to the model more than once (``read twice``) from the LLM requests.
 """
 
 from __future__ import annotations
