@@ -177,6 +177,13 @@ class Settings(BaseSettings):
     rate_limit_burst_secs: float = Field(default=10.0, gt=0, le=60)
     #: how long a task may wait in-process for a concurrency slot before it is rescheduled.
     rate_limit_slot_wait_secs: float = Field(default=2.0, ge=0, le=60)
+    #: server-side limits on every worker connection, milliseconds (0 = off); recall and the
+    #: consolidation read set their own statement limit per transaction (docs/operations.md).
+    database_statement_timeout_ms: int = Field(default=60000, ge=0)
+    database_lock_timeout_ms: int = Field(default=10000, ge=0)
+    database_idle_in_transaction_timeout_ms: int = Field(default=60000, ge=0)
+    recall_statement_timeout_ms: int = Field(default=1000, ge=0)
+    consolidation_statement_timeout_ms: int = Field(default=300000, ge=0)
     #: Prometheus metrics port of a worker's main process (0 = off).
     eros_metrics_port: int = Field(default=0, ge=0, le=65535)
     #: price table, US dollars per million tokens (Claude Haiku 4.5 and voyage-3.5-lite list

@@ -90,7 +90,7 @@ def runtime(*, need_broker: bool = False, check: bool = True) -> Iterator[Runtim
         services = stack.start()
         settings = load_settings(database_url=services.database_url,
                                  redis_url=services.redis_url)
-        engine = make_engine(settings.require_database_url(), pool_size=2)
+        engine = make_engine(settings.require_database_url(), pool_size=2, settings=settings)
         try:
             if check:
                 check_db(engine, settings, embedded=services.db_embedded)

@@ -67,7 +67,10 @@ SELECT a.id AS a, b.id AS b
  WHERE a.fresh AND (NOT b.fresh OR a.id < b.id) AND {_NEAR}
 """)
 
-TRY_LOCK = text("SELECT pg_try_advisory_xact_lock(hashtext(:ns), hashtext(CAST(:user_id AS text)))")
+# One 64-bit key (as the cells lock): two 32-bit halves of which one is a user's hash made a
+# collision between two users likely enough at scale to park one of them as busy.
+TRY_LOCK = text("SELECT pg_try_advisory_xact_lock("
+                "hashtextextended(:ns || ':' || CAST(:user_id AS text), 0))")
 
 LOCK_CURRENT = text("""
 SELECT id FROM engine.companion_memories

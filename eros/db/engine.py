@@ -8,15 +8,20 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import OperationalError
 
 from eros.db import repo
+from eros.db.timeouts import connect_options
 from eros.errors import ConfigError, ServiceUnavailable
 from eros.settings import Settings
 
-_engines: dict[tuple[int, str], Engine] = {}
+_engines: dict[tuple[int, str, str], Engine] = {}
 
 
-def make_engine(url: str, *, pool_size: int = 5) -> Engine:
+def make_engine(url: str, *, pool_size: int = 5, settings: Settings | None = None) -> Engine:
+    """A pooled engine; with ``settings`` its connections carry the DATABASE_* timeouts."""
+    connect_args: dict[str, object] = {"connect_timeout": 10}
+    if settings is not None:
+        connect_args["options"] = connect_options(settings)
     return create_engine(url, pool_size=pool_size, max_overflow=5, pool_pre_ping=True,
-                         pool_recycle=1800, connect_args={"connect_timeout": 10},
+                         pool_recycle=1800, connect_args=connect_args,
                          # an error's message never carries a statement's parameters (text)
                          hide_parameters=True)
 
@@ -24,12 +29,12 @@ def make_engine(url: str, *, pool_size: int = 5) -> Engine:
 def get_engine(settings: Settings) -> Engine:
     """This process's engine for ``DATABASE_URL`` (a forked child builds its own)."""
     url = settings.require_database_url()
-    key = (os.getpid(), url)
+    key = (os.getpid(), url, connect_options(settings))
     engine = _engines.get(key)
     if engine is None:
         for stale in [k for k in _engines if k[0] != os.getpid()]:
             _engines.pop(stale).dispose(close=False)
-        engine = _engines[key] = make_engine(url)
+        engine = _engines[key] = make_engine(url, settings=settings)
     return engine
 
 

@@ -47,14 +47,13 @@ LOCK_SESSIONS = text(f"SELECT id FROM engine.chat_sessions WHERE {_SCOPE} ORDER 
 # "Read through the last turn": the watermark moves to the newest message, the claim (token)
 # is dropped, and every bookkeeping field that could quote text is cleared. Turns arriving
 # later reset classified_at through the chat_messages trigger and are learned as usual.
-# TODO(issue 16): use chat_sessions.last_seq instead of max(seq) once it lands.
+# last_seq is the session's newest seq, kept by the seq trigger under the session row lock
+# (0009), so it is exact here and re-read after any lock wait.
 MARK_READ = text("""
 UPDATE engine.chat_sessions AS s
    SET classified_at = now(), classification_claimed_at = NULL, claim_token = NULL,
        next_attempt_at = NULL, attempts = 0, dead_lettered_at = NULL,
-       classified_through_seq = GREATEST(s.classified_through_seq,
-           COALESCE((SELECT max(m.seq) FROM engine.chat_messages m WHERE m.session_id = s.id),
-                    0)),
+       classified_through_seq = GREATEST(s.classified_through_seq, s.last_seq),
        outcome = 'forgotten', outcome_at = now(), memory_count = 0, last_error = NULL
  WHERE s.user_id = :user_id
    AND (CAST(:instance_id AS uuid) IS NULL OR s.instance_id = CAST(:instance_id AS uuid))

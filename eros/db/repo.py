@@ -14,7 +14,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from eros.core.text import normalise_for_dedup
 from eros.core.transcript import Turn
-from eros.db.schema import chat_messages, classification_runs, companion_memories
+from eros.db.schema import classification_runs, companion_memories
 
 
 @dataclass(frozen=True)
@@ -103,12 +103,13 @@ RETURNING user_id, instance_id, attempts, classified_through_seq
 """)
 
 # Stamp only while the claim is ours. If turns past the watermark arrived meanwhile, the
-# session stays unclassified so the next idle tick picks them up.
+# session stays unclassified so the next idle tick picks them up. "Arrived" is read from the
+# row itself (last_seq): a turn's transaction holds this row's lock until it commits, and
+# after waiting for it PostgreSQL re-reads the row, where a subquery would keep the
+# statement's old snapshot and miss the turn.
 FINISH = text("""
 UPDATE engine.chat_sessions AS s
-   SET classified_at = CASE WHEN EXISTS (SELECT 1 FROM engine.chat_messages m
-                                          WHERE m.session_id = s.id AND m.seq > :through_seq)
-                            THEN NULL ELSE now() END,
+   SET classified_at = CASE WHEN s.last_seq > :through_seq THEN NULL ELSE now() END,
        classification_claimed_at = NULL,
        claim_token = NULL,
        next_attempt_at = NULL,
@@ -181,12 +182,31 @@ def begin_attempt(conn: Connection, session_id: uuid.UUID, token: uuid.UUID) -> 
 
 def load_turns(conn: Connection, session_id: uuid.UUID, *, after_seq: int) -> list[Turn]:
     """All turns past the watermark in conversation order (sent_at, then insertion order)."""
-    m = chat_messages.c
-    rows = conn.execute(
-        select(m.role, m.content, m.sent_at, m.seq)
-        .where(m.session_id == session_id, m.seq > after_seq)
-        .order_by(m.sent_at, m.seq)).all()
-    return [Turn(r.role, r.content, r.sent_at, r.seq) for r in rows]
+    return read_new_turns(conn, session_id, after_seq=after_seq)[0]
+
+
+# One statement, so the turns and the session's last_seq come from one snapshot.
+READ_NEW_TURNS = text("""
+SELECT s.last_seq, m.role, m.content, m.sent_at, m.seq
+  FROM engine.chat_sessions AS s
+  LEFT JOIN engine.chat_messages AS m ON m.session_id = s.id AND m.seq > :after_seq
+ WHERE s.id = :session_id
+ ORDER BY m.sent_at, m.seq
+""")
+
+
+def read_new_turns(conn: Connection, session_id: uuid.UUID, *,
+                   after_seq: int) -> tuple[list[Turn], int]:
+    """The turns past the watermark and the watermark that covers them.
+
+    The watermark is the session's last_seq in the same snapshot (never below ``after_seq``):
+    seq is drawn under the session row's lock, so every turn at or below it is committed and
+    in the snapshot, and a turn deleted after it was written cannot keep FINISH from stamping.
+    """
+    rows = conn.execute(READ_NEW_TURNS, {"session_id": session_id, "after_seq": after_seq}).all()
+    turns = [Turn(r.role, r.content, r.sent_at, r.seq) for r in rows if r.seq is not None]
+    last = max([after_seq, *(int(r.last_seq) for r in rows[:1])])
+    return turns, last
 
 
 def dedup_key(session_id: uuid.UUID, content: str) -> str:
@@ -194,6 +214,10 @@ def dedup_key(session_id: uuid.UUID, content: str) -> str:
     or a resumed session restating a fact can never write the same memory twice."""
     digest = hashlib.sha256(normalise_for_dedup(content).encode()).hexdigest()[:32]
     return f"{session_id}:{digest}"
+
+
+SET_MEMORY_COUNT = text(
+    "UPDATE engine.chat_sessions SET memory_count = :n WHERE id = :session_id")
 
 
 def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq: int,
@@ -207,7 +231,7 @@ def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq:
     claim = attempt.claim
     if conn.execute(FINISH, {
         "session_id": claim.session_id, "token": claim.token, "through_seq": through_seq,
-        "outcome": outcome.kind, "memory_count": len(memories), "model": outcome.model,
+        "outcome": outcome.kind, "memory_count": 0, "model": outcome.model,
         "prompt_tokens": outcome.prompt_tokens, "completion_tokens": outcome.completion_tokens,
         "embedding_tokens": outcome.embedding_tokens, "error": outcome.error,
         "guard_dropped": outcome.guard_dropped,
@@ -222,6 +246,8 @@ def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq:
             "dedup_key": dedup_key(claim.session_id, m.content),
         } for m in memories]).on_conflict_do_nothing(index_elements=["dedup_key"])
         written = len(conn.execute(stmt.returning(companion_memories.c.id)).all())
+        # rows written, not candidates: a re-run whose memories all exist records 0
+        conn.execute(SET_MEMORY_COUNT, {"session_id": claim.session_id, "n": written})
     record_run(conn, attempt, outcome, memory_count=written, task_id=task_id)
     return written
 
@@ -321,6 +347,24 @@ STALE_CLAIM = "classification_claimed_at < now() - make_interval(secs => :stale_
 IN_FLIGHT_WHERE = f"claim_token IS NOT NULL AND {FRESH_CLAIM}"
 
 IN_FLIGHT = text(f"SELECT count(*) FROM engine.chat_sessions WHERE {IN_FLIGHT_WHERE}")
+
+
+#: one transaction-level lock around count-then-claim: overlapping beats (two beat processes,
+#: a sweep from the shell) take turns, so together they never pass DREAMING_MAX_IN_FLIGHT.
+CLAIM_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended('eros.claim', 0))")
+
+
+def claim_within_ceiling(conn: Connection, *, ceiling: int, batch: int, idle_secs: float,
+                         stale_secs: float) -> tuple[list[Claim], int]:
+    """Top the in-flight count up to ``ceiling`` and no further; returns the claims and the
+    count found. Claimers take turns (CLAIM_LOCK, held until the caller commits), so the
+    count of one always includes the claims of the one before."""
+    conn.execute(CLAIM_LOCK)
+    in_flight = count_in_flight(conn, stale_secs=stale_secs)
+    want = min(batch, ceiling - in_flight)
+    if want <= 0:
+        return [], in_flight
+    return claim_idle(conn, idle_secs=idle_secs, stale_secs=stale_secs, batch=want), in_flight
 
 
 def count_in_flight(conn: Connection, *, stale_secs: float) -> int:

@@ -63,6 +63,9 @@ chat_sessions = Table(
     Column("next_attempt_at", DateTime(timezone=True)),
     Column("attempts", Integer, nullable=False, server_default=text("0")),
     Column("classified_through_seq", BigInteger, nullable=False, server_default=text("0")),
+    # seq of the newest committed turn, drawn under this row's lock by the chat_messages
+    # trigger (0009): per session, seq order is commit order; FINISH compares against it.
+    Column("last_seq", BigInteger, nullable=False, server_default=text("0")),
     Column("dead_lettered_at", DateTime(timezone=True)),
     Column("outcome", Text),
     Column("outcome_at", DateTime(timezone=True)),

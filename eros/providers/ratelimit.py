@@ -20,44 +20,58 @@ import redis
 from eros.errors import ErosError
 from eros.settings import Settings
 
-# KEYS: bucket keys. ARGV: now_ms, then (capacity, per_ms_rate, cost) per key.
-# Grants all or nothing; returns 0 when granted, else ms until every bucket could pay.
-_BUCKETS = """
-local now = tonumber(ARGV[1])
+# Redis's own clock, so every replica refills from one time, whatever its own clock says.
+_NOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+"""
+
+# KEYS: bucket keys. ARGV: force (1 = charge without checking), then (capacity, per_ms_rate,
+# cost) per key. Grants all or nothing; returns 0 when granted, else ms until every bucket
+# could pay. A cost above the capacity is granted from a full bucket and leaves it in debt
+# (a negative level that refills like any other), so a large request pays in full.
+_BUCKETS = _NOW + """
+local force = tonumber(ARGV[1]) == 1
 local wait = 0
 local state = {}
 for i, key in ipairs(KEYS) do
   local cap = tonumber(ARGV[2 + (i - 1) * 3])
   local rate = tonumber(ARGV[3 + (i - 1) * 3])
-  local cost = math.min(tonumber(ARGV[4 + (i - 1) * 3]), cap)
+  local cost = tonumber(ARGV[4 + (i - 1) * 3])
   local v = redis.call('HMGET', key, 'level', 'ts')
   local level = tonumber(v[1]) or cap
   local ts = tonumber(v[2]) or now
   level = math.min(cap, level + math.max(0, now - ts) * rate)
   state[i] = {level, cost}
-  if level < cost then
-    wait = math.max(wait, math.ceil((cost - level) / rate))
+  local need = math.min(cost, cap)
+  if level < need then
+    wait = math.max(wait, math.ceil((need - level) / rate))
   end
 end
-if wait > 0 then return wait end
+if wait > 0 and not force then return wait end
 for i, key in ipairs(KEYS) do
   local cap = tonumber(ARGV[2 + (i - 1) * 3])
   local rate = tonumber(ARGV[3 + (i - 1) * 3])
-  redis.call('HSET', key, 'level', state[i][1] - state[i][2], 'ts', now)
-  redis.call('PEXPIRE', key, math.ceil(cap / rate) + 60000)
+  local level = state[i][1] - state[i][2]
+  redis.call('HSET', key, 'level', level, 'ts', now)
+  redis.call('PEXPIRE', key, math.ceil((cap - math.min(level, 0)) / rate) + 60000)
 end
 return 0
 """
 
-# KEYS[1]: the semaphore's sorted set. ARGV: now_ms, limit, lease_ms, holder.
-_ACQUIRE = """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
-  redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[3]), ARGV[4])
-  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) * 2)
-  return 1
+# KEYS: the semaphores' sorted sets. ARGV: holder, then (limit, lease_ms) per key.
+# All or nothing: a caller holds every slot it needs before it spends anything.
+_ACQUIRE = _NOW + """
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  if redis.call('ZCARD', key) >= tonumber(ARGV[2 + (i - 1) * 2]) then return 0 end
 end
-return 0
+for i, key in ipairs(KEYS) do
+  local lease = tonumber(ARGV[3 + (i - 1) * 2])
+  redis.call('ZADD', key, now + lease, ARGV[1])
+  redis.call('PEXPIRE', key, lease * 2)
+end
+return 1
 """
 
 
@@ -89,19 +103,30 @@ class Limits:
 class Limiter(Protocol):
     """Reserve request/token budget before a call; hold a concurrency slot during it."""
 
-    def reserve(self, resource: str, *, tokens: int) -> None: ...
+    def reserve(self, resource: str, *, tokens: int, debt: bool = False) -> None: ...
+
+    def reserve_all(self, tokens: dict[str, int]) -> None: ...
 
     def slot(self, resource: str) -> AbstractContextManager[None]: ...
+
+    def slots(self, *resources: str) -> AbstractContextManager[None]: ...
 
 
 class NoLimits:
     """Used when no limit is configured: nothing to ask Redis."""
 
-    def reserve(self, resource: str, *, tokens: int) -> None:
+    def reserve(self, resource: str, *, tokens: int, debt: bool = False) -> None:
+        return None
+
+    def reserve_all(self, tokens: dict[str, int]) -> None:
         return None
 
     @contextmanager
     def slot(self, resource: str) -> Iterator[None]:
+        yield
+
+    @contextmanager
+    def slots(self, *resources: str) -> Iterator[None]:
         yield
 
 
@@ -117,47 +142,66 @@ class RedisLimiter:
         self._buckets = client.register_script(_BUCKETS)
         self._acquire = client.register_script(_ACQUIRE)
 
-    def reserve(self, resource: str, *, tokens: int) -> None:
-        """Charge one request and ``tokens`` tokens, or raise Throttled with the wait."""
-        limits = self._limits.get(resource)
-        if limits is None or not (limits.requests_per_minute or limits.tokens_per_minute):
-            return
+    def reserve(self, resource: str, *, tokens: int, debt: bool = False) -> None:
+        """Charge one request and ``tokens`` tokens, or raise Throttled with the wait.
+
+        ``debt=True`` charges without checking, for a call already committed to (the paid
+        reply's follow-up): the bucket goes negative and later callers wait it off.
+        """
+        self._charge({resource: tokens}, debt=debt)
+
+    def reserve_all(self, tokens: dict[str, int]) -> None:
+        """Charge one request and its tokens on every named resource in one atomic step, or
+        none of them (raises Throttled with the longest wait)."""
+        self._charge(tokens, debt=False)
+
+    def _charge(self, tokens: dict[str, int], *, debt: bool) -> None:
         keys: list[str] = []
-        args: list[float] = [_now_ms()]
-        for kind, per_minute, cost in (("requests", limits.requests_per_minute, 1),
-                                       ("tokens", limits.tokens_per_minute, tokens)):
-            if per_minute:
-                keys.append(f"{self._prefix}:{resource}:{kind}")
-                capacity = max(1.0, per_minute * limits.burst_secs / 60.0)
-                args += [capacity, per_minute / 60000.0, max(0, cost)]
+        args: list[float] = [1 if debt else 0]
+        for resource, count in tokens.items():
+            limits = self._limits.get(resource)
+            if limits is None:
+                continue
+            for kind, per_minute, cost in (("requests", limits.requests_per_minute, 1),
+                                           ("tokens", limits.tokens_per_minute, count)):
+                if per_minute:
+                    keys.append(f"{self._prefix}:{resource}:{kind}")
+                    capacity = max(1.0, per_minute * limits.burst_secs / 60.0)
+                    args += [capacity, per_minute / 60000.0, max(0, cost)]
+        if not keys:
+            return
         wait_ms = int(self._buckets(keys=keys, args=args))
         if wait_ms > 0:
-            raise Throttled(f"{resource} rate", wait_ms / 1000.0)
+            raise Throttled(f"{'+'.join(tokens)} rate", wait_ms / 1000.0)
+
+    def slot(self, resource: str) -> AbstractContextManager[None]:
+        """Hold one of ``max_concurrency`` provider slots for the duration of a call."""
+        return self.slots(resource)
 
     @contextmanager
-    def slot(self, resource: str) -> Iterator[None]:
-        """Hold one of ``max_concurrency`` provider slots for the duration of a call."""
-        limits = self._limits.get(resource)
-        if limits is None or not limits.max_concurrency:
+    def slots(self, *resources: str) -> Iterator[None]:
+        """Hold a slot of every named resource at once, taken together or not at all, so a
+        run never finds the second one full after paying for the first call."""
+        wanted = [(r, lim) for r in resources
+                  if (lim := self._limits.get(r)) is not None and lim.max_concurrency]
+        if not wanted:
             yield
             return
-        key = f"{self._prefix}:{resource}:slots"
+        keys = [f"{self._prefix}:{r}:slots" for r, _ in wanted]
         holder = uuid.uuid4().hex
-        lease_ms = int(limits.lease_secs * 1000)
+        args: list[str | int] = [holder]
+        for _, lim in wanted:
+            args += [lim.max_concurrency, int(lim.lease_secs * 1000)]
         deadline = time.monotonic() + self._slot_wait
-        while not int(self._acquire(keys=[key], args=[_now_ms(), limits.max_concurrency,
-                                                      lease_ms, holder])):
+        while not int(self._acquire(keys=keys, args=args)):
             if time.monotonic() >= deadline:
-                raise Throttled(f"{resource} concurrency", 1.0)
+                raise Throttled(f"{'+'.join(r for r, _ in wanted)} concurrency", 1.0)
             time.sleep(0.05)
         try:
             yield
         finally:
-            self._redis.zrem(key, holder)
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+            for key in keys:
+                self._redis.zrem(key, holder)
 
 
 def make_limiter(settings: Settings) -> RedisLimiter | NoLimits:

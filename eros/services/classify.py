@@ -82,8 +82,8 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
     claim = attempt.claim
     report = Report(str(claim.session_id), "pending", attempt.attempt)
     with pipeline.engine.connect() as conn:
-        turns = repo.load_turns(conn, claim.session_id, after_seq=attempt.through_seq)
-    through_seq = max((t.seq for t in turns), default=attempt.through_seq)
+        turns, through_seq = repo.read_new_turns(conn, claim.session_id,
+                                                 after_seq=attempt.through_seq)
     transcript = build_transcript(turns, budget_chars=settings.dreaming_transcript_budget_chars)
     report.transcript = transcript.text
     if transcript.empty:
@@ -91,17 +91,25 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
                        [], task_id, dry_run)
 
     _reserve(pipeline, transcript)
-    completion, truncated_twice = _complete(pipeline, transcript)
-    report.raw_reply = completion.text
-    parsed = parse_extraction(completion.text, max_items=settings.dreaming_max_memories,
-                              salvage=truncated_twice)
     # the memory guard (docs/security.md): nothing that reads as an instruction, a role or a
     # secret becomes a memory; only counts by reason are kept, never the dropped text
     guard = load_guard(settings.memory_guard_max_chars, settings.memory_guard_patterns_dir)
-    screened = screen(guard, [c.content for c in parsed.candidates])
-    candidates = [parsed.candidates[i].model_copy(
-        update={"content": strip_invisible(parsed.candidates[i].content)})
-        for i in screened.kept]
+    # Every concurrency slot is taken before the first paid call: nothing after the LLM has
+    # answered can raise Throttled and have the paid call repeated (issue 16, hole 3).
+    with pipeline.limiter.slots("llm", "embedding"):
+        completion, truncated_twice = _complete(pipeline, transcript)
+        parsed = parse_extraction(completion.text, max_items=settings.dreaming_max_memories,
+                                  salvage=truncated_twice)
+        screened = screen(guard, [c.content for c in parsed.candidates])
+        candidates = [parsed.candidates[i].model_copy(
+            update={"content": strip_invisible(parsed.candidates[i].content)})
+            for i in screened.kept]
+        embeddings = None
+        if candidates:
+            with metrics.EMBED_LATENCY.time():
+                embeddings = pipeline.embedder.embed([c.content for c in candidates],
+                                                     input_type="document")
+    report.raw_reply = completion.text
     report.candidates = candidates
     usage: dict[str, Any] = {"model": completion.model,
                              "prompt_tokens": completion.prompt_tokens,
@@ -111,7 +119,7 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
                          guard_dropped=dict(screened.dropped))
     usage["guard_dropped"] = screened.dropped_total
     kind = _outcome_kind(parsed, truncated_twice)
-    if not candidates:
+    if embeddings is None:
         kind = "no_memories" if kind == "memories" else kind
         error = "; ".join(parsed.errors) or None
         if truncated_twice:
@@ -119,9 +127,6 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
         return _finish(pipeline, attempt, report, Outcome(kind, error=error, **usage),
                        through_seq, transcript, [], task_id, dry_run)
 
-    with pipeline.limiter.slot("embedding"), metrics.EMBED_LATENCY.time():
-        embeddings = pipeline.embedder.embed([c.content for c in candidates],
-                                             input_type="document")
     rows = [_memory_row(c, vector, pipeline.prompt, transcript)
             for c, vector in zip(candidates, embeddings.vectors, strict=True)]
     error = "reply cut off at the token limit twice; complete items kept" \
@@ -134,25 +139,33 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
 
 def _reserve(pipeline: Pipeline, transcript: Transcript) -> None:
     """Charge the global per-minute budgets before spending anything (raises Throttled)."""
+    pipeline.limiter.reserve_all({"llm": _llm_estimate(pipeline, transcript),
+                                  "embedding": EMBEDDING_TOKEN_ESTIMATE})
+
+
+def _llm_estimate(pipeline: Pipeline, transcript: Transcript, *, retry: bool = False) -> int:
+    """Prompt tokens (about 4 characters each) plus the reply's ceiling."""
     settings = pipeline.settings
-    estimate = (len(pipeline.prompt.system) + len(transcript.text)) // 4 + \
-        settings.dreaming_max_tokens
-    pipeline.limiter.reserve("llm", tokens=estimate)
-    pipeline.limiter.reserve("embedding", tokens=EMBEDDING_TOKEN_ESTIMATE)
+    ceiling = settings.dreaming_truncation_retry_tokens if retry else settings.dreaming_max_tokens
+    return (len(pipeline.prompt.system) + len(transcript.text)) // 4 + ceiling
 
 
 def _complete(pipeline: Pipeline, transcript: Transcript) -> tuple[Completion, bool]:
     """One call; a reply cut off at max_tokens is retried once with the larger limit."""
     settings = pipeline.settings
     message = user_message(transcript.text)
-    with pipeline.limiter.slot("llm"), metrics.LLM_LATENCY.time():
+    with metrics.LLM_LATENCY.time():
         completion = pipeline.llm.complete(pipeline.prompt.system, message,
                                            max_tokens=settings.dreaming_max_tokens)
     if not completion.truncated:
         return completion, False
     log.warning("reply cut off at max_tokens=%d; retrying once with %d",
                 settings.dreaming_max_tokens, settings.dreaming_truncation_retry_tokens)
-    with pipeline.limiter.slot("llm"), metrics.LLM_LATENCY.time():
+    # the first reply is paid for: charge the retry to the budget (into debt if need be)
+    # rather than give up the reply because the bucket is empty
+    pipeline.limiter.reserve("llm", tokens=_llm_estimate(pipeline, transcript, retry=True),
+                             debt=True)
+    with metrics.LLM_LATENCY.time():
         retry = pipeline.llm.complete(pipeline.prompt.system, message,
                                       max_tokens=settings.dreaming_truncation_retry_tokens)
     merged = Completion(retry.text, retry.finish_reason, retry.model,

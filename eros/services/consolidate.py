@@ -45,6 +45,7 @@ from eros.core.consolidation_reply import Rejection, ReplyResult, build_request,
 from eros.core.guard import load_guard, strip_invisible
 from eros.core.prompts import Prompt
 from eros.db import consolidation_sql as sql
+from eros.db.timeouts import set_statement_timeout
 from eros.errors import PermanentError
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Embedder
@@ -145,6 +146,8 @@ def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
     report = ConsolidationReport(str(user_id), dry_run=dry_run)
     with _timed(report, "read"), c.engine.connect() as conn, \
             conn.execution_options(isolation_level="REPEATABLE READ").begin():
+        if s.consolidation_statement_timeout_ms:  # the self-join's own bound
+            set_statement_timeout(conn, s.consolidation_statement_timeout_ms)
         memories = sql.read_snapshot(conn, user_id)
         pairs = sql.near_pairs(conn, user_id, similarity=s.consolidation_similarity)
         claim = sql.claimed_at(conn, user_id)

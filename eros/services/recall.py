@@ -42,6 +42,7 @@ from eros.core.render import Labels, LabelSet, render_memories
 from eros.db import cells_sql
 from eros.db import recall_sql as sql
 from eros.db.recall_sql import SCOPES, HnswParams, Scope, ScopeFilter
+from eros.db.timeouts import set_statement_timeout
 from eros.errors import RecallError
 from eros.providers.base import Embedder
 from eros.settings import Settings, get_settings
@@ -158,6 +159,8 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
     timings: dict[str, float] = {}
     n = max(cfg.recall_candidates, 5 * k_eff)
     with engine.connect() as conn, conn.begin():
+        if cfg.recall_statement_timeout_ms:  # recall's own budget, not the worker's
+            set_statement_timeout(conn, cfg.recall_statement_timeout_ms)
         if chosen == "grouped":
             found = _search_grouped(conn, flt, query, k_eff, n, cfg, timings)
         else:
@@ -231,12 +234,19 @@ def _timed(timings: dict[str, float], name: str, started: float) -> None:
 
 
 def _sketch_pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cells: int,
-                 cfg: Settings) -> tuple[list[Candidate], Plan]:
+                 cfg: Settings, in_scope: int) -> tuple[list[Candidate], Plan]:
     """The quantised search: over the cells nearest the query when the user has cells
-    (``eros.cluster_memories``) and RECALL_CELL_PROBE_SHARE is below 1, else every sketch."""
+    (``eros.cluster_memories``) and RECALL_CELL_PROBE_SHARE is below 1, else every sketch.
+
+    Cells are cut over all of a user's layers, so the nearest ones may hold few or none of a
+    persona's rows: a probe that comes back with fewer rows than the scope has (up to ``n``)
+    is re-run over every sketch in scope, so the K that exist are returned in every scope.
+    """
     if cells and cfg.recall_cell_probe_share < 1:
         probes = probe_count(cells, cfg.recall_cell_probe_share)
-        return cells_sql.probed_pool(conn, flt, query, n, _sketches(n, cfg), probes), "cells"
+        rows = cells_sql.probed_pool(conn, flt, query, n, _sketches(n, cfg), probes)
+        if len(rows) >= min(n, in_scope):
+            return rows, "cells"
     return sql.quantized_pool(conn, flt, query, n, _sketches(n, cfg)), "quantized"
 
 
@@ -256,7 +266,7 @@ def _pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cfg: S
             rows = sql.exact_pool(conn, flt, query, n)
             return _Found(rows, "exact", True, complete=len(rows) < n)
         if how == "quantized":
-            rows, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg)
+            rows, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg, size.rows)
             return _Found(rows, plan, False)
         rows = sql.hnsw_pool(conn, flt, query, n, _hnsw_params(cfg))
         if len(rows) >= n:
@@ -291,7 +301,7 @@ def _search_grouped(conn: Connection, flt: ScopeFilter, query: list[float], k: i
         return _Found(found, "exact", True)
     plan: Plan = how
     if how == "quantized":
-        pool, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg)
+        pool, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg, size.rows)
     else:
         pool = sql.hnsw_pool(conn, flt, query, n, _hnsw_params(cfg))
     if len(pool) < n:  # the scan gave up early: be exact

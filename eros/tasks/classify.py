@@ -45,16 +45,17 @@ def claim_and_fan_out(batch: int | None = None, *, task: ErosTask | None = None)
     stale = settings.dreaming_claim_stale_secs
     with task.resources.engine.begin() as conn:
         # Backpressure: top the claimed-but-unfinished count up to the ceiling, no further.
-        room = settings.dreaming_max_in_flight - repo.count_in_flight(conn, stale_secs=stale)
-        want = min(batch or settings.dreaming_batch, room)
-        claims = [] if want <= 0 else repo.claim_idle(
-            conn, idle_secs=settings.dreaming_idle_secs, stale_secs=stale, batch=want)
+        claims, in_flight = repo.claim_within_ceiling(
+            conn, ceiling=settings.dreaming_max_in_flight,
+            batch=batch or settings.dreaming_batch,
+            idle_secs=settings.dreaming_idle_secs, stale_secs=stale)
+    want = min(batch or settings.dreaming_batch, settings.dreaming_max_in_flight - in_flight)
     metrics.CLAIM_TICKS.labels("full" if want <= 0 else "claimed").inc()
     metrics.CLAIM_BATCH.observe(len(claims))
     metrics.CLAIMED.inc(len(claims))
     if want <= 0:
         log.info("not claiming: %d sessions already in flight (DREAMING_MAX_IN_FLIGHT=%d)",
-                 settings.dreaming_max_in_flight - room, settings.dreaming_max_in_flight)
+                 in_flight, settings.dreaming_max_in_flight)
     for claim in claims:
         classify_session.apply_async(
             args=[str(claim.session_id)], kwargs={"claim_token": str(claim.token)},

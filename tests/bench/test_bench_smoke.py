@@ -225,3 +225,18 @@ def test_privacy_bench(bench_db: str, tmp_path: Path, capsys: pytest.CaptureFixt
         assert r["export_ms"] > 0 and r["baseline_export_ms"] > 0 and r["forget_ms"] > 0
         assert r["export_chars"] > 0 and r["export_peak_mb"] > 0
     assert len(_table_rows(capsys.readouterr().out, ["200 ", "400 "])) == 2
+
+
+def test_turn_write_bench(pg_server_url: str, tmp_path: Path,
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import turn_write_bench
+
+    monkeypatch.setenv("EROS_BENCH_DATABASE_URL", pg_server_url)
+    out = tmp_path / "turns.json"
+    assert turn_write_bench.main(["--turns", "200", "--sessions", "10", "--repeats", "1",
+                                  "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["shape"] for r in rows] == ["single", "batch"]
+    for r in rows:
+        assert r["turns"] == 200 and r["ours_us"] > 0 and r["baseline_us"] > 0
+        assert r["last_seq_covers_turns"]

@@ -1,4 +1,5 @@
-"""``python -m tests.chaos [--long] [--only NAME,…]``: run the chaos scenarios, print a table.
+"""``python -m tests.chaos [--long] [--only NAME,…] [--soak]``: run the chaos scenarios (or
+the soak), print a table.
 
 The default is what CI runs (1,000 sessions, 3 workers per scenario); ``--long`` drains 5,000
 sessions with 4 workers per scenario.
@@ -17,7 +18,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.chaos", description=__doc__)
     parser.add_argument("--long", action="store_true", help="5,000 sessions, 4 workers")
     parser.add_argument("--only", default="", help="comma-separated scenario names")
+    parser.add_argument("--soak", action="store_true",
+                        help="run the soak instead (a product writing while workers classify)")
     args = parser.parse_args(argv)
+    if args.soak:
+        from tests.chaos.soak import soak
+
+        servers = Servers()
+        try:
+            outcome = soak(servers)
+        finally:
+            servers.close()
+        print(outcome)
+        return 0 if outcome.ok else 1
     names = [n for n in args.only.split(",") if n] or [n for n in SCENARIOS if n != "baseline"]
     sessions, workers = (5000, 4) if args.long else (1000, 3)
     results = []

@@ -26,6 +26,12 @@ def _row(content: str, importance: float | None = 0.5) -> MemoryRow:
     return MemoryRow(content, "fact", importance, {"k": "v"}, VEC)
 
 
+def _last(engine: Engine, sid) -> int:  # type: ignore[no-untyped-def]
+    """The watermark covering every turn so far (seqs are global, with gaps)."""
+    with engine.connect() as conn:
+        return repo.read_new_turns(conn, sid, after_seq=0)[1]
+
+
 def _state(engine: Engine, sid):  # type: ignore[no-untyped-def]
     with engine.connect() as conn:
         session = conn.execute(text("SELECT * FROM engine.chat_sessions WHERE id = :i"),
@@ -41,12 +47,13 @@ def test_failure_mid_write_leaves_nothing(engine: Engine) -> None:
     attempt = _attempt(engine, sid)
     bad = [_row("ok one"), MemoryRow("bad", "fact", 0.5, {}, [1.0] * 3)]  # wrong vector size
     with pytest.raises(Exception), engine.begin() as conn:  # noqa: B017 - DB error class varies
-        repo.finish(conn, attempt, Outcome("memories"), through_seq=2, memories=bad)
+        repo.finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
+                    memories=bad)
     session, count = _state(engine, sid)
     assert session.classified_at is None and count == 0
     assert session.claim_token == attempt.claim.token  # still ours, can be retried
     with engine.begin() as conn:
-        written = repo.finish(conn, attempt, Outcome("memories"), through_seq=2,
+        written = repo.finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
                               memories=[_row("ok one")])
     assert written == 1
     session, count = _state(engine, sid)
@@ -58,7 +65,7 @@ def test_a_check_constraint_violation_rolls_back_the_stamp(engine: Engine) -> No
         sid = add_session(conn, [("user", "a")])
     attempt = _attempt(engine, sid)
     with pytest.raises(IntegrityError), engine.begin() as conn:
-        repo.finish(conn, attempt, Outcome("memories"), through_seq=1,
+        repo.finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
                     memories=[_row("fine"), _row("too important", importance=7.0)])
     session, count = _state(engine, sid)
     assert (session.classified_at, count) == (None, 0)
@@ -72,24 +79,24 @@ def test_duplicate_or_stale_writer_writes_nothing(engine: Engine) -> None:
         # another worker took the session over (force), so `first` is stale
         taker = repo.claim_one(conn, sid, stale_secs=600, force=True)
         assert taker is not None
-        assert repo.finish(conn, first, Outcome("memories"), through_seq=1,
+        assert repo.finish(conn, first, Outcome("memories"), through_seq=_last(engine, sid),
                            memories=[_row("x")]) is None
     _, count = _state(engine, sid)
     assert count == 0
     with engine.begin() as conn:
         second = repo.begin_attempt(conn, sid, taker.token)
         assert second is not None
-        assert repo.finish(conn, second, Outcome("memories"), through_seq=1,
+        assert repo.finish(conn, second, Outcome("memories"), through_seq=_last(engine, sid),
                            memories=[_row("x")]) == 1
         # a redelivery of the same task: its token was cleared by the stamp
-        assert repo.finish(conn, second, Outcome("memories"), through_seq=1,
+        assert repo.finish(conn, second, Outcome("memories"), through_seq=_last(engine, sid),
                            memories=[_row("x")]) is None
     with engine.begin() as conn:  # and even a forced re-run of the same extraction adds nothing
         again = repo.claim_one(conn, sid, stale_secs=600, force=True)
         assert again is not None
         third = repo.begin_attempt(conn, sid, again.token)
         assert third is not None
-        assert repo.finish(conn, third, Outcome("memories"), through_seq=1,
+        assert repo.finish(conn, third, Outcome("memories"), through_seq=_last(engine, sid),
                            memories=[_row("X.")]) == 0
     _, count = _state(engine, sid)
     assert count == 1
@@ -142,7 +149,8 @@ def test_deleting_a_session_keeps_its_profile_memories(engine: Engine) -> None:
         sid = add_session(conn, [("user", "a")])
     attempt = _attempt(engine, sid)
     with engine.begin() as conn:
-        repo.finish(conn, attempt, Outcome("memories"), through_seq=1, memories=[_row("keep me")])
+        repo.finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
+                    memories=[_row("keep me")])
         conn.execute(text("DELETE FROM engine.chat_sessions WHERE id = :i"), {"i": sid})
         rows = conn.execute(text("SELECT content, session_id, user_id"
                                  " FROM engine.companion_memories")).all()

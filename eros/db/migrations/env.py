@@ -6,6 +6,7 @@ from alembic import context
 from sqlalchemy import create_engine, pool, text
 
 from eros.db.schema import SCHEMA, metadata
+from eros.db.timeouts import set_migration_timeouts
 from eros.settings import load_settings
 
 config = context.config
@@ -57,6 +58,8 @@ def run_migrations_online() -> None:
 
 def _run(connection) -> None:  # type: ignore[no-untyped-def]
     connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+    # bounded lock waits, unbounded statements (DATABASE_LOCK_TIMEOUT_MS; issue 16)
+    set_migration_timeouts(connection, load_settings(database_url=_url()))
     connection.commit()
     _configure(connection=connection)
     with context.begin_transaction():
