@@ -69,8 +69,9 @@ SELECT a.id AS a, b.id AS b
 
 # One 64-bit key (as the cells lock): two 32-bit halves of which one is a user's hash made a
 # collision between two users likely enough at scale to park one of them as busy.
-TRY_LOCK = text("SELECT pg_try_advisory_xact_lock("
-                "hashtextextended(:ns || ':' || CAST(:user_id AS text), 0))")
+#: the user's consolidation lock key; forget takes the same key, blocking (forget_sql).
+LOCK_KEY = "hashtextextended(:ns || ':' || CAST(:user_id AS text), 0)"
+TRY_LOCK = text(f"SELECT pg_try_advisory_xact_lock({LOCK_KEY})")
 
 LOCK_CURRENT = text("""
 SELECT id FROM engine.companion_memories

@@ -27,12 +27,12 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from eros.db import cells_sql
-from eros.db.consolidation_sql import LOCK_NAMESPACE
+from eros.db.consolidation_sql import LOCK_KEY, LOCK_NAMESPACE
 
 #: What a forget removed, by table (the task's JSON result).
 Counts = dict[str, int]
 
-LOCK_USER = text("SELECT pg_advisory_xact_lock(hashtext(:ns), hashtext(CAST(:user_id AS text)))")
+LOCK_USER = text(f"SELECT pg_advisory_xact_lock({LOCK_KEY})")
 
 _SCOPE = """user_id = :user_id
    AND (CAST(:instance_id AS uuid) IS NULL OR instance_id = CAST(:instance_id AS uuid))"""
