@@ -6,6 +6,7 @@ invalid value stops start-up with a :class:`~eros.errors.ConfigError` naming the
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -13,9 +14,11 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from eros.core.prompts import DEFAULT_VERSION, PROMPT_VERSIONS
 from eros.errors import ConfigError
 
 Providers = Literal["auto", "live", "offline"]
+_CHANNEL = re.compile(r"[a-z0-9_.-]{1,64}")
 #: a task's soft and hard time limits as fractions of DREAMING_CLAIM_STALE_SECS: an attempt
 #: is stopped before its claim can go stale and be taken over.
 SOFT_LIMIT_FRACTION = 0.7
@@ -61,6 +64,12 @@ class Settings(BaseSettings):
     dreaming_transcript_budget_chars: int = Field(default=48000, ge=500)
     dreaming_max_memories: int = Field(default=10, ge=1, le=50)
     dreaming_prompt_file: Path | None = None
+    #: the bundled extraction prompt (core/prompts.py PROMPT_VERSIONS); v3 adds the memory
+    #: layers. DREAMING_PROMPT_FILE, when set, wins.
+    dreaming_prompt_version: str = DEFAULT_VERSION
+    #: channels of chat_messages read by extraction (comma-separated); others never reach
+    #: the model. Voice turns are read with their stage/TTS tags stripped.
+    dreaming_channels: str = "text,voice"
     dreaming_retry_backoff_secs: float = Field(default=5.0, gt=0)
     dreaming_retry_backoff_max_secs: float = Field(default=240.0, gt=0)
     #: path of a beat schedule file in the format of ``celerybeat-schedule.example``.
@@ -168,6 +177,8 @@ class Settings(BaseSettings):
     llm_price_input_per_mtok: float = Field(default=1.0, ge=0)
     llm_price_output_per_mtok: float = Field(default=5.0, ge=0)
     embedding_price_per_mtok: float = Field(default=0.02, ge=0)
+    #: texts per re-embedding request (``eros reembed``): Voyage's maximum inputs per call.
+    reembed_batch: int = Field(default=1000, ge=1, le=1000)
 
     @field_validator("database_url")
     @classmethod
@@ -198,6 +209,21 @@ class Settings(BaseSettings):
             raise ValueError(f"file {value} does not exist")
         return value
 
+    @field_validator("dreaming_prompt_version")
+    @classmethod
+    def _known_prompt(cls, value: str) -> str:
+        if value not in PROMPT_VERSIONS:
+            raise ValueError(f"must be one of {', '.join(PROMPT_VERSIONS)}")
+        return value
+
+    @field_validator("dreaming_channels")
+    @classmethod
+    def _channel_list(cls, value: str) -> str:
+        names = [part.strip().lower() for part in value.split(",") if part.strip()]
+        if not names or any(not _CHANNEL.fullmatch(n) for n in names):
+            raise ValueError("must be a comma-separated list of channel names, e.g. text,voice")
+        return ",".join(dict.fromkeys(names))
+
     @model_validator(mode="after")
     def _windows_fit(self) -> Settings:
         """A hung call or a retry countdown must never outlive the claim it runs under."""
@@ -223,6 +249,11 @@ class Settings(BaseSettings):
         return self
 
     # --- derived --------------------------------------------------------------------------
+    @property
+    def channels(self) -> frozenset[str]:
+        """DREAMING_CHANNELS as a set."""
+        return frozenset(self.dreaming_channels.split(","))
+
     @property
     def llm_is_offline(self) -> bool:
         return self.eros_providers == "offline" or not self.openrouter_api_key

@@ -119,7 +119,8 @@ def _pipeline(rt: Runtime) -> Pipeline:
 
     llm, embedder = make_providers(rt.settings)
     return Pipeline(rt.settings, rt.engine, llm, embedder,
-                    load_prompt(rt.settings.dreaming_prompt_file))
+                    load_prompt(rt.settings.dreaming_prompt_file,
+                                rt.settings.dreaming_prompt_version))
 
 
 def _dry_attempt(rt: Runtime, session: uuid.UUID, force: bool) -> Attempt:

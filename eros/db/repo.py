@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, func, insert, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from eros.core.layers import route_instance
 from eros.core.text import normalise_for_dedup
 from eros.core.transcript import Turn
 from eros.db.schema import chat_messages, classification_runs, companion_memories
@@ -41,6 +42,10 @@ class MemoryRow:
     importance: float | None
     metadata: dict[str, Any]
     embedding: list[float]
+    #: ``profile`` or ``relationship`` (core/layers.py decides the row's instance_id).
+    layer: str = "profile"
+    #: the model that produced ``embedding`` (recall never ranks two models together).
+    embedding_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,8 @@ class Outcome:
 
 
 # The reference's claim, plus: a fresh token per claim, the attempt backoff gate and the
-# dead-letter exclusion. ix_chat_sessions_claimable serves the subquery in last_active_at order.
+# dead-letter and archive exclusions. ix_chat_sessions_claimable serves the subquery in
+# last_active_at order (archived sessions are not in it at all).
 CLAIM_IDLE = text("""
 UPDATE engine.chat_sessions
    SET classification_claimed_at = now(),
@@ -66,6 +72,7 @@ UPDATE engine.chat_sessions
  WHERE id IN (SELECT id FROM engine.chat_sessions
                WHERE classified_at IS NULL
                  AND dead_lettered_at IS NULL
+                 AND archived_at IS NULL
                  AND last_active_at < now() - make_interval(secs => :idle_secs)
                  AND (classification_claimed_at IS NULL
                       OR classification_claimed_at < now() - make_interval(secs => :stale_secs))
@@ -85,6 +92,7 @@ UPDATE engine.chat_sessions
        attempts = CASE WHEN :force THEN 0 ELSE attempts END,
        classified_through_seq = CASE WHEN :force THEN 0 ELSE classified_through_seq END
  WHERE id = :session_id
+   AND archived_at IS NULL
    AND (:force OR (classified_at IS NULL
                    AND dead_lettered_at IS NULL
                    AND (classification_claimed_at IS NULL
@@ -178,13 +186,15 @@ def begin_attempt(conn: Connection, session_id: uuid.UUID, token: uuid.UUID) -> 
 
 
 def load_turns(conn: Connection, session_id: uuid.UUID, *, after_seq: int) -> list[Turn]:
-    """All turns past the watermark in conversation order (sent_at, then insertion order)."""
+    """All turns past the watermark in conversation order (sent_at, then insertion order),
+    every channel: the watermark must pass unread channels too, or they would hold the
+    session open."""
     m = chat_messages.c
     rows = conn.execute(
-        select(m.role, m.content, m.sent_at, m.seq)
+        select(m.role, m.content, m.sent_at, m.seq, m.channel)
         .where(m.session_id == session_id, m.seq > after_seq)
         .order_by(m.sent_at, m.seq)).all()
-    return [Turn(r.role, r.content, r.sent_at, r.seq) for r in rows]
+    return [Turn(r.role, r.content, r.sent_at, r.seq, r.channel) for r in rows]
 
 
 def dedup_key(session_id: uuid.UUID, content: str) -> str:
@@ -213,9 +223,11 @@ def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq:
     written = 0
     if memories:
         stmt = pg_insert(companion_memories).values([{
-            "session_id": claim.session_id, "user_id": claim.user_id, "instance_id": None,
+            "session_id": claim.session_id, "user_id": claim.user_id,
+            "instance_id": route_instance(m.layer, claim.instance_id),
             "content": m.content, "category": m.category, "importance": m.importance,
             "metadata": m.metadata, "embedding": m.embedding, "model": outcome.model,
+            "embedding_model": m.embedding_model,
             "dedup_key": dedup_key(claim.session_id, m.content),
         } for m in memories]).on_conflict_do_nothing(index_elements=["dedup_key"])
         written = len(conn.execute(stmt.returning(companion_memories.c.id)).all())
@@ -309,7 +321,7 @@ def record_throttled(conn: Connection, attempt: Attempt) -> bool:
 
 
 # Predicates the status report and the metrics share (one spelling of each idea).
-OPEN = "classified_at IS NULL AND dead_lettered_at IS NULL"
+OPEN = "classified_at IS NULL AND dead_lettered_at IS NULL AND archived_at IS NULL"
 IDLE = "last_active_at < now() - make_interval(secs => :idle_secs)"
 NOT_BACKING_OFF = "(next_attempt_at IS NULL OR next_attempt_at <= now())"
 FRESH_CLAIM = "classification_claimed_at >= now() - make_interval(secs => :stale_secs)"

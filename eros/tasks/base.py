@@ -63,7 +63,8 @@ class Resources:
         """Classification: extraction model, embedder, prompt and the global limits."""
         llm, embedder = self.providers
         return Pipeline(self.settings, self.engine, llm, embedder,
-                        load_prompt(self.settings.dreaming_prompt_file),
+                        load_prompt(self.settings.dreaming_prompt_file,
+                                    self.settings.dreaming_prompt_version),
                         make_limiter(self.settings))
 
     @cached_property
