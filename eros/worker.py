@@ -14,9 +14,10 @@ from eros.tasks.cells import cluster_memories
 from eros.tasks.classify import claim_and_fan_out, claim_idle_sessions, classify_session
 from eros.tasks.consolidation import consolidate_user, find_consolidation_candidates
 from eros.tasks.recall import recall_memories
+from eros.tasks.reembed import reembed_memories
 
 app = create_app(get_settings())
 
 __all__ = ["app", "claim_and_fan_out", "claim_idle_sessions", "classify_session",
            "cluster_memories", "consolidate_user", "find_consolidation_candidates",
-           "recall_memories"]
+           "recall_memories", "reembed_memories"]

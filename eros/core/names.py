@@ -14,6 +14,7 @@ FIND_CONSOLIDATION_TASK: Final = "eros.find_consolidation_candidates"
 CONSOLIDATE_TASK: Final = "eros.consolidate_user"
 RECALL_TASK: Final = "eros.recall"
 CLUSTER_TASK: Final = "eros.cluster_memories"
+REEMBED_TASK: Final = "eros.reembed_memories"
 
 #: Redis key where beat's scheduler records the time of its last loop.
 BEAT_HEARTBEAT_KEY: Final = "eros:beat:heartbeat"

@@ -101,3 +101,13 @@ def users_with_cells(conn: Connection, user_ids: Sequence[uuid.UUID]) -> list[uu
     return [r.user_id for r in conn.execute(text(
         "SELECT DISTINCT user_id FROM engine.memory_cells"
         " WHERE user_id = ANY(CAST(:ids AS uuid[]))"), {"ids": list(set(user_ids))})]
+
+
+def stamp_legacy(conn: Connection, model: str, *, limit: int) -> int:
+    """Record ``model`` on up to ``limit`` rows written before models were recorded (NULL),
+    without embedding anything: the operator vouches that they came from ``model``."""
+    return int(conn.execute(text(
+        "UPDATE engine.companion_memories SET embedding_model = :model"
+        " WHERE id IN (SELECT id FROM engine.companion_memories"
+        "               WHERE embedding_model IS NULL LIMIT :n)"),
+        {"model": model, "n": limit}).rowcount)

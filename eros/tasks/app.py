@@ -17,6 +17,7 @@ from eros.core.names import (
     CONSOLIDATE_TASK,
     FIND_CONSOLIDATION_TASK,
     RECALL_TASK,
+    REEMBED_TASK,
 )
 from eros.settings import HARD_LIMIT_FRACTION, SOFT_LIMIT_FRACTION, Settings
 from eros.tasks.schedule import beat_schedule
@@ -60,6 +61,7 @@ def create_app(settings: Settings) -> Celery:
                      # background work like consolidation (beat sends the finder run to the
                      # claim queue, so a backlog here never delays it)
                      CLUSTER_TASK: {"queue": settings.eros_consolidate_queue},
+                     REEMBED_TASK: {"queue": settings.eros_consolidate_queue},
                      # a caller waits on recall: never behind slow LLM calls
                      RECALL_TASK: {"queue": settings.eros_recall_queue}},
         # The hard limit kills an attempt before its claim can go stale and be re-taken.
