@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from eros.cli import main
 from eros.errors import ErosError, PermanentError, TransientError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 DIM_PROCEDURE = ("a change of vector size needs a new column and indexes built beside the old "
                  "ones before the switch: follow 'Changing the embedding dimension' in "
@@ -23,10 +27,15 @@ DIM_PROCEDURE = ("a change of vector size needs a new column and indexes built b
 @click.option("--stamp-legacy", is_flag=True,
               help="Only record EMBEDDING_MODEL on rows from before eros recorded models "
                    "(no embedding calls): run it once before changing EMBEDDING_MODEL.")
+@click.option("--switch", is_flag=True,
+              help="After a --dim re-embed: make the columns built beside the live ones live "
+                   "(dreaming paused; docs/operations.md).")
+@click.option("--drop-old", is_flag=True,
+              help="After --switch: drop the previous size's columns.")
 @click.option("--dry-run", is_flag=True, help="Count the rows to re-embed; embed nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
-def reembed(model: str | None, dim: int | None, stamp_legacy: bool, dry_run: bool,
-            as_json: bool) -> None:
+def reembed(model: str | None, dim: int | None, stamp_legacy: bool, switch: bool,
+            drop_old: bool, dry_run: bool, as_json: bool) -> None:
     """Re-embed every memory whose embedding model is not M.
 
     Batches of REEMBED_BATCH texts (the provider's maximum inputs per request) under the
@@ -35,9 +44,16 @@ def reembed(model: str | None, dim: int | None, stamp_legacy: bool, dry_run: boo
     answering (each model's rows are ranked apart) and an interrupted run — Ctrl-C, a crash,
     SIGKILL — resumes where it stopped when run again. Also a task: `celery -A eros.worker
     call eros.reembed_memories --kwargs '{"model": "voyage-4-lite"}'`.
+
+    A --dim other than the vector column's fills new columns built beside the live ones
+    (embedding_next, and its HNSW index once full) while recall keeps using the live ones;
+    then --switch and later --drop-old (docs/operations.md, "Changing the embedding
+    dimension").
     """
+    from sqlalchemy import text
+
     from eros.cli._common import runtime
-    from eros.db import reembed_sql, repo
+    from eros.db import dimension_sql, reembed_sql, repo
     from eros.providers import make_embedder
     from eros.providers.ratelimit import make_limiter
     from eros.services.recall_models import configured_model
@@ -57,14 +73,32 @@ def reembed(model: str | None, dim: int | None, stamp_legacy: bool, dry_run: boo
             click.echo(json.dumps({"stamped": stamped}) if as_json else
                        f"{stamped} rows recorded as {configured_model(settings)}")
             return
+        if switch or drop_old:
+            click.echo(_switch(rt.engine, make_embedder(settings, model=model).name,
+                               drop_old))
+            return
         with rt.engine.connect() as conn:
             column = repo.embedding_dimension(conn)
+            beside = dimension_sql.column_dimension(conn, "embedding_next")
         size = dim or settings.embedding_dim
+        target = reembed_sql.LIVE
         if column is not None and size != column:
-            raise ErosError(f"--dim {size}: the vector column holds {column} dimensions; "
-                            + DIM_PROCEDURE)
+            if beside is not None and beside != size:
+                raise ErosError(f"--dim {size}: embedding_next already holds {beside} "
+                                "dimensions; " + DIM_PROCEDURE)
+            if beside is None and not dry_run:
+                with rt.engine.begin() as conn:
+                    dimension_sql.prepare(conn, size)
+            target = reembed_sql.BESIDE
         worker = Reembedder(settings, rt.engine, make_embedder(settings, model=model, dim=size),
-                            make_limiter(settings))
+                            make_limiter(settings), target)
+        if dry_run and target == reembed_sql.BESIDE and beside is None:
+            with rt.engine.connect() as conn:
+                total = int(conn.execute(text(
+                    "SELECT count(*) FROM engine.companion_memories")).scalar_one())
+            click.echo(json.dumps({"model": worker.model, "pending": total}) if as_json
+                       else f"{total} memories to re-embed with {worker.model} at {size}")
+            return
         total = worker.pending()
         if dry_run:
             click.echo(json.dumps({"model": worker.model, "pending": total}) if as_json
@@ -77,6 +111,11 @@ def reembed(model: str | None, dim: int | None, stamp_legacy: bool, dry_run: boo
         except (TransientError, PermanentError) as err:
             raise ErosError(f"re-embed stopped by a {err.provider} error ({err}); run it "
                             "again to resume") from None
+        if target == reembed_sql.BESIDE and report.finished:
+            dimension_sql.build_index(rt.engine)
+            click.echo(f"embedding_next is full and indexed at {size} dimensions: pause "
+                       "dreaming, run this again to catch up, then `eros reembed --switch`",
+                       err=True)
     if as_json:
         click.echo(json.dumps(report.to_dict()))
         return
@@ -85,4 +124,24 @@ def reembed(model: str | None, dim: int | None, stamp_legacy: bool, dry_run: boo
                f"batches, {report.elapsed_secs:.1f}s ({rate:.0f}/s), {report.tokens} tokens"
                + (f", {report.throttled_secs:.1f}s waiting for rate limits"
                   if report.throttled_secs else ""))
+
+
+def _switch(engine: Engine, model: str, drop_old: bool) -> str:
+    """``--switch``: the beside columns become live; ``--drop-old``: the old ones go."""
+    from eros.db import dimension_sql
+
+    with engine.begin() as conn:
+        if drop_old:
+            dimension_sql.drop_old(conn)
+            return "dropped embedding_old and embedding_model_old"
+        size = dimension_sql.column_dimension(conn, "embedding_next")
+        if size is None:
+            raise ErosError("nothing to switch to: no embedding_next column; " + DIM_PROCEDURE)
+        left = dimension_sql.missing(conn, model)
+        if left:
+            raise ErosError(f"{left} memories have no {model} vector in embedding_next yet: "
+                            f"run `eros reembed --model {model} --dim {size}` first")
+        dimension_sql.switch(conn, size)
+    return (f"switched: embedding is vector({size}) from {model}; set EMBEDDING_DIM={size} and "
+            f"EMBEDDING_MODEL={model} everywhere, then `eros reembed --drop-old`")
 

@@ -19,43 +19,56 @@ _NIL = uuid.UUID(int=0)
 
 
 @dataclass(frozen=True)
+class Target:
+    """Where a re-embed writes: the live columns, or the columns built beside them for a
+    change of dimension (db/dimension_sql.py). Fixed names only, never user input."""
+
+    vector: str
+    model: str
+
+
+LIVE = Target("embedding", "embedding_model")
+BESIDE = Target("embedding_next", "embedding_next_model")
+
+
+@dataclass(frozen=True)
 class Pending:
     id: uuid.UUID
     user_id: uuid.UUID
     content: str
 
 
-def pending_count(conn: Connection, model: str) -> int:
+def pending_count(conn: Connection, model: str, target: Target = LIVE) -> int:
     """Rows whose vector is not (known to be) from ``model``."""
     return int(conn.execute(text(
         "SELECT count(*) FROM engine.companion_memories"
-        " WHERE embedding_model IS DISTINCT FROM :model"), {"model": model}).scalar_one())
+        f" WHERE {target.model} IS DISTINCT FROM :model"), {"model": model}).scalar_one())
 
 
-def next_batch(conn: Connection, model: str, *, after: uuid.UUID | None,
-               limit: int) -> list[Pending]:
+def next_batch(conn: Connection, model: str, *, after: uuid.UUID | None, limit: int,
+               target: Target = LIVE) -> list[Pending]:
     """The next ``limit`` rows to do in id order after ``after`` (a keyset walk of the primary
     key: no offset, each batch costs O(limit) however far the walk is)."""
     rows = conn.execute(text(
         "SELECT id, user_id, content FROM engine.companion_memories"
-        " WHERE id > :after AND embedding_model IS DISTINCT FROM :model"
+        f" WHERE id > :after AND {target.model} IS DISTINCT FROM :model"
         " ORDER BY id LIMIT :n"), {"after": after or _NIL, "model": model, "n": limit}).all()
     return [Pending(r.id, r.user_id, r.content) for r in rows]
 
 
 def apply_batch(conn: Connection, rows: Sequence[Pending], vectors: Sequence[Sequence[float]],
-                model: str) -> int:
+                model: str, target: Target = LIVE) -> int:
     """Write the new vectors and model in one statement; a row whose content changed since it
     was read (a correction) keeps its old vector and is picked up again by the next run."""
     if not rows:
         return 0
     result = conn.execute(text(
         "UPDATE engine.companion_memories m"
-        "   SET embedding = CAST(u.v AS vector), embedding_model = :model"
+        f"   SET {target.vector} = CAST(u.v AS vector), {target.model} = :model"
         "  FROM unnest(CAST(:ids AS uuid[]), CAST(:contents AS text[]), CAST(:vecs AS text[]))"
         "       AS u(id, content, v)"
         " WHERE m.id = u.id AND m.content = u.content"
-        "   AND m.embedding_model IS DISTINCT FROM :model"),
+        f"   AND m.{target.model} IS DISTINCT FROM :model"),
         {"ids": [r.id for r in rows], "contents": [r.content for r in rows],
          "vecs": ["[" + ",".join(repr(float(x)) for x in v) + "]" for v in vectors],
          "model": model})

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine
 
 from eros.db import cells_sql, reembed_sql
-from eros.db.reembed_sql import Pending
+from eros.db.reembed_sql import LIVE, Pending, Target
 from eros.errors import ErosError, TransientError
 from eros.providers.base import Embedder
 from eros.providers.ratelimit import Limiter, NoLimits, Throttled
@@ -57,6 +57,8 @@ class Reembedder:
     engine: Engine
     embedder: Embedder
     limiter: Limiter = field(default_factory=NoLimits)
+    #: the live columns, or those built beside them for a change of dimension
+    target: Target = LIVE
 
     @property
     def model(self) -> str:
@@ -64,7 +66,7 @@ class Reembedder:
 
     def pending(self) -> int:
         with self.engine.connect() as conn:
-            return reembed_sql.pending_count(conn, self.model)
+            return reembed_sql.pending_count(conn, self.model, self.target)
 
     def run(self, *, on_batch: Callable[[int], None] | None = None,
             max_seconds: float | None = None, max_transient: int = 5,
@@ -85,15 +87,18 @@ class Reembedder:
                 while max_seconds is None or time.monotonic() - started < max_seconds:
                     with self.engine.connect() as conn:
                         batch = reembed_sql.next_batch(conn, self.model, after=after,
-                                                       limit=self.settings.reembed_batch)
+                                                       limit=self.settings.reembed_batch,
+                                                       target=self.target)
                     if not batch:
                         report.finished = True
                         break
                     batch = batch[:self._fits(batch)]
                     vectors = self._embed(batch, report, max_transient, sleep)
                     with self.engine.begin() as conn:
-                        report.done += reembed_sql.apply_batch(conn, batch, vectors, self.model)
-                        stale = reembed_sql.users_with_cells(conn, [r.user_id for r in batch])
+                        report.done += reembed_sql.apply_batch(conn, batch, vectors, self.model,
+                                                               self.target)
+                        stale = [] if self.target != LIVE else reembed_sql.users_with_cells(
+                            conn, [r.user_id for r in batch])
                         for user in stale:  # old-model centroids would mislead the probe
                             cells_sql.drop_cells(conn, user)
                         report.cells_dropped += len(stale)
