@@ -100,16 +100,19 @@ UPDATE engine.chat_sessions
 RETURNING id, user_id, instance_id, claim_token
 """)
 
-# Heartbeat plus attempt count: a run only starts while the claim token is still ours.
+# Heartbeat plus attempt count: a run only starts while the claim token is still ours and the
+# session has not been archived since it was claimed.
 BEGIN_ATTEMPT = text("""
 UPDATE engine.chat_sessions
    SET attempts = attempts + 1, classification_claimed_at = now()
- WHERE id = :session_id AND claim_token = :token
+ WHERE id = :session_id AND claim_token = :token AND archived_at IS NULL
 RETURNING user_id, instance_id, attempts, classified_through_seq
 """)
 
-# Stamp only while the claim is ours. If turns past the watermark arrived meanwhile, the
-# session stays unclassified so the next idle tick picks them up.
+# Stamp only while the claim is ours and the session is not archived (archiving a session in
+# flight — "forget a relationship" — must not be undone by its late memories: the row lock
+# orders the two, and a late FINISH finds archived_at set and writes nothing). If turns past
+# the watermark arrived meanwhile, the session stays unclassified for the next idle tick.
 FINISH = text("""
 UPDATE engine.chat_sessions AS s
    SET classified_at = CASE WHEN EXISTS (SELECT 1 FROM engine.chat_messages m
@@ -125,7 +128,7 @@ UPDATE engine.chat_sessions AS s
        completion_tokens = s.completion_tokens + :completion_tokens,
        embedding_tokens = s.embedding_tokens + :embedding_tokens,
        last_error = :error
- WHERE s.id = :session_id AND s.claim_token = :token
+ WHERE s.id = :session_id AND s.claim_token = :token AND s.archived_at IS NULL
 RETURNING s.id
 """)
 

@@ -147,3 +147,24 @@ def _nodes(node: dict[str, object]):  # type: ignore[no-untyped-def]
     yield node
     for child in node.get("Plans", []):  # type: ignore[attr-defined]
         yield from _nodes(child)
+
+
+def test_a_session_archived_in_flight_gets_nothing_written(pipeline: Pipeline,
+                                                           llm: FakeLLMServer) -> None:
+    """Archived between the claim and the write (a relationship being forgotten meanwhile):
+    the late write finds archived_at set and writes nothing; a later attempt does not start."""
+    sid = _session(pipeline.engine, [("user", "text", "MEM event 0.6 Our song is Moon River")])
+    with pipeline.engine.begin() as conn:
+        claim = repo.claim_one(conn, sid, stale_secs=600)
+    assert claim is not None
+    attempt = start_attempt(pipeline, claim.session_id, claim.token)
+    assert attempt is not None
+    with pipeline.engine.begin() as conn:  # the product archives it while the model runs
+        conn.execute(text("UPDATE engine.chat_sessions SET archived_at = now() WHERE id = :s"),
+                     {"s": sid})
+    assert classify(pipeline, attempt).outcome == "claim_lost"
+    assert llm.request_count == 1
+    with pipeline.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM engine.companion_memories"
+                                 " WHERE session_id = :s"), {"s": sid}).scalar_one() == 0
+    assert start_attempt(pipeline, claim.session_id, claim.token) is None
