@@ -13,7 +13,7 @@ real voyageai SDK over HTTP, no added latency: what is measured is our side — 
 floats each way, the UPDATE, the fake's hashing) in this process, on the same 2 cores.
 
     python -m bench.reembed_bench [--memories 100000] [--users 1000] [--baseline 2000]
-                                  [--batch 1000] [--no-record] [--json F]
+                                  [--batch 1000] [--without-hnsw] [--no-record] [--json F]
 
 Uses ``EROS_BENCH_DATABASE_URL`` (a superuser URL; a scratch database is created and dropped)
 or starts an embedded PostgreSQL with pgvector.
@@ -123,6 +123,9 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
                                  reembed_batch=args.batch, provider_max_retries=0,
                                  embedding_timeout_secs=60)
         users = [uuid.uuid4() for _ in range(args.users)]
+        if args.without_hnsw:  # recall's default plans (exact, sketches) never read it
+            with engine.begin() as conn:
+                conn.execute(text("DROP INDEX engine.ix_companion_memories_embedding_hnsw"))
         load_s = load(engine, users, args.memories)
         base = baseline(engine, settings, args.baseline)
         before: list[tuple[float, str]] = []
@@ -143,6 +146,7 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
                                      " WHERE embedding_model IS DISTINCT FROM :m"),
                                 {"m": NEW}).scalar_one()
         return {"memories": args.memories, "users": args.users, "batch": args.batch,
+                "hnsw": not args.without_hnsw,
                 "load_s": load_s, "baseline": base,
                 "ours": {"rows": report.done, "seconds": report.elapsed_secs,
                          "rows_per_s": report.done / report.elapsed_secs,
@@ -160,7 +164,8 @@ def render(doc: dict[str, Any]) -> str:
     million_s = 1_000_000 / o["rows_per_s"]
     lines = [
         f"re-embedding {doc['memories']:,} memories of {doc['users']:,} users "
-        f"(load {doc['load_s']:.1f} s), batch {doc['batch']}",
+        f"(load {doc['load_s']:.1f} s), batch {doc['batch']}"
+        + ("" if doc.get("hnsw", True) else ", HNSW index dropped"),
         "",
         "| path | rows | seconds | rows/s | requests |",
         "|---|---|---|---|---|",
@@ -196,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=int, default=2000, help="rows of the baseline run")
     parser.add_argument("--batch", type=int, default=1000, help="REEMBED_BATCH")
     parser.add_argument("--recalls", type=int, default=200, help="recalls before the run")
+    parser.add_argument("--without-hnsw", action="store_true",
+                        help="drop the HNSW index first (recall's default plans do not use it)")
     parser.add_argument("--no-record", action="store_true", help="do not touch RESULTS.md")
     parser.add_argument("--json", type=Path, default=None, help="write results here")
     args = parser.parse_args(argv)
