@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -161,3 +162,28 @@ def test_sigkill_mid_run_then_resume(engine: Engine, db_url: str, voyage: FakeVo
     # at most the batch in flight at the kill is embedded twice
     assert total <= embedded <= total + batch
     assert '"finished": true' in resumed.stdout
+
+
+def test_the_global_embedding_limits_apply(engine: Engine, db_url: str, redis_url: str,
+                                           voyage: FakeVoyageServer) -> None:
+    """Requests per minute make batches wait (Redis buckets shared with classification); a
+    batch is cut to what the token bucket can hold."""
+    from eros.providers.ratelimit import make_limiter
+
+    _seed(engine, [uuid.uuid4()], 24)  # ~8 tokens a text
+    settings = _settings(db_url, voyage, redis_url=redis_url, reembed_batch=100,
+                         embedding_requests_per_minute=60, embedding_tokens_per_minute=1200,
+                         rate_limit_burst_secs=5)  # buckets: 5 requests, 100 tokens
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        time.sleep(seconds)
+
+    worker = Reembedder(settings, engine, make_embedder(settings, model=NEW),
+                        make_limiter(settings))
+    report = worker.run(sleep=sleep)
+    assert report.finished and report.done == 24 and _models(engine) == {NEW: 24}
+    sizes = _document_inputs(voyage)
+    assert sum(sizes) == 24 and max(sizes) <= 100 // 8 and len(sizes) >= 2
+    assert waits and report.throttled_secs > 0  # the token bucket made it wait
