@@ -7,6 +7,7 @@ invalid value stops start-up with a :class:`~eros.errors.ConfigError` naming the
 from __future__ import annotations
 
 import importlib.util
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -14,9 +15,11 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from eros.core.prompts import DEFAULT_VERSION, PROMPT_VERSIONS
 from eros.errors import ConfigError
 
 Providers = Literal["auto", "live", "offline"]
+_CHANNEL = re.compile(r"[a-z0-9_.-]{1,64}")
 #: a task's soft and hard time limits as fractions of DREAMING_CLAIM_STALE_SECS: an attempt
 #: is stopped before its claim can go stale and be taken over.
 SOFT_LIMIT_FRACTION = 0.7
@@ -67,9 +70,13 @@ class Settings(BaseSettings):
     dreaming_transcript_budget_chars: int = Field(default=48000, ge=500)
     dreaming_max_memories: int = Field(default=10, ge=1, le=50)
     dreaming_prompt_file: Path | None = None
-    #: bundled extraction prompt when DREAMING_PROMPT_FILE is unset: ``v2`` treats the
-    #: transcript as data (docs/security.md); ``v1`` is the original prompt.
-    dreaming_prompt_version: Literal["v1", "v2"] = "v2"
+    #: the bundled extraction prompt (core/prompts.py PROMPT_VERSIONS): v4, the default, is
+    #: v2 (the transcript is data, docs/security.md) with the memory layers; v1 is the original
+    #: prompt, v3 v1 with the layers. DREAMING_PROMPT_FILE, when set, wins.
+    dreaming_prompt_version: str = DEFAULT_VERSION
+    #: channels of chat_messages read by extraction (comma-separated); others never reach
+    #: the model. Voice turns are read with their stage/TTS tags stripped.
+    dreaming_channels: str = "text,voice"
     #: the memory guard (docs/security.md): longest memory kept, in characters after
     #: normalisation, and a directory of extra ``*.toml`` pattern files added to the bundled ones.
     memory_guard_max_chars: int = Field(default=300, ge=20, le=10000)
@@ -191,6 +198,8 @@ class Settings(BaseSettings):
     llm_price_input_per_mtok: float = Field(default=1.0, ge=0)
     llm_price_output_per_mtok: float = Field(default=5.0, ge=0)
     embedding_price_per_mtok: float = Field(default=0.02, ge=0)
+    #: texts per re-embedding request (``eros reembed``): Voyage's maximum inputs per call.
+    reembed_batch: int = Field(default=1000, ge=1, le=1000)
 
     @field_validator("database_url")
     @classmethod
@@ -234,6 +243,21 @@ class Settings(BaseSettings):
                 raise ValueError(str(err)) from None
         return value
 
+    @field_validator("dreaming_prompt_version")
+    @classmethod
+    def _known_prompt(cls, value: str) -> str:
+        if value not in PROMPT_VERSIONS:
+            raise ValueError(f"must be one of {', '.join(PROMPT_VERSIONS)}")
+        return value
+
+    @field_validator("dreaming_channels")
+    @classmethod
+    def _channel_list(cls, value: str) -> str:
+        names = [part.strip().lower() for part in value.split(",") if part.strip()]
+        if not names or any(not _CHANNEL.fullmatch(n) for n in names):
+            raise ValueError("must be a comma-separated list of channel names, e.g. text,voice")
+        return ",".join(dict.fromkeys(names))
+
     @model_validator(mode="after")
     def _windows_fit(self) -> Settings:
         """A hung call or a retry countdown must never outlive the claim it runs under."""
@@ -265,6 +289,11 @@ class Settings(BaseSettings):
         return self
 
     # --- derived --------------------------------------------------------------------------
+    @property
+    def channels(self) -> frozenset[str]:
+        """DREAMING_CHANNELS as a set."""
+        return frozenset(self.dreaming_channels.split(","))
+
     @property
     def llm_is_offline(self) -> bool:
         return self.eros_providers == "offline" or not self.openrouter_api_key

@@ -15,9 +15,10 @@ from eros.tasks.classify import claim_and_fan_out, claim_idle_sessions, classify
 from eros.tasks.consolidation import consolidate_user, find_consolidation_candidates
 from eros.tasks.privacy import forget_memory, forget_user
 from eros.tasks.recall import recall_memories
+from eros.tasks.reembed import reembed_memories
 
 app = create_app(get_settings())
 
 __all__ = ["app", "claim_and_fan_out", "claim_idle_sessions", "classify_session",
            "cluster_memories", "consolidate_user", "find_consolidation_candidates",
-           "forget_memory", "forget_user", "recall_memories"]
+           "forget_memory", "forget_user", "recall_memories", "reembed_memories"]

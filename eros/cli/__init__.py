@@ -64,4 +64,5 @@ from eros.cli import inspect_cmds as _inspect_cmds  # noqa: E402,F401
 from eros.cli import ops_cmds as _ops_cmds  # noqa: E402,F401
 from eros.cli import privacy_cmds as _privacy_cmds  # noqa: E402,F401
 from eros.cli import recall_cmd as _recall_cmd  # noqa: E402,F401
+from eros.cli import reembed_cmd as _reembed_cmd  # noqa: E402,F401
 from eros.cli import run_cmd as _run_cmd  # noqa: E402,F401

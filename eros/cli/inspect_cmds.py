@@ -173,6 +173,8 @@ def _print_status(r: dict[str, Any]) -> None:
 @click.option("--category", "-c", type=click.Choice(CATEGORIES), help="Only this category.")
 @click.option("--instance", type=click.UUID, metavar="ID",
               help="Only the relationship layer with this persona instance.")
+@click.option("--layer", type=click.Choice(["profile", "relationship"]),
+              help="Only this layer (relationship: with any persona).")
 @click.option("--all", "include_all", is_flag=True,
               help="Include merged and superseded memories (current only by default).")
 @click.option("--limit", "-n", type=click.IntRange(1, 10000), default=50, show_default=True)
@@ -180,7 +182,8 @@ def _print_status(r: dict[str, Any]) -> None:
 @click.option("--history", is_flag=True,
               help="Lineage: what each memory replaced and what replaced it (implies --all).")
 def memories(user: uuid.UUID, category: str | None, instance: uuid.UUID | None,
-             include_all: bool, limit: int, as_json: bool, history: bool) -> None:
+             layer: str | None, include_all: bool, limit: int, as_json: bool,
+             history: bool) -> None:
     """List a user's memories, newest first: content, category, importance, layer, created_at.
 
     Layer is `profile` (shared by every persona) or `relationship:<instance>`. Find user ids
@@ -189,7 +192,7 @@ def memories(user: uuid.UUID, category: str | None, instance: uuid.UUID | None,
     from eros.cli._common import runtime
     from eros.db.queries import MemoryFilter, list_memories
 
-    query = MemoryFilter(user, category, instance, include_all or history, limit)
+    query = MemoryFilter(user, category, instance, include_all or history, limit, layer)
     with runtime() as rt, rt.engine.connect() as conn:
         rows = list_memories(conn, query)
         if history:  # consolidation lineage (eros.cli.consolidate_cmd)
@@ -222,7 +225,8 @@ def _memory_json(row: dict[str, Any]) -> dict[str, Any]:
             "layer": "profile" if row["instance_id"] is None else "relationship",
             "instance_id": str(row["instance_id"]) if row["instance_id"] else None,
             "status": row["status"],
-            "session_id": str(row["session_id"]) if row["session_id"] else None}
+            "session_id": str(row["session_id"]) if row["session_id"] else None,
+            "embedding_model": row.get("embedding_model")}
 
 
 def render_memories(rows: list[dict[str, Any]], *, show_status: bool = False) -> str:

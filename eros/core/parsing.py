@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from eros.core.categories import Category, normalise_category
+from eros.core.layers import Layer, normalise_layer
 from eros.core.text import clean_text, normalise_for_dedup
 
 MAX_CONTENT_CHARS = 1000
@@ -38,6 +39,8 @@ class Candidate(BaseModel):
     content: str
     category: Category = "fact"
     importance: float | None = None
+    #: ``profile`` or ``relationship``; missing or unknown → ``profile`` (core/layers.py).
+    layer: Layer = "profile"
 
     @field_validator("content", mode="before")
     @classmethod
@@ -53,6 +56,11 @@ class Candidate(BaseModel):
     @classmethod
     def _category(cls, value: Any) -> Category:
         return normalise_category(value)
+
+    @field_validator("layer", mode="before")
+    @classmethod
+    def _layer(cls, value: Any) -> Layer:
+        return normalise_layer(value)
 
     @field_validator("importance", mode="before")
     @classmethod
@@ -79,7 +87,7 @@ class Candidate(BaseModel):
 
     @property
     def extra_metadata(self) -> dict[str, Any]:
-        """Fields beyond content/category/importance (domain, evidence_type, …), JSON-safe."""
+        """Fields beyond content/category/importance/layer (domain, …), JSON-safe."""
         safe: dict[str, Any] = _json_safe(dict(self.model_extra or {}))
         return safe
 

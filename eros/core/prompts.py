@@ -1,4 +1,8 @@
-"""The extraction prompt: a versioned file in the package, overridable by configuration.
+"""The extraction prompt: versions composed of files in the package, overridable by configuration.
+
+A version is a base prompt plus sections composed onto it, so a section written once (the
+memory layers) serves every base: appended to the plain v1, placed before the sectioned v2's
+closing "Reply format" (which stays last, next to the reply it describes).
 
 The user turn wraps the transcript between two boundary lines carrying a marker drawn fresh for
 every call (:func:`user_message`): a user who types ``>>>``, ``</transcript>`` or a guessed
@@ -12,11 +16,22 @@ import secrets
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Final
 
-#: bundled extraction prompts by version (``DREAMING_PROMPT_VERSION``).
-PROMPT_FILES = {"v1": "extract_v1.txt", "v2": "extract_v2.txt"}
-DEFAULT_VERSION = "v2"
-DEFAULT_PROMPT = PROMPT_FILES[DEFAULT_VERSION]
+#: a section composed onto a base: (its heading in a sectioned base, its file).
+Section = tuple[str, str]
+#: the memory layers (profile / relationship) with English and Chinese examples (issue 18).
+LAYERS_SECTION: Final[Section] = ("Memory layers", "layers_section.txt")
+#: version → (base file, sections) in ``eros/prompts``; DREAMING_PROMPT_VERSION picks one.
+#: v2 treats the transcript as data (docs/security.md); v3 and v4 add the layers to v1 and v2.
+PROMPT_VERSIONS: Final[dict[str, tuple[str, tuple[Section, ...]]]] = {
+    "v1": ("extract_v1.txt", ()),
+    "v2": ("extract_v2.txt", ()),
+    "v3": ("extract_v1.txt", (LAYERS_SECTION,)),
+    "v4": ("extract_v2.txt", (LAYERS_SECTION,)),
+}
+DEFAULT_VERSION: Final = "v4"
+_LAST = "\n## Reply format"
 
 
 @dataclass(frozen=True)
@@ -25,18 +40,29 @@ class Prompt:
     system: str
 
 
+def _bundled(name: str) -> str:
+    return resources.files("eros.prompts").joinpath(name).read_text(encoding="utf-8").strip()
+
+
+def _compose(base: str, sections: tuple[Section, ...]) -> str:
+    head, last, tail = base.rpartition(_LAST)
+    if not last:  # a plain base: the sections follow it
+        return "\n\n".join([base, *(_bundled(name) for _, name in sections)])
+    added = "".join(f"\n\n## {title}\n{_bundled(name)}" for title, name in sections)
+    return f"{head.rstrip()}{added}\n{last}{tail}"
+
+
 def load_prompt(override: Path | None = None, version: str = DEFAULT_VERSION) -> Prompt:
-    """The bundled prompt of ``version``, or the file ``DREAMING_PROMPT_FILE`` names (its stem
-    is the version)."""
+    """The bundled prompt ``version``, or the file ``DREAMING_PROMPT_FILE`` names (its stem is
+    the version)."""
     if override is not None:
         return Prompt(f"file:{override.stem}", override.read_text(encoding="utf-8").strip())
     try:
-        name = PROMPT_FILES[version]
+        base, sections = PROMPT_VERSIONS[version]
     except KeyError:
-        raise ValueError(f"unknown prompt version {version!r}; expected one of "
-                         f"{sorted(PROMPT_FILES)}") from None
-    text = resources.files("eros.prompts").joinpath(name).read_text(encoding="utf-8")
-    return Prompt(name.removesuffix(".txt"), text.strip())
+        raise ValueError(f"unknown prompt version {version!r}; known: "
+                         f"{', '.join(PROMPT_VERSIONS)}") from None
+    return Prompt(f"extract_{version}", _compose(_bundled(base), sections))
 
 
 def new_marker() -> str:

@@ -19,6 +19,8 @@ class Turn:
     content: str
     sent_at: datetime
     seq: int
+    #: ``chat_messages.channel``; core/channels.py decides which are read.
+    channel: str = "text"
 
 
 @dataclass(frozen=True)

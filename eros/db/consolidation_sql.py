@@ -24,7 +24,9 @@ from eros.db.schema import companion_memories, memory_history
 #: first key of the two-key advisory lock: our namespace, so no other lock user collides.
 LOCK_NAMESPACE = "eros.consolidate"
 _NIL = "'00000000-0000-0000-0000-000000000000'::uuid"
-_NEAR = "(a.embedding <=> b.embedding) <= :max_distance"
+#: near = close vectors of one embedding model: two models' vectors are never compared (0012)
+_NEAR = ("a.embedding_model IS NOT DISTINCT FROM b.embedding_model"
+         " AND (a.embedding <=> b.embedding) <= :max_distance")
 
 SNAPSHOT = text("""
 SELECT id, content, category, created_at, importance, instance_id,
@@ -38,7 +40,7 @@ SELECT id, content, category, created_at, importance, instance_id,
 # user's rows are compared with each other only, never with anyone else's.
 NEAR_PAIRS = text(f"""
 WITH mine AS MATERIALIZED (
-    SELECT id, COALESCE(instance_id, {_NIL}) AS layer, category, embedding
+    SELECT id, COALESCE(instance_id, {_NIL}) AS layer, category, embedding, embedding_model
       FROM engine.companion_memories
      WHERE user_id = :user_id AND status = 'current' AND embedding IS NOT NULL)
 SELECT a.id AS a, b.id AS b
@@ -58,7 +60,7 @@ SELECT id, content, category, created_at, importance, instance_id,
 
 FRESH_PAIRS = text(f"""
 WITH mine AS MATERIALIZED (
-    SELECT id, COALESCE(instance_id, {_NIL}) AS layer, category, embedding,
+    SELECT id, COALESCE(instance_id, {_NIL}) AS layer, category, embedding, embedding_model,
            id = ANY(CAST(:fresh AS uuid[])) AS fresh
       FROM engine.companion_memories
      WHERE user_id = :user_id AND status = 'current' AND embedding IS NOT NULL)
@@ -142,13 +144,15 @@ def lock_current(conn: Connection, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
 
 def insert_canonical(conn: Connection, user_id: uuid.UUID,
                      rows: Sequence[tuple[NewRow, list[float]]], *, model: str,
-                     prompt_version: str, pass_id: str) -> None:
+                     prompt_version: str, pass_id: str,
+                     embedding_model: str | None = None) -> None:
     if not rows:
         return
     conn.execute(insert(companion_memories).values([{
         "id": row.id, "user_id": user_id, "instance_id": row.instance_id, "session_id": None,
         "content": row.content, "category": row.category, "importance": row.importance,
         "embedding": vector, "created_at": row.created_at, "model": model,
+        "embedding_model": embedding_model,
         "metadata": {"consolidated_from": [str(i) for i in row.source_ids],
                      "prompt_version": prompt_version, "consolidation_pass": pass_id},
         "consolidation_seen_at": func.now(),
@@ -312,6 +316,7 @@ SELECT c.user_id, c.newest, sh.total, sh.near
                   WHERE b.user_id = a.user_id AND b.status = 'current'
                     AND b.category = a.category
                     AND b.instance_id IS NOT DISTINCT FROM a.instance_id
+                    AND b.embedding_model IS NOT DISTINCT FROM a.embedding_model
                     AND b.id <> a.id AND (a.embedding <=> b.embedding) <= :max_distance))
                  AS near
         FROM engine.companion_memories a

@@ -137,19 +137,24 @@ class MemoryFilter:
     instance_id: uuid.UUID | None = None
     include_all: bool = False
     limit: int = 50
+    #: ``profile`` (instance_id NULL) or ``relationship`` (any persona); None = both.
+    layer: str | None = None
 
 
 def list_memories(conn: Connection, f: MemoryFilter) -> list[dict[str, Any]]:
     """A user's memories, newest first (current ones only unless ``include_all``)."""
     m = companion_memories.c
     stmt = (select(m.id, m.content, m.category, m.importance, m.created_at, m.instance_id,
-                   m.status, m.session_id, m.replaced_by)
+                   m.status, m.session_id, m.replaced_by, m.embedding_model)
             .where(m.user_id == f.user_id)
             .order_by(m.created_at.desc(), m.category, m.id).limit(f.limit))
     if f.category:
         stmt = stmt.where(m.category == f.category)
     if f.instance_id:
         stmt = stmt.where(m.instance_id == f.instance_id)
+    if f.layer is not None:
+        stmt = stmt.where(m.instance_id.is_(None) if f.layer == "profile"
+                          else m.instance_id.is_not(None))
     if not f.include_all:
         stmt = stmt.where(m.status == "current")
     return [dict(r._mapping) for r in conn.execute(stmt)]

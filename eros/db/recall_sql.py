@@ -64,6 +64,10 @@ class ScopeFilter:
     scope: Scope = "both"
     instance_id: uuid.UUID | None = None
     include_replaced: bool = False
+    #: only rows of this embedding model (recall across models while ``eros reembed`` runs);
+    #: rows from before the model was recorded (NULL) count as ``legacy_model``'s.
+    embedding_model: str | None = None
+    legacy_model: str | None = None
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -90,10 +94,15 @@ class ScopeFilter:
         parts = [f"{alias}.user_id = :user_id", _LAYER_SQL[scope].format(a=alias)]
         if not self.include_replaced:
             parts.append(f"{alias}.status = 'current'")
+        if self.embedding_model is not None:
+            parts.append(f"COALESCE({alias}.embedding_model, :legacy_model) = :embedding_model")
         return " AND ".join(parts)
 
     def params(self) -> dict[str, Any]:
-        return {"user_id": self.user_id, "instance_id": self.instance_id}
+        params: dict[str, Any] = {"user_id": self.user_id, "instance_id": self.instance_id}
+        if self.embedding_model is not None:
+            params.update(embedding_model=self.embedding_model, legacy_model=self.legacy_model)
+        return params
 
 
 _COLUMNS = ("m.id, m.content, m.category, m.importance, m.created_at,"

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, func, insert, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from eros.core.layers import route_instance
 from eros.core.text import normalise_for_dedup
 from eros.core.transcript import Turn
 from eros.db.schema import classification_runs, companion_memories
@@ -41,6 +42,10 @@ class MemoryRow:
     importance: float | None
     metadata: dict[str, Any]
     embedding: list[float]
+    #: ``profile`` or ``relationship`` (core/layers.py decides the row's instance_id).
+    layer: str = "profile"
+    #: the model that produced ``embedding`` (recall never ranks two models together).
+    embedding_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,8 @@ class Outcome:
 
 
 # The reference's claim, plus: a fresh token per claim, the attempt backoff gate and the
-# dead-letter exclusion. ix_chat_sessions_claimable serves the subquery in last_active_at order.
+# dead-letter and archive exclusions. ix_chat_sessions_claimable serves the subquery in
+# last_active_at order (archived sessions are not in it at all).
 CLAIM_IDLE = text("""
 UPDATE engine.chat_sessions
    SET classification_claimed_at = now(),
@@ -68,6 +74,7 @@ UPDATE engine.chat_sessions
  WHERE id IN (SELECT id FROM engine.chat_sessions
                WHERE classified_at IS NULL
                  AND dead_lettered_at IS NULL
+                 AND archived_at IS NULL
                  AND last_active_at < now() - make_interval(secs => :idle_secs)
                  AND (classification_claimed_at IS NULL
                       OR classification_claimed_at < now() - make_interval(secs => :stale_secs))
@@ -87,6 +94,7 @@ UPDATE engine.chat_sessions
        attempts = CASE WHEN :force THEN 0 ELSE attempts END,
        classified_through_seq = CASE WHEN :force THEN 0 ELSE classified_through_seq END
  WHERE id = :session_id
+   AND archived_at IS NULL
    AND (:force OR (classified_at IS NULL
                    AND dead_lettered_at IS NULL
                    AND (classification_claimed_at IS NULL
@@ -94,19 +102,22 @@ UPDATE engine.chat_sessions
 RETURNING id, user_id, instance_id, claim_token
 """)
 
-# Heartbeat plus attempt count: a run only starts while the claim token is still ours.
+# Heartbeat plus attempt count: a run only starts while the claim token is still ours and the
+# session has not been archived since it was claimed.
 BEGIN_ATTEMPT = text("""
 UPDATE engine.chat_sessions
    SET attempts = attempts + 1, classification_claimed_at = now()
- WHERE id = :session_id AND claim_token = :token
+ WHERE id = :session_id AND claim_token = :token AND archived_at IS NULL
 RETURNING user_id, instance_id, attempts, classified_through_seq
 """)
 
-# Stamp only while the claim is ours. If turns past the watermark arrived meanwhile, the
-# session stays unclassified so the next idle tick picks them up. "Arrived" is read from the
-# row itself (last_seq): a turn's transaction holds this row's lock until it commits, and
-# after waiting for it PostgreSQL re-reads the row, where a subquery would keep the
-# statement's old snapshot and miss the turn.
+# Stamp only while the claim is ours and the session is not archived (archiving a session in
+# flight — "forget a relationship" — must not be undone by its late memories: the row lock
+# orders the two, and a late FINISH finds archived_at set and writes nothing). If turns past
+# the watermark arrived meanwhile, the session stays unclassified so the next idle tick picks
+# them up. "Arrived" is read from the row itself (last_seq): a turn's transaction holds this
+# row's lock until it commits, and after waiting for it PostgreSQL re-reads the row, where a
+# subquery would keep the statement's old snapshot and miss the turn.
 FINISH = text("""
 UPDATE engine.chat_sessions AS s
    SET classified_at = CASE WHEN s.last_seq > :through_seq THEN NULL ELSE now() END,
@@ -120,7 +131,7 @@ UPDATE engine.chat_sessions AS s
        completion_tokens = s.completion_tokens + :completion_tokens,
        embedding_tokens = s.embedding_tokens + :embedding_tokens,
        last_error = :error, guard_dropped = :guard_dropped
- WHERE s.id = :session_id AND s.claim_token = :token
+ WHERE s.id = :session_id AND s.claim_token = :token AND s.archived_at IS NULL
 RETURNING s.id
 """)
 
@@ -185,9 +196,11 @@ def load_turns(conn: Connection, session_id: uuid.UUID, *, after_seq: int) -> li
     return read_new_turns(conn, session_id, after_seq=after_seq)[0]
 
 
-# One statement, so the turns and the session's last_seq come from one snapshot.
+# One statement, so the turns and the session's last_seq come from one snapshot. Every
+# channel is read: the watermark must pass unread channels too, or they would hold the
+# session open (extraction filters them, core/channels.py).
 READ_NEW_TURNS = text("""
-SELECT s.last_seq, m.role, m.content, m.sent_at, m.seq
+SELECT s.last_seq, m.role, m.content, m.sent_at, m.seq, m.channel
   FROM engine.chat_sessions AS s
   LEFT JOIN engine.chat_messages AS m ON m.session_id = s.id AND m.seq > :after_seq
  WHERE s.id = :session_id
@@ -204,7 +217,8 @@ def read_new_turns(conn: Connection, session_id: uuid.UUID, *,
     in the snapshot, and a turn deleted after it was written cannot keep FINISH from stamping.
     """
     rows = conn.execute(READ_NEW_TURNS, {"session_id": session_id, "after_seq": after_seq}).all()
-    turns = [Turn(r.role, r.content, r.sent_at, r.seq) for r in rows if r.seq is not None]
+    turns = [Turn(r.role, r.content, r.sent_at, r.seq, r.channel)
+             for r in rows if r.seq is not None]
     last = max([after_seq, *(int(r.last_seq) for r in rows[:1])])
     return turns, last
 
@@ -240,9 +254,11 @@ def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq:
     written = 0
     if memories:
         stmt = pg_insert(companion_memories).values([{
-            "session_id": claim.session_id, "user_id": claim.user_id, "instance_id": None,
+            "session_id": claim.session_id, "user_id": claim.user_id,
+            "instance_id": route_instance(m.layer, claim.instance_id),
             "content": m.content, "category": m.category, "importance": m.importance,
             "metadata": m.metadata, "embedding": m.embedding, "model": outcome.model,
+            "embedding_model": m.embedding_model,
             "dedup_key": dedup_key(claim.session_id, m.content),
         } for m in memories]).on_conflict_do_nothing(index_elements=["dedup_key"])
         written = len(conn.execute(stmt.returning(companion_memories.c.id)).all())
@@ -338,7 +354,7 @@ def record_throttled(conn: Connection, attempt: Attempt) -> bool:
 
 
 # Predicates the status report and the metrics share (one spelling of each idea).
-OPEN = "classified_at IS NULL AND dead_lettered_at IS NULL"
+OPEN = "classified_at IS NULL AND dead_lettered_at IS NULL AND archived_at IS NULL"
 IDLE = "last_active_at < now() - make_interval(secs => :idle_secs)"
 NOT_BACKING_OFF = "(next_attempt_at IS NULL OR next_attempt_at <= now())"
 FRESH_CLAIM = "classification_claimed_at >= now() - make_interval(secs => :stale_secs)"

@@ -77,10 +77,13 @@ chat_sessions = Table(
     Column("last_error", Text),
     #: candidates the memory guard dropped in the last extraction (docs/security.md).
     Column("guard_dropped", Integer, nullable=False, server_default=text("0")),
+    #: set by the product: an archived session is never claimed (0012).
+    Column("archived_at", DateTime(timezone=True)),
     # Serves the claim: only sessions with unextracted content are in it, oldest first, so a
-    # claim reads O(batch) index entries however many sessions are done.
+    # claim reads O(batch) index entries however many sessions are done or archived.
     Index("ix_chat_sessions_claimable", "last_active_at",
-          postgresql_where=text("classified_at IS NULL AND dead_lettered_at IS NULL")),
+          postgresql_where=text("classified_at IS NULL AND dead_lettered_at IS NULL"
+                                " AND archived_at IS NULL")),
     Index("ix_chat_sessions_user", "user_id"),
     Index("ix_chat_sessions_dead", "dead_lettered_at",
           postgresql_where=text("dead_lettered_at IS NOT NULL")),
@@ -100,6 +103,8 @@ chat_messages = Table(
     # Strict tiebreak for rows sharing a sent_at (one transaction shares now()), and the
     # watermark that tells the new part of a resumed session from the part already extracted.
     Column("seq", BigInteger, Identity(always=False), nullable=False, unique=True),
+    #: ``text``, ``voice``, ``product_qa``, …; DREAMING_CHANNELS says which are read (0012).
+    Column("channel", Text, nullable=False, server_default=text("'text'")),
     Index("ix_chat_messages_session_order", "session_id", "sent_at", "seq"),
     Index("ix_chat_messages_session_seq", "session_id", "seq"),
 )
@@ -124,6 +129,9 @@ companion_memories = Table(
     #: idempotency key: session and normalised content; a second write is a no-op.
     Column("dedup_key", Text, nullable=True, unique=True),
     Column("model", Text),
+    #: the embedding model of ``embedding`` (0012); NULL = written before it was recorded,
+    #: taken to be on EMBEDDING_MODEL. Recall never ranks two models' vectors together.
+    Column("embedding_model", Text, nullable=True),
     # -- consolidation (real dreaming): nothing is hard-deleted --------------------------------
     #: ``current``, or ``merged`` / ``superseded`` once consolidation replaced it.
     Column("status", Text, nullable=False, server_default=text("'current'")),
@@ -148,6 +156,7 @@ companion_memories = Table(
     # scan's rows, and recall's index-only scan of the sketches — one tight range per layer.
     Index("ix_companion_memories_recall_bq", "user_id", "instance_id", "category", "status",
           postgresql_include=["id", "embedding_bq"]),
+    Index("ix_companion_memories_user_model", "user_id", "embedding_model"),
     Index("ix_companion_memories_embedding_hnsw", "embedding",
           postgresql_using="hnsw", postgresql_ops={"embedding": "vector_cosine_ops"}),
 )

@@ -9,12 +9,13 @@ from eros.settings import Settings
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ChatCompleter", "Completion", "Embedder", "Embeddings", "make_providers"]
+__all__ = ["ChatCompleter", "Completion", "Embedder", "Embeddings", "make_embedder",
+           "make_providers"]
 
 
 def make_providers(settings: Settings) -> tuple[ChatCompleter, Embedder]:
     """Live providers where keys are configured; the offline ones otherwise (announced)."""
-    from eros.providers.offline import OfflineChat, make_offline_embedder
+    from eros.providers.offline import OfflineChat
 
     llm: ChatCompleter
     embedder: Embedder
@@ -27,14 +28,29 @@ def make_providers(settings: Settings) -> tuple[ChatCompleter, Embedder]:
 
         llm = OpenRouterChat(settings)
         log.info("LLM provider: %s at %s", settings.dreaming_model, settings.openrouter_base_url)
-    if settings.embedder_is_offline:
-        embedder = make_offline_embedder(settings.embedding_dim, settings.eros_offline_embedder)
+    embedder = make_embedder(settings)
+    if embedder.offline:
         log.warning("embedding provider: offline %s, %d dims (no VOYAGE_API_KEY or "
                     "EROS_PROVIDERS=offline)", embedder.name, settings.embedding_dim)
     else:
-        from eros.providers.embeddings import VoyageEmbedder
-
-        embedder = VoyageEmbedder(settings)
         log.info("embedding provider: %s (%d dims)", settings.embedding_model,
                  settings.embedding_dim)
     return llm, embedder
+
+
+def make_embedder(settings: Settings, *, model: str | None = None,
+                  dim: int | None = None) -> Embedder:
+    """The configured embedder, or the same provider with another model or size (recall of
+    rows still on an older model, ``eros reembed --model --dim``). Offline the model is the one
+    EROS_OFFLINE_EMBEDDER selects (e5 when installed, else the hash embedder)."""
+    from eros.providers.offline import make_offline_embedder
+
+    size = dim or settings.embedding_dim
+    if settings.embedder_is_offline:
+        return make_offline_embedder(size, settings.eros_offline_embedder)
+    from eros.providers.embeddings import VoyageEmbedder
+
+    update: dict[str, object] = {"embedding_dim": size}
+    if model:
+        update["embedding_model"] = model
+    return VoyageEmbedder(settings.model_copy(update=update))

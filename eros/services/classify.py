@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from eros.core.channels import readable_turns
 from eros.core.cost import Prices, cost_usd
 from eros.core.guard import load_guard, screen, strip_invisible
 from eros.core.parsing import Candidate, ParseResult, parse_extraction
@@ -84,7 +85,8 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
     with pipeline.engine.connect() as conn:
         turns, through_seq = repo.read_new_turns(conn, claim.session_id,
                                                  after_seq=attempt.through_seq)
-    transcript = build_transcript(turns, budget_chars=settings.dreaming_transcript_budget_chars)
+    transcript = build_transcript(readable_turns(turns, settings.channels),
+                                  budget_chars=settings.dreaming_transcript_budget_chars)
     report.transcript = transcript.text
     if transcript.empty:
         return _finish(pipeline, attempt, report, Outcome("empty"), through_seq, transcript,
@@ -127,7 +129,7 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
         return _finish(pipeline, attempt, report, Outcome(kind, error=error, **usage),
                        through_seq, transcript, [], task_id, dry_run)
 
-    rows = [_memory_row(c, vector, pipeline.prompt, transcript)
+    rows = [_memory_row(c, vector, embeddings.model, pipeline.prompt, transcript)
             for c, vector in zip(candidates, embeddings.vectors, strict=True)]
     error = "reply cut off at the token limit twice; complete items kept" \
         if truncated_twice else None
@@ -180,12 +182,12 @@ def _outcome_kind(parsed: ParseResult, truncated: bool) -> str:
     return {"ok": "memories", "empty": "no_memories", "unparseable": "unparseable"}[parsed.status]
 
 
-def _memory_row(candidate: Candidate, vector: list[float], prompt: Prompt,
+def _memory_row(candidate: Candidate, vector: list[float], embedding_model: str, prompt: Prompt,
                 transcript: Transcript) -> MemoryRow:
     metadata = {**candidate.extra_metadata, "prompt_version": prompt.version,
                 "source_seq": [transcript.first_seq, transcript.last_seq]}
     return MemoryRow(candidate.content, candidate.category, candidate.importance, metadata,
-                     vector)
+                     vector, candidate.layer, embedding_model)
 
 
 def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outcome,

@@ -278,6 +278,7 @@ def _write(c: Consolidator, user_id: uuid.UUID, memories: list[Memory], pairs: l
                              [(st.new_row, vectors[st.new_row.id]) for st in applied
                               if st.new_row is not None],
                              model=s.consolidation_model_name, prompt_version=c.prompt.version,
+                             embedding_model=c.embedder.name,
                              pass_id=pass_id)
         sql.apply_changes(conn, [ch for st in applied for ch in st.changes])
         sql.set_importance(conn, [st.importance for st in applied if st.importance])

@@ -28,7 +28,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -45,9 +45,16 @@ from eros.db.recall_sql import SCOPES, HnswParams, Scope, ScopeFilter
 from eros.db.timeouts import set_statement_timeout
 from eros.errors import RecallError
 from eros.providers.base import Embedder
+from eros.services.recall_models import (
+    EmbedderFor,
+    embedder_factory,
+    interleave,
+    user_model_names,
+)
 from eros.settings import Settings, get_settings
 
-Plan = Literal["exact", "quantized", "cells", "hnsw", "mixed"]
+#: ``models``: a user on several embedding models, one search each (recall_models.py).
+Plan = Literal["exact", "quantized", "cells", "hnsw", "mixed", "models"]
 Search = Literal["exact", "quantized", "hnsw"]
 
 __all__ = ["RecallResult", "RecalledMemory", "recall", "recall_by_vector", "render_prompt"]
@@ -106,40 +113,87 @@ def render_prompt(result: RecallResult, labels: LabelSet | str | Labels = "zh") 
 def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: str, *,
            instance_id: uuid.UUID | str | None = None, scope: Scope = "both",
            strategy: Strategy | None = None, k: int | None = None,
-           include_replaced: bool = False, settings: Settings | None = None) -> RecallResult:
+           include_replaced: bool = False, settings: Settings | None = None,
+           embedder_for: EmbedderFor | None = None) -> RecallResult:
     """Recall the memories that matter for ``query`` (the user's turn).
 
     ``k`` is the per-category K for ``grouped`` and the global K otherwise; ``None`` takes
-    RECALL_PER_CATEGORY_K / RECALL_K. ``strategy=None`` takes RECALL_STRATEGY. Raises
+    RECALL_PER_CATEGORY_K / RECALL_K. ``strategy=None`` takes RECALL_STRATEGY. The query is
+    embedded with the model the user's rows carry (``embedder_for(model)``; by default
+    ``embedder`` for its own model and for rows from before models were recorded, the same
+    provider built for another); a user on
+    several models (mid re-embed) gets one search per model, interleaved by rank. Raises
     :class:`~eros.errors.RecallError` for invalid arguments and the provider's errors for a
     failed embedding call.
     """
     cfg = settings or get_settings()
     if not query.strip():
         raise RecallError("the recall query is empty")
+    uid = _as_uuid(user_id, "user id")
+    started = time.perf_counter()
+    models = user_model_names(engine, uid, legacy=embedder.name)
+    lookup_ms = (time.perf_counter() - started) * 1000
+    pick = embedder_for or embedder_factory(cfg, embedder)
+    kwargs: dict[str, Any] = {"instance_id": instance_id, "scope": scope, "strategy": strategy,
+                              "k": k, "include_replaced": include_replaced, "settings": cfg}
+    if len(models) > 1:  # mid re-embed: one search per model, never one ranking of both
+        results = [_recall_one(engine, pick(m), query, uid, kwargs, model=m,
+                               legacy=embedder.name) for m in models]
+        result = _combine(results)
+    else:
+        result = _recall_one(engine, pick(models[0]) if models else embedder, query, uid,
+                             kwargs)
+    result.timings["models"] = lookup_ms
+    result.timings["total"] += lookup_ms
+    return result
+
+
+def _recall_one(engine: Engine, embedder: Embedder, query: str, user_id: uuid.UUID,
+                kwargs: dict[str, Any], model: str | None = None,
+                legacy: str | None = None) -> RecallResult:
+    """Embed the query with ``embedder`` and search the rows of its model (all rows when
+    ``model`` is None: the user has one model)."""
     started = time.perf_counter()
     vectors = embedder.embed([query], input_type="query").vectors
     embed_ms = (time.perf_counter() - started) * 1000
     if len(vectors) != 1:
         raise RecallError(f"the embedder returned {len(vectors)} vectors for one query")
-    result = recall_by_vector(engine, user_id, vectors[0], instance_id=instance_id, scope=scope,
-                              strategy=strategy, k=k, include_replaced=include_replaced,
-                              settings=cfg)
+    result = recall_by_vector(engine, user_id, vectors[0], embedding_model=model,
+                              legacy_model=legacy, **kwargs)
     result.timings["embed"] = embed_ms
     result.timings["total"] += embed_ms
     return result
+
+
+def _combine(results: list[RecallResult]) -> RecallResult:
+    """Per-model answers interleaved by rank (services/recall_models.py)."""
+    first = results[0]
+    memories = interleave([r.memories for r in results], k=first.k,
+                          per_category=first.strategy == "grouped")
+    timings: dict[str, float] = {}
+    for r in results:
+        for name, value in r.timings.items():
+            timings[name] = timings.get(name, 0.0) + value
+    return RecallResult(memories, first.strategy, first.scope, first.k, "models",
+                        all(r.exact for r in results), any(r.fallback for r in results),
+                        timings)
 
 
 def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[float], *,
                      instance_id: uuid.UUID | str | None = None, scope: Scope = "both",
                      strategy: Strategy | None = None, k: int | None = None,
                      include_replaced: bool = False, settings: Settings | None = None,
-                     now: datetime | None = None) -> RecallResult:
+                     now: datetime | None = None, embedding_model: str | None = None,
+                     legacy_model: str | None = None) -> RecallResult:
     """:func:`recall` for a query vector computed elsewhere (benchmarks, batch callers).
 
     ``now`` fixes the clock of the recency terms (tests); it defaults to the current time.
+    ``embedding_model`` limits the search to that model's rows (NULL rows counting as
+    ``legacy_model``'s), always by an exact scan: only a user mid re-embed needs it.
     """
     cfg = settings or get_settings()
+    if embedding_model is not None:  # sketches and cells carry no model: scan exactly
+        cfg = cfg.model_copy(update={"recall_exact_scan_below": 2**62})
     started = time.perf_counter()
     chosen: Strategy = strategy or cfg.recall_strategy
     if chosen not in STRATEGIES:
@@ -151,7 +205,8 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
     if k_eff < 1:
         raise RecallError(f"k must be at least 1, got {k_eff}")
     query = _check_vector(vector, cfg.embedding_dim)
-    flt = _scope_filter(user_id, instance_id, scope, include_replaced)
+    flt = replace(_scope_filter(user_id, instance_id, scope, include_replaced),
+                  embedding_model=embedding_model, legacy_model=legacy_model)
     params = RankParams(now=now or datetime.now(UTC), decay_lambda=cfg.recall_decay_lambda,
                         decay_tau_days=cfg.recall_decay_tau_days,
                         composite_tau_days=cfg.recall_composite_tau_days,

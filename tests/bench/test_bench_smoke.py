@@ -240,3 +240,24 @@ def test_turn_write_bench(pg_server_url: str, tmp_path: Path,
     for r in rows:
         assert r["turns"] == 200 and r["ours_us"] > 0 and r["baseline_us"] > 0
         assert r["last_seq_covers_turns"]
+
+
+# --- re-embedding ---------------------------------------------------------------------------
+def test_reembed_bench(bench_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A few hundred memories: ours in batches, the per-row baseline, recall before/during."""
+    from bench import reembed_bench
+
+    out = tmp_path / "reembed.json"
+    code = reembed_bench.main(["--memories", "600", "--users", "6", "--baseline", "20",
+                               "--batch", "200", "--recalls", "5", "--no-record",
+                               "--json", str(out)])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    ours, base = doc["ours"], doc["baseline"]
+    assert (ours["rows"], ours["batches"], ours["left_on_old_model"]) == (600, 3, 0)
+    assert base["rows"] == 20 and base["rows_per_s"] > 0 and ours["rows_per_s"] > 0
+    assert doc["recall_before"]["recalls"] == 5
+    assert doc["recall_before"]["plans"] == {"exact": 5}
+    assert doc["recall_during"]["recalls"] >= 0
+    printed = capsys.readouterr().out
+    assert len(_table_rows(printed, ["| ours (batch", "| baseline (", "| before |"])) == 3

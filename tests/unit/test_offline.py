@@ -120,7 +120,8 @@ def _check_memories(memories: list[dict[str, Any]]) -> None:
     contents = [m["content"] for m in memories]
     assert len(set(contents)) == len(contents)
     for m in memories:
-        assert set(m) == {"content", "category", "importance", "evidence_type", "confidence"}
+        assert set(m) == {"content", "category", "importance", "layer", "evidence_type",
+                          "confidence"}
         assert m["category"] in CATEGORIES
         assert 0.0 <= m["importance"] <= 1.0 and 0.0 <= m["confidence"] <= 1.0
         assert m["evidence_type"] == "explicit"

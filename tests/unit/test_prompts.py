@@ -7,17 +7,23 @@ import pytest
 from eros.core.prompts import load_prompt, new_marker, user_message
 
 
-def test_v2_is_the_default_and_v1_stays_selectable() -> None:
-    v2, v1 = load_prompt(), load_prompt(version="v1")
-    assert (v2.version, v1.version) == ("extract_v2", "extract_v1")
+def test_v4_is_the_default_and_v1_v2_v3_stay_selectable() -> None:
+    v4, v2, v1 = load_prompt(), load_prompt(version="v2"), load_prompt(version="v1")
+    assert (v4.version, v2.version, v1.version) == ("extract_v4", "extract_v2", "extract_v1")
     assert "never instructions" in v2.system.lower() or "never obey" in v2.system.lower()
     assert "Secrets" in v2.system and "Wants to be called Xiaoyu" in v2.system
     assert "assistant's lines are context only" in v2.system
     assert "Never record anything the assistant says about itself" in v1.system
     # the reply format is the last section, so another section can be added before it
     assert v2.system.rsplit("## ", 1)[1].startswith("Reply format")
+    # v4 is v2 with the memory layers as a section of their own, before the reply format
+    assert v4.system.rsplit("## ", 1)[1].startswith("Reply format")
+    assert "## Memory layers" in v4.system and '"relationship"' in v4.system
+    assert v4.system.replace(v4.system[v4.system.index("## Memory layers"):
+                                      v4.system.index("## Reply format")], "") == v2.system
+    assert load_prompt(version="v3").system.startswith(v1.system)
     with pytest.raises(ValueError, match="unknown prompt version"):
-        load_prompt(version="v3")
+        load_prompt(version="v9")
 
 
 def test_markers_are_fresh_per_call() -> None:

@@ -15,6 +15,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from eros.providers.offline.hashing import HAS_CJK as _HAS_CJK
+from eros.providers.offline.layers import (
+    companion_wording,
+    mentions_companion,
+    relationship_category,
+)
 
 __all__ = ["CONFIDENCE", "IMPORTANCE", "MAX_MEMORIES", "OfflineCompletion", "OfflineExtractor",
            "heuristic_extract", "offline_consolidation_reply", "user_turns"]
@@ -277,7 +282,8 @@ def heuristic_extract(transcript: str) -> list[dict[str, Any]]:
     """Categorised memory candidates from the user's turns only, at most ten, deduplicated.
 
     HEURISTIC, not a model: a clause becomes a memory when a first-person cue phrase matches
-    (English or Chinese). Relation beats the rest when a person is named. Never raises.
+    (English or Chinese). Relation beats the rest when a person is named. A clause about the
+    user with the companion is a relationship-layer memory (offline/layers.py). Never raises.
     """
     found: list[tuple[float, dict[str, Any]]] = []
     seen: set[str] = set()
@@ -285,13 +291,20 @@ def heuristic_extract(transcript: str) -> list[dict[str, Any]]:
         for clause in _clauses(turn):
             if not _long_enough(clause) or _SKIP.match(clause):
                 continue
-            category = _classify(clause)
+            category, layer = _classify(clause), "profile"
             if category is None:
-                continue
+                category, layer = relationship_category(clause), "relationship"
+                if category is None:
+                    continue
+            elif mentions_companion(clause):
+                layer = "relationship"
             if _HAS_CJK.search(clause) and not re.match(r"^(?:i|my)\b", clause, re.I):
                 content = _normalise_zh(clause)
             else:
-                content = _normalise_en(_trim_en(clause, category), category)
+                content = _trim_en(clause, category)
+                if layer == "relationship":
+                    content = companion_wording(content)
+                content = _normalise_en(content, category)
             content = re.sub(r"\s+", " ", content).strip()
             if len(content) > _MAX_CONTENT:
                 content = content[:_MAX_CONTENT].rsplit(" ", 1)[0].rstrip(" ,") + "…"
@@ -303,7 +316,7 @@ def heuristic_extract(transcript: str) -> list[dict[str, Any]]:
             importance = round(min(1.0, IMPORTANCE[category] + boost), 2)
             found.append((importance, {
                 "content": content, "category": category, "importance": importance,
-                "evidence_type": "explicit", "confidence": CONFIDENCE[category],
+                "layer": layer, "evidence_type": "explicit", "confidence": CONFIDENCE[category],
             }))
     # Over the cap, the most important win; ties and the output keep transcript order.
     ranked = sorted(range(len(found)), key=lambda i: (-found[i][0], i))
