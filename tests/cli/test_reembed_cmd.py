@@ -11,6 +11,10 @@ from sqlalchemy import Engine, text
 
 from tests.cli.conftest import ROOT, Cli
 
+#: the offline provider with the hash embedder: the seeded rows name it (``local-hash``), and
+#: the mechanics tested here do not depend on which offline model runs
+OFFLINE = {"EROS_PROVIDERS": "offline", "EROS_OFFLINE_EMBEDDER": "hash"}
+
 
 def _seed(engine: Engine, model: str | None, n: int) -> None:
     with engine.begin() as conn:
@@ -24,23 +28,23 @@ def _seed(engine: Engine, model: str | None, n: int) -> None:
 def test_dry_run_stamp_legacy_and_one_beside_size(cli: Cli, engine: Engine) -> None:
     _seed(engine, None, 4)
     _seed(engine, "local-hash", 2)
-    dry = cli("reembed", "--dry-run", "--json", env={"EROS_PROVIDERS": "offline"})
+    dry = cli("reembed", "--dry-run", "--json", env=OFFLINE)
     assert dry.code == 0, dry.err
     assert json.loads(dry.out) == {"model": "local-hash", "pending": 4}
-    stamped = cli("reembed", "--stamp-legacy", "--json", env={"EROS_PROVIDERS": "offline"})
+    stamped = cli("reembed", "--stamp-legacy", "--json", env=OFFLINE)
     assert stamped.code == 0 and json.loads(stamped.out) == {"stamped": 4}
-    after = cli("reembed", "--dry-run", "--json", env={"EROS_PROVIDERS": "offline"})
+    after = cli("reembed", "--dry-run", "--json", env=OFFLINE)
     assert json.loads(after.out)["pending"] == 0
-    beside = cli("reembed", "--dim", "1024", env={"EROS_PROVIDERS": "offline"})
+    beside = cli("reembed", "--dim", "1024", env=OFFLINE)
     assert beside.code == 0, beside.err
-    wrong = cli("reembed", "--dim", "768", env={"EROS_PROVIDERS": "offline"})
+    wrong = cli("reembed", "--dim", "768", env=OFFLINE)
     assert wrong.code == 1
     assert "already holds 1024 dimensions" in wrong.err and "docs/operations.md" in wrong.err
 
 
 def test_offline_run_reports_progress_and_moves_every_row(cli: Cli, engine: Engine) -> None:
     _seed(engine, "voyage-3.5-lite", 25)
-    run = cli("reembed", env={"EROS_PROVIDERS": "offline", "REEMBED_BATCH": "10"})
+    run = cli("reembed", env={**OFFLINE, "REEMBED_BATCH": "10"})
     assert run.code == 0, run.err
     assert "re-embedding with local-hash" in run.err  # the progress bar, on stderr
     assert run.out.startswith("25 memories re-embedded with local-hash in 3 batches")
@@ -53,7 +57,7 @@ def test_a_change_of_dimension_beside_switch_drop(cli: Cli, engine: Engine, db_u
     """--dim fills columns beside the live ones, --switch makes them live (the schema is then
     the metadata's at the new size: alembic check), --drop-old removes the old ones."""
     _seed(engine, "local-hash", 30)
-    offline = {"EROS_PROVIDERS": "offline", "REEMBED_BATCH": "8"}
+    offline = {**OFFLINE, "REEMBED_BATCH": "8"}
     early = cli("reembed", "--switch", env=offline)
     assert early.code == 1 and "no embedding_next column" in early.err
     fill = cli("reembed", "--dim", "256", env=offline)
