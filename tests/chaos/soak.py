@@ -4,7 +4,8 @@ and 2 beats classify them with a 2 s idle threshold, and PostgreSQL is restarted
 The simulator writes the ways a chat product does: autocommitted turns; a user turn and its
 reply in one transaction held open up to 1.5 s (the product's own chat-model call); several
 turns in one statement; two writers on one session; turns with an explicit past ``sent_at``;
-and each session's last turn written while a worker holds the session's claim. Every user turn
+and every session's last turn written while a worker holds the session's claim (the fake
+model holds its reply until that turn is in). Every user turn
 is a ``MEM`` line the fake LLM turns into exactly one memory, so afterwards each committed user
 turn must be in its session's memories exactly once (lost 0, duplicates 0). A run cut after
 the model answered (its stamp hit the restart) is retried and reads its turns again; the soak
@@ -13,6 +14,7 @@ counts turns sent to the model more than once (``read twice``) from the LLM requ
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import tempfile
@@ -27,6 +29,7 @@ from sqlalchemy import Engine, create_engine, text
 
 from tests.chaos.harness import CHAOS_ENV, Servers
 from tests.fakes import FakeLLMServer, FakeVoyageServer
+from tests.fakes.llm_server import Reply, echo_memories_responder
 from tests.support.workers import BeatProcess, WorkerProcess, worker_env
 
 SOAK_ENV = {**CHAOS_ENV, "DREAMING_IDLE_SECS": "2", "DREAMING_TICK_SECS": "1",
@@ -80,12 +83,17 @@ class Product:
     def reply(sid: uuid.UUID) -> dict[str, object]:
         return {"sid": sid, "role": "assistant", "content": "I hear you.", "past": 0.0}
 
-    def write(self, rows: list[dict[str, object]], hold: float = 0.0) -> None:
-        """One transaction (one statement for all ``rows``), kept open ``hold`` seconds."""
+    def write(self, rows: list[dict[str, object]], hold: float = 0.0,
+              inserted: threading.Event | None = None) -> None:
+        """One transaction (one statement for all ``rows``), kept open ``hold`` seconds;
+        ``inserted`` is set once the rows are in (the transaction then holds the session row,
+        which the seq trigger locked)."""
         for _ in range(20):
             try:
                 with self.engine.begin() as conn:
                     conn.execute(TURN, rows)
+                    if inserted is not None:
+                        inserted.set()
                     if hold:
                         time.sleep(hold)  # the product's own model call, inside the transaction
                 return
@@ -120,40 +128,59 @@ class Product:
             self.one_step(rng)
             stop.wait(rng.uniform(0.0, 0.3))
 
-    def last_turns_during_claims(self, deadline: float) -> int:
-        """Each session's last turn, written while a worker holds its claim when we catch one
-        (then the turn's transaction also holds the session row across the worker's stamp)."""
-        left = set(self.sessions)
-        caught = 0
+    def last_turns_during_claims(self, llm: FakeLLMServer, deadline: float) -> int:
+        """Every session's last turn, written while a worker holds the session's claim.
+
+        One more user turn goes to every session, so each is claimed again once idle; the fake
+        model then holds its reply to a session's first request until that session's last turn
+        (a user turn and its reply) is inserted in a transaction kept open 0.2 s — across the
+        worker's stamp, which must wait for it and leave the session open for that turn.
+        """
+        pending = {sid.hex[:8]: sid for sid in self.sessions}
+        lock = threading.Lock()
         threads: list[threading.Thread] = []
-        while left and time.monotonic() < deadline:
-            try:
-                with self.engine.connect() as conn:
-                    claimed = set(conn.execute(text(
-                        "SELECT id FROM engine.chat_sessions WHERE claim_token IS NOT NULL"
-                        " AND id = ANY(:ids)"), {"ids": list(left)}).scalars())
-            except Exception:
-                claimed = set()
-            for sid in claimed:  # at once, while the claims are still held
+
+        def responder(request: dict[str, object]) -> Reply:
+            text_ = json.dumps(request.get("messages"))
+            for prefix in {token.split()[1].split(".")[0] for token in _TOKEN.findall(text_)}:
+                with lock:
+                    sid = pending.pop(prefix, None)
+                if sid is None:
+                    continue
+                inserted = threading.Event()
                 thread = threading.Thread(target=self.write,
                                           args=([self.user(sid), self.reply(sid)],),
-                                          kwargs={"hold": 0.2})
+                                          kwargs={"hold": 0.2, "inserted": inserted})
                 thread.start()
-                threads.append(thread)
-                left.discard(sid)
-                caught += 1
-            time.sleep(0.05)
-        for thread in threads:
+                with lock:
+                    threads.append(thread)
+                inserted.wait(10)  # the reply goes out only once the last turn is in
+            return echo_memories_responder(request)
+
+        llm.set_responder(responder)
+        try:
+            for sid in self.sessions:
+                self.write([self.user(sid)])
+            while time.monotonic() < deadline:
+                with lock:
+                    if not pending:
+                        break
+                time.sleep(0.1)
+        finally:
+            llm.set_responder(None)
+        with lock:
+            left, started = list(pending.values()), list(threads)
+        for thread in started:
             thread.join()
-        for sid in left:  # never caught claimed in time: written anyway
+        for sid in left:  # never claimed in time: written anyway, and not counted
             self.write([self.user(sid)])
-        return caught
+        return len(self.sessions) - len(left)
 
 
-def soak(servers: Servers, *, sessions: int = 200, write_secs: float = 40.0,
+def soak(servers: Servers, *, sessions: int = 200, write_secs: float = 60.0,
          writers: int = 6, timeout: float = 120.0, seed: int = 16) -> SoakResult:
     log_dir = Path(tempfile.mkdtemp(prefix="eros-chaos-soak-"))
-    llm = FakeLLMServer(latency=0.5).start()  # claims are held long enough to be caught
+    llm = FakeLLMServer(latency=0.5).start()  # model calls take time, as in production
     voyage = FakeVoyageServer().start()
     db = servers.fresh_database("soak")
     engine = create_engine(db, pool_pre_ping=True, pool_size=writers + 4, max_overflow=10)
@@ -183,7 +210,7 @@ def soak(servers: Servers, *, sessions: int = 200, write_secs: float = 40.0,
         stop.set()
         for t in threads:
             t.join()
-        caught = product.last_turns_during_claims(time.monotonic() + 20)
+        caught = product.last_turns_during_claims(llm, time.monotonic() + 60)
         events.append(f"product write retries {product.errors}")
         deadline = started + write_secs + timeout
         unfinished = -1

@@ -1,10 +1,10 @@
 """A database outage mid-drain (issue 16, hole 4): every session finishes, and each task's
 database retries stay within the backoff schedule — counted from the workers' own log lines.
 
-The outage lasts 25 s (the issue's minute, shortened to keep the suite's time; the backoff
-here is 0.5 s doubling to a 4 s cap, so the schedule is already flat well inside it). A task
-that retried as "attempt 1" forever (the old behaviour) would retry every 0.25-0.5 s, about
-60 times in the outage; the schedule allows at most ``allowed(seconds)``.
+The outage lasts a minute, as the issue asks (the backoff here is 0.5 s doubling to a 4 s cap,
+longer than the 15 s claim-stale window). A task that retried as "attempt 1" forever (the old
+behaviour) would retry every 0.25-0.5 s, about 160 times in the outage; the schedule allows at
+most ``allowed(seconds)``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tests.chaos.harness import CHAOS_ENV, Servers, Stack, run
 from tests.chaos.scenarios import _wait_for_progress
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos]
-DOWNTIME = 25.0
+DOWNTIME = 60.0
 OUTAGE: dict[str, Any] = {}
 
 
