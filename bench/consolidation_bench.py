@@ -44,7 +44,7 @@ from sqlalchemy.engine import make_url
 from bench.claim_bench import machine, scratch_database
 from bench.consolidation_data import load, user_ids
 from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.db import consolidation_sql as sql
+from eros.db import finder_sql as sql
 from eros.db import schema
 from eros.providers.base import Completion, Embeddings, InputType
 from eros.providers.offline.heuristic import offline_consolidation_reply

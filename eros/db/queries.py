@@ -18,6 +18,7 @@ from sqlalchemy import Connection, func, select, text
 from eros.db.repo import (
     FRESH_CLAIM,
     IDLE,
+    IN_FLIGHT_WHERE,
     NOT_BACKING_OFF,
     OPEN,
     STALE_CLAIM,
@@ -240,3 +241,32 @@ def cost_report(conn: Connection, days: int = 7) -> dict[str, Any]:
             "per_user_month_usd": float(t.per_user_month),
             "active_users_30d": int(t.active_users_30d),
             "last_30_days_usd": float(t.last_30_days)}
+
+
+# --- the backlog figures the metrics endpoint reads at scrape time ----------------------------
+@dataclass(frozen=True)
+class Backlog:
+    eligible: int
+    oldest_idle_secs: float
+    in_flight: int
+    dead_letters: int
+
+
+BACKLOG = text(f"""
+SELECT
+  (SELECT count(*) FROM engine.chat_sessions
+    WHERE {OPEN} AND {IDLE} AND (classification_claimed_at IS NULL OR {STALE_CLAIM}))
+    AS eligible,
+  (SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(last_active_at)), 0)
+     FROM engine.chat_sessions WHERE {OPEN} AND {IDLE}) AS oldest_idle_secs,
+  (SELECT count(*) FROM engine.chat_sessions WHERE {IN_FLIGHT_WHERE}) AS in_flight,
+  (SELECT count(*) FROM engine.chat_sessions WHERE dead_lettered_at IS NOT NULL)
+    AS dead_letters
+""")
+
+
+def backlog_snapshot(conn: Connection, *, idle_secs: float, stale_secs: float) -> Backlog:
+    """The figures ops watch; every subquery is served by a partial index."""
+    row = conn.execute(BACKLOG, {"idle_secs": idle_secs, "stale_secs": stale_secs}).one()
+    return Backlog(int(row.eligible), float(row.oldest_idle_secs), int(row.in_flight),
+                   int(row.dead_letters))

@@ -386,31 +386,3 @@ def claim_within_ceiling(conn: Connection, *, ceiling: int, batch: int, idle_sec
 def count_in_flight(conn: Connection, *, stale_secs: float) -> int:
     """Claimed and not finished (queued, running or waiting for a retry), claims not stale."""
     return int(conn.execute(IN_FLIGHT, {"stale_secs": stale_secs}).scalar_one())
-
-
-@dataclass(frozen=True)
-class Backlog:
-    eligible: int
-    oldest_idle_secs: float
-    in_flight: int
-    dead_letters: int
-
-
-BACKLOG = text(f"""
-SELECT
-  (SELECT count(*) FROM engine.chat_sessions
-    WHERE {OPEN} AND {IDLE} AND (classification_claimed_at IS NULL OR {STALE_CLAIM}))
-    AS eligible,
-  (SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(last_active_at)), 0)
-     FROM engine.chat_sessions WHERE {OPEN} AND {IDLE}) AS oldest_idle_secs,
-  (SELECT count(*) FROM engine.chat_sessions WHERE {IN_FLIGHT_WHERE}) AS in_flight,
-  (SELECT count(*) FROM engine.chat_sessions WHERE dead_lettered_at IS NOT NULL)
-    AS dead_letters
-""")
-
-
-def backlog_snapshot(conn: Connection, *, idle_secs: float, stale_secs: float) -> Backlog:
-    """The figures ops watch; every subquery is served by a partial index."""
-    row = conn.execute(BACKLOG, {"idle_secs": idle_secs, "stale_secs": stale_secs}).one()
-    return Backlog(int(row.eligible), float(row.oldest_idle_secs), int(row.in_flight),
-                   int(row.dead_letters))

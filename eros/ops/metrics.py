@@ -125,7 +125,7 @@ class DatabaseGauges:
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
 
-        from eros.db.repo import backlog_snapshot
+        from eros.db.queries import backlog_snapshot
 
         try:
             with self._engine.connect() as conn:

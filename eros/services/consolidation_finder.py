@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
-from eros.db import consolidation_sql as sql
+from eros.db import finder_sql as sql
 from eros.settings import Settings
 
 

@@ -23,7 +23,6 @@ whether the answer is provably the formula's top-K over every row in scope (see
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 from collections import Counter
@@ -41,21 +40,22 @@ from eros.core.ranking import rank as rank_candidates
 from eros.core.render import Labels, LabelSet, render_memories
 from eros.db import cells_sql
 from eros.db import recall_sql as sql
-from eros.db.recall_sql import SCOPES, HnswParams, Scope, ScopeFilter
+from eros.db.recall_sql import SCOPES, Scope, ScopeFilter
 from eros.db.timeouts import set_statement_timeout
 from eros.errors import RecallError
 from eros.providers.base import Embedder
+from eros.services.recall_args import as_uuid, check_vector, scope_filter
 from eros.services.recall_models import (
     EmbedderFor,
     embedder_factory,
     interleave,
     user_model_names,
 )
+from eros.services.recall_plan import choose_search, count_kwargs, hnsw_params, sketches
 from eros.settings import Settings, get_settings
 
 #: ``models``: a user on several embedding models, one search each (recall_models.py).
 Plan = Literal["exact", "quantized", "cells", "hnsw", "mixed", "models"]
-Search = Literal["exact", "quantized", "hnsw"]
 
 __all__ = ["RecallResult", "RecalledMemory", "recall", "recall_by_vector", "render_prompt"]
 
@@ -129,7 +129,7 @@ def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: 
     cfg = settings or get_settings()
     if not query.strip():
         raise RecallError("the recall query is empty")
-    uid = _as_uuid(user_id, "user id")
+    uid = as_uuid(user_id, "user id")
     started = time.perf_counter()
     models = user_model_names(engine, uid, legacy=embedder.name)
     lookup_ms = (time.perf_counter() - started) * 1000
@@ -204,8 +204,8 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
         cfg.recall_per_category_k if chosen == "grouped" else cfg.recall_k)
     if k_eff < 1:
         raise RecallError(f"k must be at least 1, got {k_eff}")
-    query = _check_vector(vector, cfg.embedding_dim)
-    flt = replace(_scope_filter(user_id, instance_id, scope, include_replaced),
+    query = check_vector(vector, cfg.embedding_dim)
+    flt = replace(scope_filter(user_id, instance_id, scope, include_replaced),
                   embedding_model=embedding_model, legacy_model=legacy_model)
     params = RankParams(now=now or datetime.now(UTC), decay_lambda=cfg.recall_decay_lambda,
                         decay_tau_days=cfg.recall_decay_tau_days,
@@ -248,42 +248,6 @@ class _Found:
     fallback: bool = False
 
 
-def _hnsw_params(cfg: Settings) -> HnswParams:
-    return HnswParams(ef_search=cfg.recall_hnsw_ef_search,
-                      max_scan_tuples=cfg.recall_hnsw_max_scan_tuples)
-
-
-def _choose(rows: int, need: int, table_rows: float, cfg: Settings) -> Search:
-    """How to find ``need`` rows of a scope holding ``rows``.
-
-    Exactly when that is cheap (fewer than RECALL_EXACT_SCAN_BELOW rows, or at most ``need``).
-    Otherwise by the quantised scan (RECALL_QUANTIZED_SCAN), whose cost is linear in the
-    scope's rows at a tenth of the exact scan's and does not depend on other users. Without it,
-    by HNSW, unless an iterative scan is expected to give up: to collect ``need`` rows of a
-    scope holding a share ``rows / table_rows`` of the index it visits about
-    ``need · table_rows / rows`` tuples, and it stops at RECALL_HNSW_MAX_SCAN_TUPLES.
-    """
-    if rows < cfg.recall_exact_scan_below or rows <= need:
-        return "exact"
-    if cfg.recall_quantized_scan:
-        return "quantized"
-    if rows * cfg.recall_hnsw_max_scan_tuples < need * table_rows:
-        return "exact"
-    return "hnsw"
-
-
-def _count_kwargs(cfg: Settings, need: int) -> dict[str, Any]:
-    return {"exact_below": cfg.recall_exact_scan_below, "need": need,
-            "max_scan_tuples": None if cfg.recall_quantized_scan
-            else cfg.recall_hnsw_max_scan_tuples}
-
-
-def _sketches(need: int, cfg: Settings) -> int:
-    """Rows a quantised scan re-ranks exactly to return ``need`` (at least 10 × the
-    oversampling: a per-category K of 2 still gets a fair sample)."""
-    return max(need, 10) * cfg.recall_quantized_oversample
-
-
 def _timed(timings: dict[str, float], name: str, started: float) -> None:
     timings[name] = timings.get(name, 0.0) + (time.perf_counter() - started) * 1000
 
@@ -299,10 +263,10 @@ def _sketch_pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int,
     """
     if cells and cfg.recall_cell_probe_share < 1:
         probes = probe_count(cells, cfg.recall_cell_probe_share)
-        rows = cells_sql.probed_pool(conn, flt, query, n, _sketches(n, cfg), probes)
+        rows = cells_sql.probed_pool(conn, flt, query, n, sketches(n, cfg), probes)
         if len(rows) >= min(n, in_scope):
             return rows, "cells"
-    return sql.quantized_pool(conn, flt, query, n, _sketches(n, cfg)), "quantized"
+    return sql.quantized_pool(conn, flt, query, n, sketches(n, cfg)), "quantized"
 
 
 def _pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cfg: Settings,
@@ -310,20 +274,20 @@ def _pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cfg: S
     """The ``n`` nearest rows in scope — exact for a small scope, else by sketches (or HNSW
     with an iterative scan, re-run exactly if the scan came back short)."""
     t = time.perf_counter()
-    size = sql.scope_count(conn, flt, **_count_kwargs(cfg, n))
+    size = sql.scope_count(conn, flt, **count_kwargs(cfg, n))
     _timed(timings, "count", t)
     t = time.perf_counter()
     try:
         if size.rows == 0:
             return _Found([], "exact", True, complete=True)
-        how = _choose(size.rows, n, size.table_rows, cfg)
+        how = choose_search(size.rows, n, size.table_rows, cfg)
         if how == "exact":
             rows = sql.exact_pool(conn, flt, query, n)
             return _Found(rows, "exact", True, complete=len(rows) < n)
         if how == "quantized":
             rows, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg, size.rows)
             return _Found(rows, plan, False)
-        rows = sql.hnsw_pool(conn, flt, query, n, _hnsw_params(cfg))
+        rows = sql.hnsw_pool(conn, flt, query, n, hnsw_params(cfg))
         if len(rows) >= n:
             return _Found(rows, "hnsw", False)
         rows = sql.exact_pool(conn, flt, query, n)  # the scan gave up early: be exact
@@ -343,13 +307,13 @@ def _search_grouped(conn: Connection, flt: ScopeFilter, query: list[float], k: i
     searched again, each exactly or by its own quantised or HNSW scan, as its size says.
     """
     t = time.perf_counter()
-    size = sql.scope_count(conn, flt, **_count_kwargs(cfg, n))
+    size = sql.scope_count(conn, flt, **count_kwargs(cfg, n))
     _timed(timings, "count", t)
     t = time.perf_counter()
     if size.rows == 0:
         _timed(timings, "search", t)
         return _Found([], "exact", True)
-    how = _choose(size.rows, n, size.table_rows, cfg)
+    how = choose_search(size.rows, n, size.table_rows, cfg)
     if how == "exact":
         found = sql.exact_grouped(conn, flt, query, CATEGORIES, k)
         _timed(timings, "search", t)
@@ -358,7 +322,7 @@ def _search_grouped(conn: Connection, flt: ScopeFilter, query: list[float], k: i
     if how == "quantized":
         pool, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg, size.rows)
     else:
-        pool = sql.hnsw_pool(conn, flt, query, n, _hnsw_params(cfg))
+        pool = sql.hnsw_pool(conn, flt, query, n, hnsw_params(cfg))
     if len(pool) < n:  # the scan gave up early: be exact
         found = sql.exact_grouped(conn, flt, query, CATEGORIES, k)
         _timed(timings, "search", t)
@@ -377,21 +341,21 @@ def _complete(conn: Connection, flt: ScopeFilter, query: list[float], missing: l
               ) -> tuple[list[Candidate], bool]:
     """The top ``k`` of categories the pool held fewer than ``k`` of."""
     t = time.perf_counter()
-    counts = sql.category_counts(conn, flt, missing, **_count_kwargs(cfg, k))
+    counts = sql.category_counts(conn, flt, missing, **count_kwargs(cfg, k))
     _timed(timings, "count", t)
     t = time.perf_counter()
     # a category whose every row is already in the pool needs nothing more
     more = [c for c in missing if counts.per_category.get(c, 0) > have[c]]
-    how = {c: _choose(counts.per_category[c], k, counts.table_rows, cfg) for c in more}
+    how = {c: choose_search(counts.per_category[c], k, counts.table_rows, cfg) for c in more}
     exact = [c for c in more if how[c] == "exact"]
     quantized = [c for c in more if how[c] == "quantized"]
     hnsw = [c for c in more if how[c] == "hnsw"]
     found = sql.exact_grouped(conn, flt, query, exact, k) if exact else []
     if quantized:
-        found += sql.quantized_grouped(conn, flt, query, quantized, k, _sketches(k, cfg))
+        found += sql.quantized_grouped(conn, flt, query, quantized, k, sketches(k, cfg))
     fallback = False
     if hnsw:
-        near = sql.hnsw_grouped(conn, flt, query, hnsw, k, _hnsw_params(cfg))
+        near = sql.hnsw_grouped(conn, flt, query, hnsw, k, hnsw_params(cfg))
         got = Counter(c.category for c in near)
         short = [c for c in hnsw if got[c] < k]
         found += [c for c in near if c.category not in short]
@@ -400,34 +364,3 @@ def _complete(conn: Connection, flt: ScopeFilter, query: list[float], missing: l
             found += sql.exact_grouped(conn, flt, query, short, k)
     _timed(timings, "search", t)
     return found, fallback
-
-
-# --- argument checking ----------------------------------------------------------------------
-def _as_uuid(value: uuid.UUID | str, what: str) -> uuid.UUID:
-    if isinstance(value, uuid.UUID):
-        return value
-    try:
-        return uuid.UUID(str(value))
-    except ValueError:
-        raise RecallError(f"{what} {value!r} is not a UUID") from None
-
-
-def _scope_filter(user_id: uuid.UUID | str, instance_id: uuid.UUID | str | None, scope: Scope,
-                  include_replaced: bool) -> ScopeFilter:
-    uid = _as_uuid(user_id, "user id")
-    iid = _as_uuid(instance_id, "instance id") if instance_id is not None else None
-    if scope == "relationship" and iid is None:
-        raise RecallError("scope 'relationship' needs an instance id (--instance)")
-    return ScopeFilter(uid, scope, iid, include_replaced)
-
-
-def _check_vector(vector: Sequence[float], dim: int) -> list[float]:
-    """A query vector of the wrong size or with no direction would make every distance wrong
-    or NaN; refuse it rather than rank garbage."""
-    values = [float(x) for x in vector]
-    if len(values) != dim:
-        raise RecallError(f"query vector has {len(values)} dimensions, EMBEDDING_DIM is {dim}")
-    norm = math.sqrt(sum(x * x for x in values))
-    if not math.isfinite(norm) or norm == 0.0:
-        raise RecallError("query vector is zero or not finite; cosine similarity is undefined")
-    return values

@@ -1,0 +1,47 @@
+"""How recall searches a scope of a given size: exactly, by the quantised scan, or by HNSW —
+and the sizes each plan reads (RECALL_* settings)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from eros.db.recall_sql import HnswParams
+from eros.settings import Settings
+
+Search = Literal["exact", "quantized", "hnsw"]
+
+
+def hnsw_params(cfg: Settings) -> HnswParams:
+    return HnswParams(ef_search=cfg.recall_hnsw_ef_search,
+                      max_scan_tuples=cfg.recall_hnsw_max_scan_tuples)
+
+
+def choose_search(rows: int, need: int, table_rows: float, cfg: Settings) -> Search:
+    """How to find ``need`` rows of a scope holding ``rows``.
+
+    Exactly when that is cheap (fewer than RECALL_EXACT_SCAN_BELOW rows, or at most ``need``).
+    Otherwise by the quantised scan (RECALL_QUANTIZED_SCAN), whose cost is linear in the
+    scope's rows at a tenth of the exact scan's and does not depend on other users. Without it,
+    by HNSW, unless an iterative scan is expected to give up: to collect ``need`` rows of a
+    scope holding a share ``rows / table_rows`` of the index it visits about
+    ``need · table_rows / rows`` tuples, and it stops at RECALL_HNSW_MAX_SCAN_TUPLES.
+    """
+    if rows < cfg.recall_exact_scan_below or rows <= need:
+        return "exact"
+    if cfg.recall_quantized_scan:
+        return "quantized"
+    if rows * cfg.recall_hnsw_max_scan_tuples < need * table_rows:
+        return "exact"
+    return "hnsw"
+
+
+def count_kwargs(cfg: Settings, need: int) -> dict[str, Any]:
+    return {"exact_below": cfg.recall_exact_scan_below, "need": need,
+            "max_scan_tuples": None if cfg.recall_quantized_scan
+            else cfg.recall_hnsw_max_scan_tuples}
+
+
+def sketches(need: int, cfg: Settings) -> int:
+    """Rows a quantised scan re-ranks exactly to return ``need`` (at least 10 × the
+    oversampling: a per-category K of 2 still gets a fair sample)."""
+    return max(need, 10) * cfg.recall_quantized_oversample
