@@ -59,6 +59,8 @@ def test_bundled_rules_drop_instructions_roles_and_secrets(text: str) -> None:
     "Prefers short replies late at night.",
     "妈妈总说“你必须在三十岁前结婚”，让她很有压力。",
     "希望被叫做小雨。",
+    # a UUID's digit groups are not a card number (the drain bench's memories carry one)
+    "Remembers 73473557-1070-4794-bb5e-86f437bd5dd3 item 1.",
 ])
 def test_bundled_rules_keep_look_alikes(text: str) -> None:
     assert load_guard().check(text).ok
