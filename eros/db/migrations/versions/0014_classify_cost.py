@@ -1,0 +1,22 @@
+"""Cheaper classify path per session (issue 17).
+
+Placeholder: reserved so the migration chain stays linear while this work is in progress.
+
+Revision ID: 0014
+Revises: 0013
+Create Date: 2026-12-04
+"""
+from __future__ import annotations
+
+revision = "0014"
+down_revision = "0013"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
