@@ -29,6 +29,9 @@ SKETCH_INDEX = ("CREATE INDEX ix_companion_memories_recall_bq ON engine.companio
 #: as migration 0008 creates it: the mirror's index, also built after the load.
 PROBE_INDEX = ("CREATE INDEX ix_memory_sketches_probe ON engine.memory_sketches"
                " (user_id, instance_id, status, cell) INCLUDE (memory_id, sketch)")
+#: as migration 0015 creates it: grouped recall's per-category walk over the cells.
+CATEGORY_INDEX = ("CREATE INDEX ix_memory_sketches_category ON engine.memory_sketches"
+                  " (user_id, instance_id, category, status, cell) INCLUDE (memory_id, sketch)")
 
 
 # --- the server -----------------------------------------------------------------------------
@@ -133,6 +136,7 @@ def prepare(server_url: str, pop: rd.Population, params: dict[str, Any], mwm: st
         conn.execute(text("DROP INDEX engine.ix_companion_memories_embedding_hnsw"))
         conn.execute(text("DROP INDEX engine.ix_companion_memories_recall_bq"))
         conn.execute(text("DROP INDEX engine.ix_memory_sketches_probe"))
+        conn.execute(text("DROP INDEX engine.ix_memory_sketches_category"))
     started = time.monotonic()
     rd.load(_plain(url), pop)
     timings["load_s"] = time.monotonic() - started
@@ -141,6 +145,7 @@ def prepare(server_url: str, pop: rd.Population, params: dict[str, Any], mwm: st
         conn.execute(text(f"SET maintenance_work_mem = '{mwm}'"))
         conn.execute(text(SKETCH_INDEX))
         conn.execute(text(PROBE_INDEX))
+        conn.execute(text(CATEGORY_INDEX))
     timings["sketch_index_s"] = time.monotonic() - started
     started = time.monotonic()
     with engine.connect() as conn:
@@ -216,6 +221,8 @@ def warm(engine: Engine) -> int:
         "SELECT count(*) FROM engine.companion_memories WHERE id IS NOT NULL",
         "SELECT count(*) FROM engine.memory_sketches WHERE user_id IS NOT NULL",
         "SELECT count(*) FROM engine.memory_sketches WHERE memory_id IS NOT NULL",
+        "SELECT count(*) FROM engine.memory_sketches WHERE user_id IS NOT NULL"
+        " AND category IS NOT NULL",
         "SELECT count(*) FROM engine.memory_cells WHERE user_id IS NOT NULL"]
     with engine.connect() as conn, conn.begin():
         conn.execute(text("SET LOCAL enable_seqscan = off"))
@@ -231,7 +238,8 @@ def warm(engine: Engine) -> int:
             " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'engine'"
             " AND (c.relname IN ('companion_memories', 'memory_sketches', 'memory_cells')"
             " OR c.relname IN ('companion_memories_pkey', 'ix_companion_memories_recall_bq',"
-            " 'memory_sketches_pkey', 'ix_memory_sketches_probe', 'memory_cells_pkey'))"
+            " 'memory_sketches_pkey', 'ix_memory_sketches_probe', 'ix_memory_sketches_category',"
+            " 'memory_cells_pkey'))"
         )).scalar_one())
 
 

@@ -197,3 +197,59 @@ def probed_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: i
                         {**flt.params(), "q": list(query), "n": n,
                          "m": max(candidates, n), "probes": max(probes, 1)})
     return to_candidates(rows.all())
+
+
+
+def _walk_top(flt: ScopeFilter) -> str:
+    """Ids of the ``:m`` rows of category ``cat.c`` nearest the query by sketch among: its rows
+    in the ``:probes`` cells nearest the query (the cells the pool read), the first ``:m`` of
+    its rows in the cells after those, nearest centroid first (a category the probed cells
+    hold few or none of), and its rows in no cell.
+
+    Every part is ranges of ``ix_memory_sketches_category`` (user, layer, category, status,
+    cell), read index-only; ``OFFSET 0`` keeps the per-cell step a parameterised nested loop,
+    so the walk runs in centroid order and stops at the limit. The work is the probed share
+    of the category plus ``:m`` rows, not its whole range (migration 0015)."""
+    wheres = [f"{where} AND s.category = cat.c" for where in flt.layer_wheres("s")]
+    hamming = f"s.sketch <~> {QUERY_SKETCH}"
+    probed = " UNION ALL ".join(
+        f"(SELECT s.memory_id AS id, {hamming} AS h FROM {_SKETCHES} s WHERE {where}"
+        " AND s.cell = ANY(CAST((SELECT o.cells[1:o.probes] FROM walk_order o) AS integer[]))"
+        " ORDER BY h LIMIT :m)" for where in wheres)
+    per_cell = " UNION ALL ".join(
+        f"(SELECT s.memory_id AS id, {hamming} AS h FROM {_SKETCHES} s"
+        f" WHERE {where} AND s.cell = p.cell)" for where in wheres)
+    beyond = ("(SELECT w.id, w.h FROM unnest(CAST((SELECT o.cells[o.probes + 1:] FROM"
+              " walk_order o) AS integer[])) WITH ORDINALITY AS p(cell, rank)"
+              f" CROSS JOIN LATERAL ({per_cell} OFFSET 0) w LIMIT :m)")
+    unclustered = " UNION ALL ".join(
+        f"(SELECT s.memory_id AS id, {hamming} AS h FROM {_SKETCHES} s"
+        f" WHERE {where} AND s.cell IS NULL)" for where in wheres)
+    return (f"SELECT t.id FROM ({probed} UNION ALL {beyond} UNION ALL {unclustered}) t"
+            " ORDER BY t.h LIMIT :m")
+
+
+def probed_grouped_sql(flt: ScopeFilter) -> str:
+    """The statement of :func:`probed_grouped` (exposed so tests can EXPLAIN it)."""
+    return ("WITH walk_order AS MATERIALIZED (SELECT ARRAY(SELECT c.cell FROM"
+            f" {CELLS_TABLE} c WHERE c.user_id = :user_id ORDER BY c.centroid <=> :q) AS cells,"
+            " CAST(:probes AS integer) AS probes)"
+            " SELECT x.* FROM unnest(:categories) AS cat(c) CROSS JOIN LATERAL"
+            f" ({rerank_sql(f'SELECT c.id FROM ({_walk_top(flt)}) c', ':k')}) x")
+
+
+def probed_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],
+                   categories: Sequence[str], k: int, candidates: int,
+                   probes: int) -> list[Candidate]:
+    """About the ``k`` nearest rows of each category of a clustered user, in bounded work:
+    each category's rows in the ``probes`` cells nearest the query and the next
+    ``candidates`` of them walking on, the ``candidates`` nearest of those by sketch re-ranked
+    by exact cosine. It completes the categories the probed pool held fewer than ``k`` of,
+    which used to scan the category's whole range for the user (issue 17)."""
+    if not categories:
+        return []
+    configure_quantized(conn)
+    rows = conn.execute(search_statement(probed_grouped_sql(flt), len(query), categories=True),
+                        {**flt.params(), "q": list(query), "categories": list(categories),
+                         "k": k, "m": max(candidates, k), "probes": max(probes, 1)})
+    return to_candidates(rows.all())

@@ -188,7 +188,11 @@ memory_sketches = Table(
     #: NULL = not in any cell (user never clustered): always scanned.
     Column("cell", Integer, nullable=True),
     Column("sketch", BIT(EMBEDDING_DIM), nullable=True),
+    #: the memory's category (0015): grouped recall completes a category cell by cell.
+    Column("category", Text, nullable=False),
     Index("ix_memory_sketches_probe", "user_id", "instance_id", "status", "cell",
+          postgresql_include=["memory_id", "sketch"]),
+    Index("ix_memory_sketches_category", "user_id", "instance_id", "category", "status", "cell",
           postgresql_include=["memory_id", "sketch"]),
 )
 

@@ -10,6 +10,7 @@ and the plan reads the mirror's index only.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
@@ -64,11 +65,12 @@ def mirror_mismatches(engine: Engine) -> int:
     """Rows on which ``memory_sketches`` and ``companion_memories`` disagree (either side)."""
     with engine.connect() as conn:
         return int(conn.execute(text(
-            "SELECT count(*) FROM (SELECT id, user_id, instance_id, status, embedding_bq"
-            " FROM engine.companion_memories) m FULL JOIN engine.memory_sketches s"
+            "SELECT count(*) FROM (SELECT id, user_id, instance_id, status, embedding_bq,"
+            " category FROM engine.companion_memories) m FULL JOIN engine.memory_sketches s"
             " ON s.memory_id = m.id WHERE m.id IS NULL OR s.memory_id IS NULL"
-            " OR (m.user_id, m.instance_id, m.status, m.embedding_bq)"
-            " IS DISTINCT FROM (s.user_id, s.instance_id, s.status, s.sketch)")).scalar_one())
+            " OR (m.user_id, m.instance_id, m.status, m.embedding_bq, m.category)"
+            " IS DISTINCT FROM (s.user_id, s.instance_id, s.status, s.sketch, s.category)")
+        ).scalar_one())
 
 
 @pytest.fixture
@@ -222,6 +224,84 @@ def test_the_probe_is_an_index_only_scan_of_the_mirror(engine: Engine, db_url: s
         assert "Heap Fetches: 0" in plan, plan
         assert "Rows Removed by Filter" not in plan, plan  # each branch is index ranges
         assert "Seq Scan" not in plan, plan
+
+
+def far_category_user(db_url: str, engine: Engine, user: uuid.UUID, persona: uuid.UUID
+                      ) -> None:
+    """A clustered user whose ``event`` memories (3,000 of them, on topics of their own, some
+    leaning more towards :data:`TOPIC0` than others) are all far from it, so the pool nearest
+    the query holds none of them."""
+    rng = np.random.default_rng(11)
+    near, _ = topic_vectors(rng, 6_000, 30)
+    far = rng.standard_normal((3_000 // 40, DIM)).astype(np.float32)  # 75 topics of 40
+    far -= np.outer(far @ TOPIC0, TOPIC0)  # orthogonal to the query's direction …
+    far /= np.linalg.norm(far, axis=1, keepdims=True)
+    lean = np.linspace(0.0, 0.45, len(far), dtype=np.float32)  # … but for a lean towards it
+    far = np.repeat(far * np.sqrt(1 - lean[:, None] ** 2) + np.outer(lean, TOPIC0), 40, axis=0)
+    far += rng.standard_normal(far.shape).astype(np.float32) / np.sqrt(DIM) * 0.5
+    far /= np.linalg.norm(far, axis=1, keepdims=True)
+    cats = [c for c in CATS if c != "event"]
+    copy_rows(db_url, [
+        *((user, None, f"m {i}", cats[i % len(cats)], 0.5, NOW, near[i])
+          for i in range(4_000)),
+        *((user, persona, f"p {i}", cats[i % len(cats)], 0.5, NOW, near[i])
+          for i in range(4_000, 6_000)),
+        *((user, None if i % 3 else persona, f"far {i}", "event", 0.5, NOW, far[i])
+          for i in range(len(far)))])
+    recall_cells.cluster_user(engine, CELLS, user)
+
+
+def test_a_category_far_from_the_query_is_completed_as_by_the_whole_range_scan(
+        engine: Engine, db_url: str, user: uuid.UUID) -> None:
+    """The walk answers as reading every sketch of the category did (which it replaces): the
+    same rows, two of the far category, the other categories exact."""
+    persona = uuid.uuid4()
+    far_category_user(db_url, engine, user, persona)
+    whole = cfg(recall_exact_scan_below=100, recall_cell_probe_share=1.0)
+    for scope in ("profile", "both"):
+        walked = ask(engine, user, CELLS, strategy="grouped", scope=scope, instance_id=persona)
+        assert walked.plan == "mixed", walked.plan  # the pool lacked a category
+        scanned = ask(engine, user, whole, strategy="grouped", scope=scope, instance_id=persona)
+        assert sorted(contents(walked)) == sorted(contents(scanned)), scope
+        assert sum(c.startswith("far ") for c in contents(walked)) == 2
+        truth = ask(engine, user, EXACT, strategy="grouped", scope=scope, instance_id=persona)
+        assert ({c for c in contents(walked) if not c.startswith("far ")}
+                == {c for c in contents(truth) if not c.startswith("far ")}), scope
+
+
+def test_the_walk_reads_a_bounded_number_of_the_categorys_rows(
+        engine: Engine, db_url: str, user: uuid.UUID) -> None:
+    """EXPLAIN ANALYZE: the completion reads the category's rows in the probed cells and
+    ``m`` more, index-only — not its whole range of 3,000 rows (as before issue 17)."""
+    persona = uuid.uuid4()
+    far_category_user(db_url, engine, user, persona)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM ANALYZE engine.memory_sketches"))
+    m, flt = 100, recall_sql.ScopeFilter(user, "both", persona)
+    with engine.connect() as conn, conn.begin():
+        probes = 3  # of about 95 cells
+        in_probed = conn.execute(text(
+            "SELECT count(*) FROM engine.memory_sketches WHERE user_id = :u"
+            " AND category = 'event' AND cell IN (SELECT cell FROM engine.memory_cells"
+            " WHERE user_id = :u ORDER BY centroid <=> CAST(:q AS vector) LIMIT :p)"),
+            {"u": user, "q": str(TOPIC0.tolist()), "p": probes}).scalar_one()
+        recall_sql.configure_quantized(conn)
+        plan = "\n".join(r[0] for r in conn.execute(
+            recall_sql.search_statement("EXPLAIN (ANALYZE, COSTS OFF) "
+                                        + cells_sql.probed_grouped_sql(flt), DIM,
+                                        categories=True),
+            {**flt.params(), "q": TOPIC0.tolist(), "categories": ["event"], "k": 2, "m": m,
+             "probes": probes}))
+    assert "Index Only Scan using ix_memory_sketches_category" in plan, plan
+    assert "Heap Fetches: 0" in plan, plan
+    read = 0
+    for line in plan.splitlines():
+        if "ix_memory_sketches_category" in line and "never executed" not in line:
+            found = re.search(r"rows=([0-9.]+) loops=(\d+)", line)
+            assert found is not None, line
+            read += round(float(found.group(1)) * int(found.group(2)))
+    assert in_probed < 1_500  # the test means something: most of the category is elsewhere
+    assert read <= in_probed + 2 * m, (read, in_probed, plan)
 
 
 def test_due_users_grow_into_and_out_of_cells(engine: Engine, db_url: str,
