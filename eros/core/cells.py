@@ -61,12 +61,22 @@ def assign(vectors: Matrix, centroids: Matrix, chunk: int = 8192) -> npt.NDArray
 
 def spherical_kmeans(vectors: npt.ArrayLike, cells: int, *, iterations: int = 12,
                      sample: int = 64, seed: int = 0) -> Clustering:
-    """Cut unit ``vectors`` into ``cells`` cells of similar direction.
+    """Cut unit ``vectors`` into ``cells`` cells of similar direction: :func:`train_centroids`,
+    then every row assigned. Deterministic for a given ``seed``."""
+    data = normalise(vectors)
+    centroids = train_centroids(data, cells, iterations=iterations, sample=sample, seed=seed)
+    assignment = assign(data, centroids)
+    return Clustering(centroids, assignment, np.bincount(assignment, minlength=len(centroids)))
+
+
+def train_centroids(vectors: npt.ArrayLike, cells: int, *, iterations: int = 12,
+                    sample: int = 64, seed: int = 0) -> Matrix:
+    """The unit centroids of ``cells`` cells of similar direction.
 
     Trained on at most ``sample × cells`` rows (the usual IVF training size; the centroids
-    hardly move with more), then every row is assigned. Starts from distinct random rows; a
-    cell that empties takes the training row farthest from its centroid, so every cell is used.
-    Deterministic for a given ``seed``.
+    hardly move with more). Starts from distinct random rows; a cell that empties takes the
+    training row farthest from its centroid, so every cell is used. Deterministic for a given
+    ``seed``.
     """
     data = normalise(vectors)
     n = len(data)
@@ -86,5 +96,4 @@ def spherical_kmeans(vectors: npt.ArrayLike, cells: int, *, iterations: int = 12
             fit = np.einsum("ij,ij->i", train, centroids[nearest])
             sums[empty] = train[np.argsort(fit)[:len(empty)]]
         centroids = normalise(sums)
-    assignment = assign(data, centroids)
-    return Clustering(centroids, assignment, np.bincount(assignment, minlength=k))
+    return centroids

@@ -8,7 +8,7 @@ mirror exact; this module only (re)writes cells and searches them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,27 +50,73 @@ class UserVectors:
     vectors: Matrix
 
 
-def user_vectors(conn: Connection, user_id: uuid.UUID, dim: int) -> UserVectors:
-    """Every memory vector of one user (all layers and statuses), by binary COPY: ~10× faster
-    than parsing the vectors' text form, which matters at 50,000 rows of 512 floats."""
-    tuple_type = np.dtype([("fields", ">i2"), ("id_len", ">i4"), ("id", "V16"),
-                           ("vec_len", ">i4"), ("dim", ">i2"), ("unused", ">i2"),
-                           ("vec", ">f4", (dim,))])
+def _tuple_type(dim: int) -> np.dtype[Any]:
+    """One row of ``COPY (SELECT id, embedding …) TO STDOUT (FORMAT BINARY)``: fixed size."""
+    return np.dtype([("fields", ">i2"), ("id_len", ">i4"), ("id", "V16"), ("vec_len", ">i4"),
+                     ("dim", ">i2"), ("unused", ">i2"), ("vec", ">f4", (dim,))])
+
+
+def _vector_copy(user_id: uuid.UUID, order_seed: int | None, limit: int | None) -> str:
+    where = (f"SELECT id, embedding FROM {SCHEMA}.companion_memories"
+             f" WHERE user_id = '{uuid.UUID(str(user_id))}' AND embedding IS NOT NULL")
+    if order_seed is not None:  # a deterministic sample: the ids' hash order
+        where += f" ORDER BY hashtextextended(CAST(id AS text), {int(order_seed)})"
+    if limit is not None:
+        where += f" LIMIT {int(limit)}"
+    return f"COPY ({where}) TO STDOUT (FORMAT BINARY)"
+
+
+def vector_count(conn: Connection, user_id: uuid.UUID) -> int:
+    """How many memory vectors one user has (all layers and statuses), from the mirror."""
+    return int(conn.execute(text(
+        f"SELECT count(*) FROM {_SKETCHES} WHERE user_id = :u AND sketch IS NOT NULL"),
+        {"u": user_id}).scalar_one())
+
+
+def vector_chunks(conn: Connection, user_id: uuid.UUID, dim: int, *, chunk_rows: int = 8192,
+                  sample_seed: int | None = None, limit: int | None = None
+                  ) -> Iterator[UserVectors]:
+    """One user's memory ids and vectors (all layers and statuses), ``chunk_rows`` at a time,
+    by binary COPY (~10× faster than parsing the vectors' text form): the worker holds one
+    chunk, not the user's 2 KB a memory. With ``sample_seed`` and ``limit``: a deterministic
+    sample of ``limit`` rows (the k-means training set of a very large user)."""
+    rows_type = _tuple_type(dim)
+    size = rows_type.itemsize
     raw = conn.connection.driver_connection
     assert raw is not None
     buf = bytearray()
-    with raw.cursor() as cur, cur.copy(
-            f"COPY (SELECT id, embedding FROM {SCHEMA}.companion_memories"
-            f" WHERE user_id = '{uuid.UUID(str(user_id))}' AND embedding IS NOT NULL)"
-            " TO STDOUT (FORMAT BINARY)") as copy:
+    header = True
+    with raw.cursor() as cur, cur.copy(_vector_copy(user_id, sample_seed, limit)) as copy:
         for chunk in copy:
             buf += chunk
-    body = memoryview(buf)[_COPY_HEADER:len(buf) - 2]  # the trailer is int16 -1
-    rows = np.frombuffer(body, dtype=tuple_type)
+            if header and len(buf) >= _COPY_HEADER:
+                del buf[:_COPY_HEADER]
+                header = False
+            if not header and len(buf) >= size * chunk_rows:
+                whole = len(buf) // size * size
+                yield _parse(bytes(buf[:whole]), rows_type, dim)
+                del buf[:whole]
+    if not header and len(buf) > 2:  # the trailer is int16 -1
+        yield _parse(bytes(buf[:len(buf) - 2]), rows_type, dim)
+
+
+def _parse(body: bytes, rows_type: np.dtype[Any], dim: int) -> UserVectors:
+    rows = np.frombuffer(body, dtype=rows_type)
     if len(rows) and int(rows["dim"][0]) != dim:
         raise ValueError(f"stored vectors have {int(rows['dim'][0])} dimensions, expected {dim}")
     return UserVectors([uuid.UUID(bytes=bytes(b)) for b in rows["id"]],
                        rows["vec"].astype(np.float32))
+
+
+def user_vectors(conn: Connection, user_id: uuid.UUID, dim: int, *,
+                 sample_seed: int | None = None, limit: int | None = None) -> UserVectors:
+    """Every memory vector of one user (or a sample, see :func:`vector_chunks`), at once."""
+    parts = list(vector_chunks(conn, user_id, dim, chunk_rows=1 << 30, sample_seed=sample_seed,
+                               limit=limit))
+    if not parts:
+        return UserVectors([], np.zeros((0, dim), dtype=np.float32))
+    return UserVectors([i for p in parts for i in p.ids],
+                       np.concatenate([p.vectors for p in parts]))
 
 
 def lock_user(conn: Connection, user_id: uuid.UUID, lock_timeout: str) -> None:
@@ -81,38 +127,66 @@ def lock_user(conn: Connection, user_id: uuid.UUID, lock_timeout: str) -> None:
                  {"t": lock_timeout, "u": str(user_id)})
 
 
-def count_existing(conn: Connection, ids: Sequence[uuid.UUID]) -> int:
-    """How many of ``ids`` are still memories (a forget deletes rows; nothing else does)."""
+#: the assignment being written, staged in batches (a temporary table dropped at commit), so
+#: no statement carries a very large user's million ids.
+_STAGE = "eros_cell_assignment"
+_STAGE_BATCH = 50_000
+IdBlock = Sequence[uuid.UUID] | np.ndarray
+
+
+def _uuids(block: IdBlock) -> list[uuid.UUID]:
+    """A batch of ids as UUIDs: a list already, or raw 16-byte ids (``np.dtype('V16')``)."""
+    if isinstance(block, np.ndarray):
+        return [uuid.UUID(bytes=bytes(b)) for b in block]
+    return list(block)
+
+
+def stage_assignment(conn: Connection, ids: IdBlock, cells: Sequence[int] | np.ndarray) -> None:
+    """Stage ``ids``' cells for :func:`replace_cells` in this transaction, in batches."""
+    conn.execute(text(f"CREATE TEMPORARY TABLE IF NOT EXISTS {_STAGE}"
+                      " (memory_id uuid NOT NULL, cell integer NOT NULL) ON COMMIT DROP"))
+    insert_batch = text(f"INSERT INTO {_STAGE} SELECT * FROM unnest(:ids, :cells)").bindparams(
+        _ids_param(), _cells_param())
+    for start in range(0, len(ids), _STAGE_BATCH):
+        conn.execute(insert_batch, {
+            "ids": _uuids(ids[start:start + _STAGE_BATCH]),
+            "cells": [int(c) for c in cells[start:start + _STAGE_BATCH]]})
+    conn.execute(text(f"ANALYZE {_STAGE}"))
+
+
+def count_existing(conn: Connection) -> int:
+    """How many staged ids are still memories (a forget deletes rows; nothing else does)."""
     return int(conn.execute(text(
-        f"SELECT count(*) FROM {SCHEMA}.companion_memories WHERE id = ANY(:ids)").bindparams(
-        _ids_param()), {"ids": list(ids)}).scalar_one())
+        f"SELECT count(*) FROM {_STAGE} a JOIN {SCHEMA}.companion_memories m"
+        " ON m.id = a.memory_id")).scalar_one())
 
 
 def replace_cells(conn: Connection, user_id: uuid.UUID, centroids: Matrix,
-                  sizes: Sequence[int], ids: Sequence[uuid.UUID], cells: Sequence[int]) -> int:
+                  sizes: Sequence[int], ids: IdBlock | None = None,
+                  cells: Sequence[int] | np.ndarray | None = None) -> int:
     """Replace one user's cells and put every memory of theirs in one (one transaction).
 
-    ``ids``/``cells`` assign the rows that were clustered; a row written since (not among
-    ``ids``) goes to its nearest new centroid. Deleting the old cells first waits for any
-    insert that locked one (``FOR SHARE`` in ``nearest_memory_cell``), so that row is visible
-    here and re-assigned; an insert that starts later finds no cell and stays ``NULL`` (always
-    scanned). Returns the mirror rows assigned by nearest centroid here."""
+    The assignment of the rows that were clustered is ``ids``/``cells``, or what
+    :func:`stage_assignment` staged; a row written since (not among them) goes to its nearest
+    new centroid. Deleting the old cells first waits for any insert that locked one
+    (``FOR SHARE`` in ``nearest_memory_cell``), so that row is visible here and re-assigned;
+    an insert that starts later finds no cell and stays ``NULL`` (always scanned). Returns the
+    mirror rows assigned by nearest centroid here."""
+    if ids is not None:
+        stage_assignment(conn, ids, cells if cells is not None else [])
     conn.execute(text(f"DELETE FROM {CELLS_TABLE} WHERE user_id = :u"), {"u": user_id})
     conn.execute(memory_cells.insert(), [
         {"user_id": user_id, "cell": i, "centroid": centroids[i].tolist(), "size": int(sizes[i])}
         for i in range(len(centroids))])
     conn.execute(text(
-        f"UPDATE {_SKETCHES} s SET cell = a.cell"
-        " FROM unnest(:ids, :cells) AS a(id, cell)"
-        " WHERE s.memory_id = a.id AND s.cell IS DISTINCT FROM a.cell").bindparams(
-        _ids_param(), _cells_param()),
-        {"ids": list(ids), "cells": list(cells)})
+        f"UPDATE {_SKETCHES} s SET cell = a.cell FROM {_STAGE} a"
+        " WHERE s.memory_id = a.memory_id AND s.cell IS DISTINCT FROM a.cell"))
     late = conn.execute(text(
         f"UPDATE {_SKETCHES} s SET cell = {SCHEMA}.nearest_memory_cell(m.user_id, m.embedding)"
         f" FROM {SCHEMA}.companion_memories m"
         " WHERE s.user_id = :u AND m.id = s.memory_id"
-        " AND s.memory_id NOT IN (SELECT unnest(:ids))").bindparams(_ids_param()),
-        {"u": user_id, "ids": list(ids)})
+        f" AND NOT EXISTS (SELECT 1 FROM {_STAGE} a WHERE a.memory_id = s.memory_id)"),
+        {"u": user_id})
     return late.rowcount
 
 

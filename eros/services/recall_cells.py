@@ -16,9 +16,11 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Literal
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Engine
 
-from eros.core.cells import cell_count, spherical_kmeans
+from eros.core.cells import Matrix, assign, cell_count, normalise, train_centroids
 from eros.db import cells_sql
 from eros.db.cells_sql import CellState
 from eros.settings import Settings
@@ -27,6 +29,12 @@ log = logging.getLogger("eros.cells")
 
 #: re-cluster a user whose memories grew to this multiple of what was clustered.
 REGROW_FACTOR = 1.25
+#: k-means trains on this many rows a cell (the usual IVF training size) …
+TRAIN_ROWS_PER_CELL = 64
+#: … and on at most this many (256 MB of 512-dim vectors): a larger user's centroids are
+#: trained on a sample, and every row is then assigned chunk by chunk.
+MAX_TRAIN_ROWS = 131_072
+CHUNK_ROWS = 8_192
 #: how long a write of cells may wait for a row lock (an insert holding a cell) before it
 #: fails (and the task retries).
 _LOCK_TIMEOUT = "10s"
@@ -53,36 +61,67 @@ class ClusterReport:
                 "cluster_ms": round(self.cluster_ms, 1), "write_ms": round(self.write_ms, 1)}
 
 
-def cluster_user(engine: Engine, settings: Settings, user_id: uuid.UUID) -> ClusterReport:
+def cluster_user(engine: Engine, settings: Settings, user_id: uuid.UUID, *,
+                 max_train_rows: int = MAX_TRAIN_ROWS, chunk_rows: int = CHUNK_ROWS
+                 ) -> ClusterReport:
     """Cluster one user's memories now (every layer and status: a status change must not move
-    a row between cells). A user with no memories has their cells dropped."""
+    a row between cells). A user with no memories has their cells dropped.
+
+    Worker memory is bounded whatever the user's size: k-means trains on at most
+    ``max_train_rows`` vectors (a deterministic sample beyond that), and every row is then
+    assigned ``chunk_rows`` at a time, keeping 20 bytes a memory (id and cell), not its 2 KB
+    vector (issue 17)."""
     started = time.perf_counter()
+    seed = zlib.crc32(user_id.bytes)
+    dim = settings.embedding_dim
     with engine.connect() as conn:
-        found = cells_sql.user_vectors(conn, user_id, settings.embedding_dim)
+        rows = cells_sql.vector_count(conn, user_id)
+        cells = cell_count(rows)
+        train_rows = min(max_train_rows, TRAIN_ROWS_PER_CELL * cells)
+        sampled = rows > train_rows
+        train = cells_sql.user_vectors(conn, user_id, dim, sample_seed=seed if sampled else None,
+                                       limit=train_rows if sampled else None)
     read_ms = _ms(started)
-    if not found.ids:
+    if not train.ids:
         return replace(drop_cells(engine, user_id), read_ms=read_ms)
     t = time.perf_counter()
-    clustering = spherical_kmeans(found.vectors, cell_count(len(found.ids)),
-                                  seed=zlib.crc32(user_id.bytes))
+    centroids = train_centroids(train.vectors, cells, sample=TRAIN_ROWS_PER_CELL, seed=seed)
+    if sampled:
+        del train
+        ids, assignment = _assign_streamed(engine, user_id, dim, centroids, chunk_rows)
+    else:
+        ids = np.array([i.bytes for i in train.ids], dtype="V16")
+        assignment = assign(normalise(train.vectors), centroids)
+    sizes = np.bincount(assignment, minlength=len(centroids))
     cluster_ms = _ms(t)
     t = time.perf_counter()
     with engine.begin() as conn:
         cells_sql.lock_user(conn, user_id, _LOCK_TIMEOUT)
-        if cells_sql.count_existing(conn, found.ids) < len(found.ids):
+        cells_sql.stage_assignment(conn, ids, assignment)
+        if cells_sql.count_existing(conn) < len(ids):
             # a forget (issue 14) removed rows since the read: centroids of forgotten vectors
             # must not be written; recall reads every sketch until the next pass
             cells_sql.drop_cells(conn, user_id)
             return ClusterReport(user_id, "dropped", 0, 0, 0, read_ms, cluster_ms, _ms(t))
-        late = cells_sql.replace_cells(conn, user_id, clustering.centroids,
-                                       clustering.sizes.tolist(), found.ids,
-                                       clustering.assignment.tolist())
-    report = ClusterReport(user_id, "clustered", len(found.ids), len(clustering.centroids),
-                           late, read_ms, cluster_ms, _ms(t))
+        late = cells_sql.replace_cells(conn, user_id, centroids, sizes.tolist())
+    report = ClusterReport(user_id, "clustered", len(ids), len(centroids), late, read_ms,
+                           cluster_ms, _ms(t))
     log.info("user %s: %d memories in %d cells (%d assigned late); read %.0f ms, "
              "k-means %.0f ms, write %.0f ms", user_id, report.rows, report.cells, late,
              read_ms, cluster_ms, report.write_ms)
     return report
+
+
+def _assign_streamed(engine: Engine, user_id: uuid.UUID, dim: int, centroids: Matrix,
+                     chunk_rows: int) -> tuple[npt.NDArray[np.void], npt.NDArray[np.int64]]:
+    """Every row's nearest centroid, reading the vectors ``chunk_rows`` at a time."""
+    ids: list[npt.NDArray[np.void]] = []
+    cells: list[npt.NDArray[np.int64]] = []
+    with engine.connect() as conn:
+        for part in cells_sql.vector_chunks(conn, user_id, dim, chunk_rows=chunk_rows):
+            ids.append(np.array([i.bytes for i in part.ids], dtype="V16"))
+            cells.append(assign(normalise(part.vectors), centroids))
+    return np.concatenate(ids), np.concatenate(cells)
 
 
 def drop_cells(engine: Engine, user_id: uuid.UUID, rows: int = 0) -> ClusterReport:

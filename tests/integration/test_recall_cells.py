@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import tracemalloc
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -126,6 +127,32 @@ def test_clustering_puts_every_memory_in_a_cell_and_new_ones_join_the_nearest(
         cell = conn.execute(text("SELECT cell FROM engine.memory_sketches WHERE memory_id = :m"),
                             {"m": mid}).scalar_one()
     assert cell == int(np.argmax(centroids @ (new / np.linalg.norm(new))))
+
+
+def test_a_large_user_is_clustered_in_bounded_worker_memory(
+        engine: Engine, db_url: str, user: uuid.UUID) -> None:
+    """Trained on a sample and assigned chunk by chunk, the pass holds a fraction of what
+    reading every vector at once holds (measured in the same test), and every memory still
+    lands in its nearest cell."""
+    rng = np.random.default_rng(12)
+    load(db_url, user, topic_vectors(rng, 6_000, 30)[0])
+    peaks = {}
+    for name, kwargs in (("all at once", {"max_train_rows": 10**9, "chunk_rows": 10**9}),
+                         ("bounded", {"max_train_rows": 1_000, "chunk_rows": 500})):
+        tracemalloc.start()
+        report = recall_cells.cluster_user(engine, CELLS, user, **kwargs)
+        peaks[name] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert report.outcome == "clustered" and report.rows == 6_000
+    vectors_mb = 6_000 * DIM * 4 / 2**20  # 11.7 MB of float32 vectors
+    assert peaks["all at once"] > vectors_mb * 2**20, peaks
+    assert peaks["bounded"] < peaks["all at once"] / 3, peaks
+    with engine.connect() as conn:
+        assert conn.execute(text(
+            "SELECT count(*) FROM engine.memory_sketches s JOIN engine.companion_memories m"
+            " ON m.id = s.memory_id WHERE s.user_id = :u"
+            " AND s.cell IS DISTINCT FROM engine.nearest_memory_cell(m.user_id, m.embedding)"),
+            {"u": user}).scalar_one() == 0
 
 
 def test_a_row_written_after_the_read_is_assigned_by_the_write(
