@@ -156,13 +156,10 @@ class Settings(BaseSettings):
     consolidation_max_tokens: int = Field(default=4000, ge=64)
     #: new (not yet compared) memories one pass compares with their neighbours; a larger
     #: backlog is worked through in chunks over several passes (issue 17).
-    consolidation_chunk_size: int = Field(default=2000, ge=1, le=100000)
-    #: k: the nearest same-layer/category/model memories searched per new memory; a near
-    #: twin beyond the k-th is missed (a cluster larger than k is rare and still linked).
-    consolidation_neighbours: int = Field(default=16, ge=1, le=1000)
-    #: users with more current memories than this are searched through the HNSW index (an
-    #: iterative scan); below it, exactly — cheaper for a small user than walking the graph.
-    consolidation_exact_below: int = Field(default=5000, ge=0)
+    consolidation_chunk_size: int = Field(default=500, ge=1, le=100000)
+    #: users with more current memories than this are searched through the binary sketches
+    #: (a Hamming prefilter, then the exact check); up to it, exactly.
+    consolidation_exact_below: int = Field(default=2000, ge=0)
     #: new memories per user the finder searches to measure the share (its cost per user).
     consolidation_finder_sample: int = Field(default=200, ge=1, le=100000)
 

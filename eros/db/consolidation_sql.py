@@ -10,6 +10,7 @@ finder never triggers on a different notion of "near" than the pass acts on.
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from sqlalchemy import Connection, func, insert, text
 
 from eros.core.consolidation import Memory, Pair
 from eros.core.consolidation_plan import Change, HistoryEntry, NewRow
-from eros.db.schema import companion_memories, memory_history
+from eros.db.schema import EMBEDDING_DIM, companion_memories, memory_history
 
 #: first key of the two-key advisory lock: our namespace, so no other lock user collides.
 LOCK_NAMESPACE = "eros.consolidate"
@@ -78,21 +79,35 @@ _SCOPE = ("b.user_id = a.user_id AND b.status = 'current' AND b.category = a.cat
           " AND b.instance_id IS NOT DISTINCT FROM a.instance_id"
           " AND b.embedding_model IS NOT DISTINCT FROM a.embedding_model AND b.id <> a.id")
 
-# The k nearest same-scope rows of each given memory through HNSW (pgvector 0.8 iterative
-# scan, set per transaction by recall_sql.configure_hnsw), kept when within θ. One statement,
-# one index search per memory.
-KNN_PAIRS = text(f"""
-SELECT a.id AS a, n.id AS b
+# Near pairs of each given memory through its binary sketch (``embedding_bq``, as recall's
+# quantised plan): an index-only scan of the sketches of its user, layer and category
+# (ix_companion_memories_recall_bq) keeps those within :max_hamming bits — the angle of θ
+# plus four standard deviations (:func:`max_hamming`) — and only those are checked exactly.
+# Linear in the layer/category's rows at ~0.2 µs a row, never reading another user's rows;
+# the two branches keep the layer an index condition (``IS NOT DISTINCT FROM`` is not one).
+#: the sketch prefilter over the alias ``a`` (its candidates' ids), shared with the finder.
+SKETCH_CANDIDATES = """
+       SELECT b.id FROM engine.companion_memories b
+        WHERE a.instance_id IS NULL AND b.user_id = a.user_id AND b.instance_id IS NULL
+          AND b.category = a.category AND b.status = 'current'
+          AND (b.embedding_bq <~> a.embedding_bq) <= :max_hamming
+       UNION ALL
+       SELECT b.id FROM engine.companion_memories b
+        WHERE a.instance_id IS NOT NULL AND b.user_id = a.user_id
+          AND b.instance_id = a.instance_id AND b.category = a.category
+          AND b.status = 'current'
+          AND (b.embedding_bq <~> a.embedding_bq) <= :max_hamming"""
+
+QUANTISED_PAIRS = text(f"""
+SELECT a.id AS a, c.id AS b
   FROM engine.companion_memories a
- CROSS JOIN LATERAL (
-       SELECT b.id, b.embedding <=> a.embedding AS distance
-         FROM engine.companion_memories b
-        WHERE {_SCOPE}
-        ORDER BY b.embedding <=> a.embedding
-        LIMIT :k) n
- WHERE a.id = ANY(CAST(:ids AS uuid[])) AND a.embedding IS NOT NULL
-   AND n.distance <= :max_distance
+ CROSS JOIN LATERAL ({SKETCH_CANDIDATES}) n
+  JOIN engine.companion_memories c ON c.id = n.id
+ WHERE a.id = ANY(CAST(:ids AS uuid[])) AND a.embedding IS NOT NULL AND c.id <> a.id
+   AND c.embedding_model IS NOT DISTINCT FROM a.embedding_model
+   AND (a.embedding <=> c.embedding) <= :max_distance
 """)
+
 
 # The exact comparison of the given memories with every same-scope row of the user: a small
 # user's plan (no graph to walk), and the reference the HNSW plan is measured against.
@@ -197,14 +212,21 @@ def current_count(conn: Connection, user_id: uuid.UUID, *, cap: int) -> int:
     return int(conn.execute(CURRENT_COUNT, {"user_id": user_id, "cap": cap}).scalar_one())
 
 
-def knn_pairs(conn: Connection, ids: Sequence[uuid.UUID], *, similarity: float,
-              k: int) -> list[Pair]:
-    """Near pairs of ``ids`` among their ``k`` nearest through HNSW (the caller has set the
-    iterative scan for its transaction)."""
+def max_hamming(similarity: float, dim: int) -> int:
+    """Sketch bits two vectors at cosine ``similarity`` differ in, plus four standard
+    deviations: a sign bit differs with probability angle/π (a random-hyperplane sketch), so
+    a pair at θ passes the prefilter with probability > 0.9999 and one nearer still more so."""
+    p = math.acos(max(-1.0, min(1.0, similarity))) / math.pi
+    return min(dim, math.ceil(dim * p + 4 * math.sqrt(dim * p * (1 - p))))
+
+
+def quantised_pairs(conn: Connection, ids: Sequence[uuid.UUID], *, similarity: float,
+                    dim: int = EMBEDDING_DIM) -> list[Pair]:
+    """Near pairs of ``ids`` through the sketch prefilter, checked exactly."""
     if not ids:
         return []
-    rows = conn.execute(KNN_PAIRS, {"ids": list(ids), "k": k,
-                                    "max_distance": 1.0 - similarity})
+    rows = conn.execute(QUANTISED_PAIRS, {"ids": list(ids), "max_distance": 1.0 - similarity,
+                                          "max_hamming": max_hamming(similarity, dim)})
     return _unique(rows)
 
 

@@ -15,6 +15,9 @@ from datetime import datetime
 
 from sqlalchemy import Connection, text
 
+from eros.db.consolidation_sql import SKETCH_CANDIDATES, max_hamming
+from eros.db.schema import EMBEDDING_DIM
+
 
 @dataclass(frozen=True)
 class CandidateUser:
@@ -34,12 +37,12 @@ class CandidateUser:
 # O(backlog), however many memories were compared before) whose count differs from the one
 # the finder last measured (``measured_backlog``; a pass clears it), not claimed, not parked;
 # the longest-waiting first. The share is measured on at most :sample of each user's
-# uncompared memories, oldest first: the nearest same-scope row of each (an ORDER BY ...
-# LIMIT 1 the planner may serve from HNSW), within θ or not — a per-user cost bounded by the
-# sample, not by the user's size.
+# uncompared memories, oldest first: whether each has a same-scope row within θ among those
+# its binary sketch passes (the pass's prefilter, consolidation_sql.max_hamming) — a per-user
+# cost of sample × rows of one category through the sketch index, never all pairs.
 # A count, not a created_at watermark: a classify committing late with an older created_at
 # changes the count, so it is measured at the next run (a watermark let it slip under).
-FIND_CANDIDATES = text("""
+FIND_CANDIDATES = text(f"""
 WITH fresh AS (
     SELECT user_id, max(created_at) AS newest, count(*) AS backlog
       FROM engine.companion_memories
@@ -58,22 +61,18 @@ SELECT c.user_id, c.newest, c.backlog, sh.total, sh.near
   CROSS JOIN LATERAL (
       SELECT count(*) AS total, count(*) FILTER (WHERE nn.distance <= :max_distance) AS near
         FROM (SELECT a.id, a.user_id, a.category, a.instance_id, a.embedding_model,
-                     a.embedding
+                     a.embedding, a.embedding_bq
                 FROM engine.companion_memories a
                WHERE a.user_id = c.user_id AND a.status = 'current'
                  AND a.consolidation_compared_at IS NULL
                ORDER BY a.created_at, a.id
                LIMIT :sample) a
         LEFT JOIN LATERAL (
-            SELECT b.embedding <=> a.embedding AS distance
-              FROM engine.companion_memories b
-             WHERE b.user_id = a.user_id AND b.status = 'current'
-               AND b.category = a.category
-               AND b.instance_id IS NOT DISTINCT FROM a.instance_id
-               AND b.embedding_model IS NOT DISTINCT FROM a.embedding_model
-               AND b.id <> a.id
-             ORDER BY b.embedding <=> a.embedding
-             LIMIT 1) nn ON true) sh
+            SELECT min(c.embedding <=> a.embedding) AS distance
+              FROM ({SKETCH_CANDIDATES}) n
+              JOIN engine.companion_memories c ON c.id = n.id
+             WHERE c.id <> a.id
+               AND c.embedding_model IS NOT DISTINCT FROM a.embedding_model) nn ON true) sh
 """)
 
 # Disjoint claims for concurrent finders: a row claimed (or being claimed) by another finder
@@ -102,7 +101,8 @@ def find_candidates(conn: Connection, *, similarity: float, stale_secs: float,
                     max_attempts: int, scan_limit: int, sample: int) -> list[CandidateUser]:
     rows = conn.execute(FIND_CANDIDATES, {
         "max_distance": 1.0 - similarity, "stale_secs": stale_secs,
-        "max_attempts": max_attempts, "scan_limit": scan_limit, "sample": sample})
+        "max_attempts": max_attempts, "scan_limit": scan_limit, "sample": sample,
+        "max_hamming": max_hamming(similarity, EMBEDDING_DIM)})
     return [CandidateUser(r.user_id, r.newest, int(r.backlog), int(r.total), int(r.near))
             for r in rows]
 

@@ -4,10 +4,11 @@ The order is what makes it safe:
 
 1. read (one short REPEATABLE READ transaction) the memories not yet compared
    (``consolidation_compared_at IS NULL``), oldest first, at most CONSOLIDATION_CHUNK_SIZE of
-   them, and their near neighbours: a k-nearest search per memory in its user, layer, category
-   and embedding model (HNSW for a large user, exact for a small one) — O(new × k), never the
-   user's all pairs. Memories committed after this read are still uncompared: the next pass
-   takes them (a row marker, so a late commit with an older created_at is not skipped);
+   them, and their near neighbours in their user, layer, category and embedding model (through
+   the binary sketches for a large user, exactly for a small one) — O(new × rows of that
+   layer and category), never the user's all pairs. Memories committed after this read are
+   still uncompared: the next pass takes them (a row marker, so a late commit with an older
+   created_at is not skipped);
 2. cluster (pure), then at most ONE model call for all the user's clusters and at most ONE
    embedding call for all new canonical rows, with no transaction open;
 3. one write transaction that takes the per-user advisory lock (``pg_try_advisory_xact_lock``;
@@ -52,7 +53,6 @@ from eros.core.consolidation_reply import Rejection, ReplyResult, build_request,
 from eros.core.guard import load_guard, strip_invisible
 from eros.core.prompts import Prompt
 from eros.db import consolidation_sql as sql
-from eros.db.recall_sql import HnswParams, configure_hnsw
 from eros.db.timeouts import set_statement_timeout
 from eros.errors import PermanentError
 from eros.ops import metrics
@@ -86,7 +86,7 @@ class ConsolidationReport:
     memories: int = 0
     #: not-yet-compared memories this pass compared (one chunk).
     compared: int = 0
-    #: "exact" or "hnsw": how the neighbours were searched.
+    #: "exact" or "quantised": how the neighbours were searched.
     search: str = ""
     #: memories still waiting to be compared after this pass (the next chunk).
     backlog: bool = False
@@ -217,20 +217,16 @@ class _Read:
     pairs: list[Pair]
     chunk: list[uuid.UUID]
     claim: datetime | None
-    hnsw: bool
 
 
 def _read(c: Consolidator, user_id: uuid.UUID, report: ConsolidationReport) -> _Read:
     s = c.settings
-    k = s.consolidation_neighbours
     with c.engine.connect() as conn, \
             conn.execution_options(isolation_level="REPEATABLE READ").begin():
         if s.consolidation_statement_timeout_ms:
             set_statement_timeout(conn, s.consolidation_statement_timeout_ms)
         cap = s.consolidation_exact_below + 1
-        hnsw = sql.current_count(conn, user_id, cap=cap) >= cap
-        if hnsw:
-            configure_hnsw(conn, HnswParams(ef_search=max(64, 2 * k)), at_least=k)
+        quantised = sql.current_count(conn, user_id, cap=cap) >= cap
         chunk: list[uuid.UUID] = []
         pairs: set[Pair] = set()
         after: tuple[datetime, uuid.UUID] | None = None
@@ -242,17 +238,23 @@ def _read(c: Consolidator, user_id: uuid.UUID, report: ConsolidationReport) -> _
             ids = [i for i, _ in page]
             chunk.extend(ids)
             after = (page[-1][1], page[-1][0])
-            pairs.update(sql.knn_pairs(conn, ids, similarity=s.consolidation_similarity, k=k)
-                         if hnsw else sql.exact_pairs(conn, user_id, ids,
-                                                      similarity=s.consolidation_similarity))
+            pairs.update(search_pairs(conn, user_id, ids, s, quantised=quantised))
             if len(page) < want or components(pairs) >= s.consolidation_max_clusters:
                 break
         affected = {*chunk, *(i for p in pairs for i in p)}
         memories = sql.rows_by_id(conn, sorted(affected, key=str))
         claim = sql.claimed_at(conn, user_id)
-    report.compared, report.search = len(chunk), "hnsw" if hnsw else "exact"
-    return _Read(memories, sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))), chunk, claim,
-                 hnsw)
+    report.compared, report.search = len(chunk), "quantised" if quantised else "exact"
+    return _Read(memories, sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))), chunk, claim)
+
+
+def search_pairs(conn: Connection, user_id: uuid.UUID, ids: list[uuid.UUID], s: Settings, *,
+                 quantised: bool) -> list[Pair]:
+    """The near pairs of ``ids`` with every same-scope memory of the user: through the
+    sketches for a large user, exactly for a small one."""
+    if quantised:
+        return sql.quantised_pairs(conn, ids, similarity=s.consolidation_similarity)
+    return sql.exact_pairs(conn, user_id, ids, similarity=s.consolidation_similarity)
 
 
 def _ask(c: Consolidator, selection: Selection, report: ConsolidationReport) -> ReplyResult:
