@@ -49,13 +49,8 @@ from eros.db import consolidation_sql as sql
 from eros.db import finder_sql, schema
 from eros.providers.base import Completion, Embeddings, InputType
 from eros.providers.offline.heuristic import offline_consolidation_reply
-from eros.services.consolidate import (
-    PAGE,
-    ConsolidationReport,
-    Consolidator,
-    consolidate,
-    search_pairs,
-)
+from eros.services.consolidate import ConsolidationReport, Consolidator, consolidate
+from eros.services.consolidation_read import PAGE, search_pairs
 from eros.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent

@@ -44,7 +44,6 @@ from eros.core.consolidation import (
     Pair,
     Selection,
     cluster,
-    components,
     near_dup_share,
     select_clusters,
 )
@@ -53,10 +52,10 @@ from eros.core.consolidation_reply import Rejection, ReplyResult, build_request,
 from eros.core.guard import load_guard, strip_invisible
 from eros.core.prompts import Prompt
 from eros.db import consolidation_sql as sql
-from eros.db.timeouts import set_statement_timeout
 from eros.errors import PermanentError
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Embedder
+from eros.services.consolidation_read import Read, read_new
 from eros.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -164,7 +163,8 @@ def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
     s = c.settings
     report = ConsolidationReport(str(user_id), dry_run=dry_run)
     with _timed(report, "read"):
-        read = _read(c, user_id, report)
+        read = read_new(c.engine, c.settings, user_id)
+    report.compared, report.search = len(read.chunk), read.search
     memories, pairs = read.memories, read.pairs
     with _timed(report, "cluster"):
         clustering = cluster(memories, pairs, max_size=s.consolidation_max_cluster_size)
@@ -201,60 +201,6 @@ def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
     with _timed(report, "write"):
         _write(c, user_id, read, plan, vectors, report, keep_claim_on_backlog)
     return report
-
-
-#: uncompared memories searched per statement; the read stops early once the clusters found
-#: fill a model call (CONSOLIDATION_MAX_CLUSTERS), so a deferred cluster is rarely searched twice.
-PAGE = 256
-
-
-@dataclass
-class _Read:
-    """What the read transaction saw: the memories the pass looks at, their near pairs, the
-    chunk compared, and the claim it started under."""
-
-    memories: list[Memory]
-    pairs: list[Pair]
-    chunk: list[uuid.UUID]
-    claim: datetime | None
-
-
-def _read(c: Consolidator, user_id: uuid.UUID, report: ConsolidationReport) -> _Read:
-    s = c.settings
-    with c.engine.connect() as conn, \
-            conn.execution_options(isolation_level="REPEATABLE READ").begin():
-        if s.consolidation_statement_timeout_ms:
-            set_statement_timeout(conn, s.consolidation_statement_timeout_ms)
-        cap = s.consolidation_exact_below + 1
-        quantised = sql.current_count(conn, user_id, cap=cap) >= cap
-        chunk: list[uuid.UUID] = []
-        pairs: set[Pair] = set()
-        after: tuple[datetime, uuid.UUID] | None = None
-        while len(chunk) < s.consolidation_chunk_size:
-            want = min(PAGE, s.consolidation_chunk_size - len(chunk))
-            page = sql.uncompared_page(conn, user_id, want, after)
-            if not page:
-                break
-            ids = [i for i, _ in page]
-            chunk.extend(ids)
-            after = (page[-1][1], page[-1][0])
-            pairs.update(search_pairs(conn, user_id, ids, s, quantised=quantised))
-            if len(page) < want or components(pairs) >= s.consolidation_max_clusters:
-                break
-        affected = {*chunk, *(i for p in pairs for i in p)}
-        memories = sql.rows_by_id(conn, sorted(affected, key=str))
-        claim = sql.claimed_at(conn, user_id)
-    report.compared, report.search = len(chunk), "quantised" if quantised else "exact"
-    return _Read(memories, sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))), chunk, claim)
-
-
-def search_pairs(conn: Connection, user_id: uuid.UUID, ids: list[uuid.UUID], s: Settings, *,
-                 quantised: bool) -> list[Pair]:
-    """The near pairs of ``ids`` with every same-scope memory of the user: through the
-    sketches for a large user, exactly for a small one."""
-    if quantised:
-        return sql.quantised_pairs(conn, ids, similarity=s.consolidation_similarity)
-    return sql.exact_pairs(conn, user_id, ids, similarity=s.consolidation_similarity)
 
 
 def _ask(c: Consolidator, selection: Selection, report: ConsolidationReport) -> ReplyResult:
@@ -328,7 +274,7 @@ def _share_after(conn: Connection, memories: list[Memory], pairs: list[Pair],
     return near_dup_share([*survivors, *canonical], [*kept_pairs, *new_pairs]).value
 
 
-def _write(c: Consolidator, user_id: uuid.UUID, read: _Read, plan: Plan,
+def _write(c: Consolidator, user_id: uuid.UUID, read: Read, plan: Plan,
            vectors: dict[uuid.UUID, list[float]], report: ConsolidationReport,
            keep_claim_on_backlog: bool) -> None:
     s = c.settings
