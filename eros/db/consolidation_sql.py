@@ -109,6 +109,25 @@ SELECT a.id AS a, c.id AS b
 """)
 
 
+# The k nearest same-scope rows of each given memory through HNSW (pgvector 0.8 iterative
+# scan, set per transaction by recall_sql.configure_hnsw), kept when within θ: one index
+# search per memory, O(log n) each — a very large user's plan.
+_SCOPE = ("b.user_id = a.user_id AND b.status = 'current' AND b.category = a.category"
+          " AND b.instance_id IS NOT DISTINCT FROM a.instance_id"
+          " AND b.embedding_model IS NOT DISTINCT FROM a.embedding_model AND b.id <> a.id")
+KNN_PAIRS = text(f"""
+SELECT a.id AS a, n.id AS b
+  FROM engine.companion_memories a
+ CROSS JOIN LATERAL (
+       SELECT b.id, b.embedding <=> a.embedding AS distance
+         FROM engine.companion_memories b
+        WHERE {_SCOPE}
+        ORDER BY b.embedding <=> a.embedding
+        LIMIT :k) n
+ WHERE a.id = ANY(CAST(:ids AS uuid[])) AND a.embedding IS NOT NULL
+   AND n.distance <= :max_distance
+""")
+
 # The exact comparison of the given memories with every same-scope row of the user: a small
 # user's plan (no graph to walk), and the reference the HNSW plan is measured against.
 EXACT_PAIRS = text(f"""
@@ -227,6 +246,17 @@ def quantised_pairs(conn: Connection, ids: Sequence[uuid.UUID], *, similarity: f
         return []
     rows = conn.execute(QUANTISED_PAIRS, {"ids": list(ids), "max_distance": 1.0 - similarity,
                                           "max_hamming": max_hamming(similarity, dim)})
+    return _unique(rows)
+
+
+def knn_pairs(conn: Connection, ids: Sequence[uuid.UUID], *, similarity: float,
+              k: int) -> list[Pair]:
+    """Near pairs of ``ids`` among their ``k`` nearest through HNSW (the caller has set the
+    iterative scan for its transaction)."""
+    if not ids:
+        return []
+    rows = conn.execute(KNN_PAIRS, {"ids": list(ids), "k": k,
+                                    "max_distance": 1.0 - similarity})
     return _unique(rows)
 
 

@@ -85,7 +85,7 @@ class ConsolidationReport:
     memories: int = 0
     #: not-yet-compared memories this pass compared (one chunk).
     compared: int = 0
-    #: "exact" or "quantised": how the neighbours were searched.
+    #: "exact", "quantised" or "hnsw": how the neighbours were searched.
     search: str = ""
     #: memories still waiting to be compared after this pass (the next chunk).
     backlog: bool = False

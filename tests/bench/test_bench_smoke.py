@@ -114,6 +114,7 @@ def test_consolidation_bench(bench_db: str, tmp_path: Path,
     assert large["first"]["db_ms_whole"] > large["first"]["db_ms"] > 0
     assert large["incremental"]["compared"] == 20 and "old_read_ms" not in large
     assert large["incremental"]["search"] == "quantised"
+    assert large["pairs_sample"] == 1000 and large["pairs_recall"] >= 0.98
     assert large["finder_backlog_all_ms"] > 0 and large["finder_backlog_20_ms"] > 0
     printed = capsys.readouterr().out
     assert len(_table_rows(printed, ["300 |", "2,100 |"])) == 2

@@ -18,6 +18,7 @@ from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services.consolidate import Consolidator, consolidate
 from eros.services.consolidation_finder import find_and_claim
+from eros.services.consolidation_read import choose_search, search_pairs
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer
 
@@ -95,9 +96,13 @@ def test_the_sketch_search_finds_every_pair_of_the_exact_join(engine: Engine) ->
         sketch = _pairs(sql.quantised_pairs(conn, ids, similarity=0.85))
         by_chunk = _pairs(sql.exact_pairs(conn, user, ids[:20], similarity=0.85)
                           + sql.exact_pairs(conn, user, ids[20:], similarity=0.85))
+    settings = load_settings(consolidation_hnsw_above=10, consolidation_similarity=0.85)
+    with engine.connect() as conn, conn.begin():  # a "very large" user: the HNSW plan
+        assert choose_search(conn, user, settings) == "hnsw"
+        knn = _pairs(search_pairs(conn, user, ids, settings, search="hnsw"))
     assert len(exact) >= sum(1 + g % 3 for g in range(12))  # every twin with its base
     assert not {i for p in exact for i in p} & lookalikes  # none of them pairs with anything
-    assert sketch == exact and by_chunk == exact
+    assert sketch == exact and by_chunk == exact and knn == exact
 
 
 def test_a_backlog_is_worked_through_in_bounded_chunks(c: Consolidator, engine: Engine) -> None:
