@@ -12,8 +12,8 @@ Per size, on a fresh table holding that user (HNSW index built after the load):
   as the new path's). Run once per size (``--old-max`` caps the size it runs at).
 - **pairs found**: the new path's near pairs (exact up to CONSOLIDATION_EXACT_BELOW, the
   sketch prefilter then the exact check up to CONSOLIDATION_HNSW_ABOVE, HNSW's k nearest
-  above) against the exact all-pairs set; above ``--full-max`` (marked *) the pairs 1,000
-  random memories find from their own searches against their exact pairs.
+  above) against the exact all-pairs set; above ``--full-max`` (marked *) the pairs
+  ``--sample`` random memories find from their own searches against their exact pairs.
 - **first pass**: passes until no memory is left uncompared (the backlog is worked through in
   chunks of at most CONSOLIDATION_CHUNK_SIZE; CONSOLIDATION_MAX_CLUSTERS is raised to 500 so a
   pass is bounded by the chunk, not by the per-call cluster budget). Database work = the sum of
@@ -23,7 +23,8 @@ Per size, on a fresh table holding that user (HNSW index built after the load):
 - **finder**: one finder query with the whole user uncompared, and with only the 20 new.
 
     python -m bench.consolidation_bench [--sizes 1000,10000,50000] [--old-max 50000]
-                                        [--full-max 50000] [--no-record] [--json F]
+                                        [--full-max 50000] [--sample 1000]
+                                        [--no-record] [--json F]
 
 Uses ``EROS_BENCH_DATABASE_URL`` (a superuser URL; a scratch database is created and dropped)
 or starts an embedded PostgreSQL with pgvector.
@@ -204,7 +205,7 @@ def first_pass(c: Consolidator, user: uuid.UUID, max_passes: int = 10000
 
 
 def scenario(engine: Engine, url: str, c: Consolidator, size: int, *, old: bool, full: bool,
-             seed: int) -> dict[str, Any]:
+             seed: int, sample: int = 1000) -> dict[str, Any]:
     """One user of ``size`` memories. ``full``: the whole first pass (and the pairs-found
     check); otherwise only its first chunk is run and the rest of the user is stamped compared
     directly, so the incremental pass still meets a user with no backlog."""
@@ -225,7 +226,7 @@ def scenario(engine: Engine, url: str, c: Consolidator, size: int, *, old: bool,
         out["exact_pairs"], out["found_pairs"] = len(exact), len(found & exact)
         out["pairs_recall"] = round(len(found & exact) / len(exact), 5) if exact else 1.0
     else:  # pairs found from a sample's own searches against the exact pairs of the sample
-        out.update(sample_recall(engine, s, user, 1000, seed))
+        out.update(sample_recall(engine, s, user, sample, seed))
     out["finder_backlog_all_ms"] = finder_ms(engine, s)
     reports = first_pass(c, user) if full else [consolidate(c, user)]
     compared = sum(r.compared for r in reports)
@@ -312,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full-max", type=int, default=50000,
                         help="run the whole first pass (and the pairs-found check) only up to"
                         " this size; above it one chunk, extrapolated")
+    parser.add_argument("--sample", type=int, default=1000,
+                        help="memories whose pairs are checked above --full-max")
     parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
     parser.add_argument("--json", type=Path, default=ROOT / "out" / "consolidation.json",
                         help="where the results go (default %(default)s)")
@@ -329,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
                              load_consolidation_prompt())
             for n, size in enumerate(sizes):
                 rows.append(scenario(engine, url, c, size, old=size <= args.old_max,
-                                     full=size <= args.full_max, seed=1000 + n))
+                                     full=size <= args.full_max, seed=1000 + n,
+                                     sample=args.sample))
                 print(f"  {size} done", flush=True)
         finally:
             engine.dispose()
@@ -340,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                                     indent=2, default=str))
     if not args.no_record:
         cmd = (f"python -m bench.consolidation_bench --sizes {args.sizes} --old-max"
-               f" {args.old_max} --full-max {args.full_max}")
+               f" {args.old_max} --full-max {args.full_max} --sample {args.sample}")
         record(out, info, cmd)
     return 0
 
