@@ -234,6 +234,8 @@ def scenario(engine: Engine, url: str, c: Consolidator, size: int, *, old: bool,
     out["first"] = {"passes": len(reports), "compared": compared,
                     "search": reports[0].search, "merged": sum(r.merged for r in reports),
                     "db_ms": round(db_ms, 1),
+                    "read_ms": round(sum(r.timings.get("read", 0.0) for r in reports), 1),
+                    "write_ms": round(sum(r.timings.get("write", 0.0) for r in reports), 1),
                     # a chunk only: the whole backlog at the same rate per memory compared
                     "db_ms_whole": round(db_ms * (size / compared if not full and compared
                                                   else 1.0), 1),
@@ -267,7 +269,8 @@ def scenario(engine: Engine, url: str, c: Consolidator, size: int, *, old: bool,
 
 def table(rows: list[dict[str, Any]]) -> str:
     head = (f"{'memories':>9} | {'old read ms':>11} {'old clust ms':>12} | {'pairs found':>16}"
-            f" | {'first pass db ms':>17} {'passes':>6} {'max txn ms':>10} {'search':>9}"
+            f" | {'first pass db ms':>17} {'(read + write)':>19} {'passes':>6}"
+            f" {'max txn ms':>10} {'search':>9}"
             f" | {'incr db ms':>10} {'old incr ms':>11} | {'finder ms (all/20 new)':>22}")
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -280,8 +283,9 @@ def table(rows: list[dict[str, Any]]) -> str:
                  + ("*" if "pairs_sample" in r else "") if "pairs_recall" in r else "-")
         first = (f"{f['db_ms']:.1f}" if r["full"]
                  else f"~{f['db_ms_whole']:.0f} (1 chunk)")
+        split = f"{f.get('read_ms', 0.0):.0f} + {f.get('write_ms', 0.0):.0f}"
         lines.append(
-            f"{r['size']:>9,} | {old} | {pairs:>16} | {first:>17} {f['passes']:>6}"
+            f"{r['size']:>9,} | {old} | {pairs:>16} | {first:>17} {split:>19} {f['passes']:>6}"
             f" {f['max_txn_ms']:>10.1f} {f['search']:>9} | {i['db_ms']:>10.1f} {old_inc}"
             f" | {r['finder_backlog_all_ms']:>10.1f} / {r['finder_backlog_20_ms']:<9.1f}")
     return "\n".join(lines)
