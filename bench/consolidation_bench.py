@@ -1,24 +1,30 @@
-"""Consolidation cost per user, excluding the model's latency: clustering (pure Python) and the
-database work (snapshot + near-pair self-join, and the write transaction), and the number of
-model calls per user. Plus one finder run over the whole population.
+"""Consolidation at scale (issue 17): one user with 1k, 10k and 50k memories (20% written as
+near-duplicates, see bench/consolidation_data.py), the incremental path against the all-pairs
+path of before in the same run. The model's latency is excluded: the model is a scripted
+in-process ChatCompleter answering instantly (every cluster merges into a new canonical text,
+the worst case for the write path), the embedder returns random unit vectors instantly.
 
-Scenarios (20% of each user's rows are near-duplicates, see bench/consolidation_data.py):
+Per size, on a fresh table holding that user (HNSW index built after the load):
 
-- **heavy**: one user with 1,000 memories, passes repeated until nothing is left to do (the
-  per-call cluster budget, CONSOLIDATION_MAX_CLUSTERS, spreads a big backlog over passes);
-  reloaded and re-run ``--repeats`` times, medians reported. The HNSW index is in place.
-- **population**: 10,000 users × 100 memories (1M rows). The HNSW index is dropped before the
-  bulk load (building it for 1M × 512-d rows takes longer than the whole benchmark; a pass does
-  not read it — its cost on the write path is in the heavy scenario's write time). Passes run
-  for ``--sample`` users (all of them with ``--sample 0``), one after another.
+- **all-pairs (old)**: the snapshot and the per-category self-join (``NEAR_PAIRS``) the pass
+  ran before, in one REPEATABLE READ transaction, plus clustering all the user's memories —
+  the read side of the old pass (its write transaction is not included: it is the same write
+  as the new path's). Run once per size (``--old-max`` caps the size it runs at).
+- **pairs found**: the new path's near pairs (exact up to CONSOLIDATION_EXACT_BELOW, the
+  sketch prefilter then the exact check up to CONSOLIDATION_HNSW_ABOVE, HNSW's k nearest
+  above) against the exact all-pairs set; above ``--full-max`` (marked *) the pairs
+  ``--sample`` random memories find from their own searches against their exact pairs.
+- **first pass**: passes until no memory is left uncompared (the backlog is worked through in
+  chunks of at most CONSOLIDATION_CHUNK_SIZE; CONSOLIDATION_MAX_CLUSTERS is raised to 500 so a
+  pass is bounded by the chunk, not by the per-call cluster budget). Database work = the sum of
+  every pass's read and write transactions; the longest single transaction is reported too.
+- **incremental**: 20 new memories (4 restating existing ones), then one pass; and the old path
+  over the same user for comparison (its cost does not shrink: it re-reads every pair).
+- **finder**: one finder query with the whole user uncompared, and with only the 20 new.
 
-The model is a scripted in-process ChatCompleter answering instantly (every cluster is the
-duplicates of a new canonical text, the worst case for the write path: every cluster inserts
-a row and needs an embedding); the embedder returns random unit vectors instantly.
-
-    python -m bench.consolidation_bench [--users 10000] [--per-user 100] [--heavy 1000]
-                                        [--sample 1000] [--repeats 5] [--no-record]
-                                        [--explain] [--json F]
+    python -m bench.consolidation_bench [--sizes 1000,10000,50000] [--old-max 50000]
+                                        [--full-max 50000] [--sample 1000]
+                                        [--no-record] [--json F]
 
 Uses ``EROS_BENCH_DATABASE_URL`` (a superuser URL; a scratch database is created and dropped)
 or starts an embedded PostgreSQL with pgvector.
@@ -28,12 +34,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import statistics
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +45,20 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from bench.claim_bench import machine, scratch_database
-from bench.consolidation_data import load, user_ids
+from bench.consolidation_data import add_new, load
+from eros.core.consolidation import Pair, cluster
 from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.db import finder_sql as sql
-from eros.db import schema
+from eros.db import consolidation_sql as sql
+from eros.db import finder_sql, schema
 from eros.providers.base import Completion, Embeddings, InputType
 from eros.providers.offline.heuristic import offline_consolidation_reply
 from eros.services.consolidate import ConsolidationReport, Consolidator, consolidate
-from eros.settings import load_settings
+from eros.services.consolidation_read import PAGE, choose_search, search_pairs
+from eros.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent
 PHASES = ("read", "cluster", "write")
+DIM = 512
 
 
 class InstantLLM:
@@ -85,56 +91,6 @@ class InstantEmbedder:
         return Embeddings(vec.tolist(), len(texts), self.name)
 
 
-@dataclass
-class Stats:
-    """Per-user figures of one scenario."""
-
-    users: int = 0
-    passes: list[int] = field(default_factory=list)
-    llm_calls: list[int] = field(default_factory=list)
-    memories: list[int] = field(default_factory=list)
-    merged: list[int] = field(default_factory=list)
-    share_before: list[float] = field(default_factory=list)
-    share_after: list[float] = field(default_factory=list)
-    ms: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in (*PHASES,
-                                                                                "total")})
-
-    def add_user(self, reports: list[ConsolidationReport]) -> None:
-        self.users += 1
-        self.passes.append(len(reports))
-        self.llm_calls.append(sum(r.llm_calls for r in reports))
-        self.memories.append(reports[0].memories)
-        self.merged.append(sum(r.merged for r in reports))
-        self.share_before.append(reports[0].share_before)
-        self.share_after.append(reports[-1].share_after or 0.0)
-        for phase in PHASES:  # the first pass: the one that does the work
-            self.ms[phase].append(reports[0].timings.get(phase, 0.0))
-        self.ms["total"].append(sum(reports[0].timings.get(p, 0.0) for p in PHASES))
-
-    def summary(self) -> dict[str, Any]:
-        def med(xs: Sequence[float]) -> float:
-            return round(statistics.median(xs), 3) if xs else 0.0
-
-        def p95(xs: Sequence[float]) -> float:  # nearest rank
-            return round(sorted(xs)[max(0, math.ceil(0.95 * len(xs)) - 1)], 3) if xs else 0.0
-
-        return {"users": self.users, "memories_median": med(self.memories),
-                "passes_median": med(self.passes), "passes_max": max(self.passes, default=0),
-                "llm_calls_per_user_median": med(self.llm_calls),
-                "llm_calls_per_user_max": max(self.llm_calls, default=0),
-                "merged_median": med(self.merged), "share_before_median": med(self.share_before),
-                "share_after_median": med(self.share_after),
-                "ms_median": {p: med(v) for p, v in self.ms.items()},
-                "ms_p95": {p: p95(v) for p, v in self.ms.items()}}
-
-
-def until_done(c: Consolidator, user: uuid.UUID, max_passes: int = 20) -> list[ConsolidationReport]:
-    reports = [consolidate(c, user)]
-    while reports[-1].clusters_deferred and len(reports) < max_passes:
-        reports.append(consolidate(c, user))
-    return reports
-
-
 def _conninfo(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
@@ -144,149 +100,256 @@ def _conninfo(url: str) -> str:
 #: the metadata does not know.
 RESET = text("TRUNCATE " + ", ".join(t.fullname for t in schema.metadata.sorted_tables)
              + " CASCADE")
+HNSW = "engine.ix_companion_memories_embedding_hnsw"
 
 
-def _reset(engine: Engine) -> None:
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 1)
+
+
+def _fresh_user(engine: Engine, url: str, size: int, seed: int) -> tuple[uuid.UUID, float]:
+    """Empty tables, load one user without the HNSW index, then build it (recall's index;
+    the pass does not read it but pays for it on writes); returns the user and the seconds
+    the build took."""
     with engine.begin() as conn:
         conn.execute(RESET)
-
-
-def heavy(engine: Engine, url: str, c: Consolidator, size: int, repeats: int) -> Stats:
-    stats = Stats()
-    for r in range(repeats):
-        _reset(engine)
-        user = uuid.uuid4()
-        load(_conninfo(url), [user], size, seed=100 + r)
-        with engine.begin() as conn:
-            conn.execute(text("ANALYZE engine.companion_memories"))
-        stats.add_user(until_done(c, user))
-    return stats
-
-
-def finder_ms(engine: Engine, c: Consolidator, scan_limit: int, repeats: int = 3) -> float:
-    """One finder query (measure + choose), rolled back so every repeat sees the same state."""
-    times = []
-    for _ in range(repeats):
-        with engine.connect() as conn, conn.begin() as tx:
-            start = time.perf_counter()
-            sql.find_candidates(conn, similarity=c.settings.consolidation_similarity,
-                                stale_secs=600, max_attempts=5, scan_limit=scan_limit)
-            times.append((time.perf_counter() - start) * 1000)
-            tx.rollback()
-    return round(statistics.median(times), 1)
-
-
-def population(engine: Engine, url: str, c: Consolidator, users: int, per_user: int,
-               sample: int, explain: bool = False) -> tuple[Stats, dict[str, Any]]:
-    _reset(engine)
+        conn.execute(text(f"DROP INDEX IF EXISTS {HNSW}"))
+    user = uuid.UUID(int=seed, version=4)
+    load(_conninfo(url), [user], size, seed=seed)
+    started = time.perf_counter()
     with engine.begin() as conn:
-        conn.execute(text("DROP INDEX IF EXISTS engine.ix_companion_memories_embedding_hnsw"))
-    ids = user_ids(users, seed=23)
-    started = time.monotonic()
-    rows = load(_conninfo(url), ids, per_user)
+        conn.execute(text("SET maintenance_work_mem = '512MB'"))
+        conn.execute(text(f"CREATE INDEX {HNSW.split('.')[1]} ON engine.companion_memories"
+                          " USING hnsw (embedding vector_cosine_ops)"))
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE engine.companion_memories"))
-    extra: dict[str, Any] = {"rows": rows, "load_secs": round(time.monotonic() - started, 1)}
-    if explain:
-        with engine.connect() as conn, conn.begin() as tx:
-            plan = conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + str(sql.FIND_CANDIDATES)),
-                                {"max_distance": 0.15, "stale_secs": 600, "max_attempts": 5,
-                                 "scan_limit": 500}).scalars()
-            print("\n".join(plan), flush=True)
-            tx.rollback()
-    extra["finder_ms_scan_500"] = finder_ms(engine, c, 500)
-    extra["finder_ms_scan_all"] = finder_ms(engine, c, users, repeats=1)
-    stats = Stats()
-    chosen = ids if sample <= 0 else ids[:sample]
-    started = time.monotonic()
-    for user in chosen:
-        stats.add_user(until_done(c, user))
-    extra["passes_wall_secs"] = round(time.monotonic() - started, 1)
-    return stats, extra
+    return user, round(time.perf_counter() - started, 1)
 
 
-def table(results: dict[str, dict[str, Any]]) -> str:
-    """Medians per user (first pass for the timings), p95 of the total."""
-    head = (f"{'scenario':<24}{'users':>6}{'mem/user':>9}{'read ms':>9}{'cluster ms':>11}"
-            f"{'write ms':>9}{'total ms':>9}{'p95 ms':>8}{'LLM calls/user':>16}"
-            f"{'passes':>7}  {'near-dup share':<14}")
+def old_path(engine: Engine, s: Settings, user: uuid.UUID) -> dict[str, Any]:
+    """The read side of the pass before issue 17: snapshot + all-pairs self-join, then
+    clustering every current memory."""
+    started = time.perf_counter()
+    with engine.connect() as conn, \
+            conn.execution_options(isolation_level="REPEATABLE READ").begin():
+        memories = sql.read_snapshot(conn, user)
+        pairs = sql.near_pairs(conn, user, similarity=s.consolidation_similarity)
+    read_ms = _ms(started)
+    started = time.perf_counter()
+    cluster(memories, pairs, max_size=s.consolidation_max_cluster_size)
+    return {"read_ms": read_ms, "cluster_ms": _ms(started), "pairs": pairs}
+
+
+def new_pairs(engine: Engine, s: Settings, user: uuid.UUID) -> tuple[set[Pair], float]:
+    """The pairs the incremental path finds when every memory is new, searched as a pass
+    searches (same plan choice, same pages), read-only."""
+    started = time.perf_counter()
+    found: set[Pair] = set()
+    with engine.connect() as conn, conn.begin():
+        search = choose_search(conn, user, s)
+        ids = [r.id for r in conn.execute(text(
+            "SELECT id FROM engine.companion_memories WHERE user_id = :u"
+            " AND status = 'current' ORDER BY created_at, id"), {"u": user})]
+        for i in range(0, len(ids), PAGE):
+            found.update(search_pairs(conn, user, ids[i:i + PAGE], s, search=search))
+    return found, _ms(started)
+
+
+def sample_recall(engine: Engine, s: Settings, user: uuid.UUID, n: int,
+                  seed: int) -> dict[str, Any]:
+    """Pairs found by ``n`` random memories' own searches (the pass's plan) of the exact
+    pairs those memories have — conservative: a full pass also finds a pair from its other
+    end."""
+    with engine.connect() as conn, conn.begin():
+        ids = list(conn.execute(text(
+            "SELECT id FROM engine.companion_memories WHERE user_id = :u AND status ="
+            " 'current' ORDER BY md5(id::text || :seed) LIMIT :n"),
+            {"u": user, "seed": str(seed), "n": n}).scalars())
+        exact = _norm(sql.exact_pairs(conn, user, ids, similarity=s.consolidation_similarity))
+        search = choose_search(conn, user, s)
+        found: set[Pair] = set()
+        for i in range(0, len(ids), PAGE):
+            found.update(search_pairs(conn, user, ids[i:i + PAGE], s, search=search))
+    return {"exact_pairs": len(exact), "found_pairs": len(_norm(list(found)) & exact),
+            "pairs_recall": round(len(_norm(list(found)) & exact) / len(exact), 5)
+            if exact else 1.0, "pairs_sample": n}
+
+
+def _norm(pairs: Sequence[Pair]) -> set[Pair]:
+    return {(a, b) if str(a) < str(b) else (b, a) for a, b in pairs}
+
+
+def _db_ms(r: ConsolidationReport) -> float:
+    return r.timings.get("read", 0.0) + r.timings.get("write", 0.0)
+
+
+def finder_ms(engine: Engine, s: Settings) -> float:
+    """One finder query (measure + choose), rolled back."""
+    with engine.connect() as conn, conn.begin() as tx:
+        started = time.perf_counter()
+        finder_sql.find_candidates(conn, similarity=s.consolidation_similarity,
+                                   stale_secs=600, max_attempts=5, scan_limit=500,
+                                   sample=s.consolidation_finder_sample)
+        took = _ms(started)
+        tx.rollback()
+    return took
+
+
+def first_pass(c: Consolidator, user: uuid.UUID, max_passes: int = 10000
+               ) -> list[ConsolidationReport]:
+    """Passes until nothing is left uncompared (what the task's re-enqueueing does)."""
+    reports = [consolidate(c, user)]
+    while reports[-1].backlog and reports[-1].compared and len(reports) < max_passes:
+        reports.append(consolidate(c, user))
+    return reports
+
+
+def scenario(engine: Engine, url: str, c: Consolidator, size: int, *, old: bool, full: bool,
+             seed: int, sample: int = 1000) -> dict[str, Any]:
+    """One user of ``size`` memories. ``full``: the whole first pass (and the pairs-found
+    check); otherwise only its first chunk is run and the rest of the user is stamped compared
+    directly, so the incremental pass still meets a user with no backlog."""
+    s = c.settings
+    user, build_secs = _fresh_user(engine, url, size, seed)
+    out: dict[str, Any] = {"size": size, "hnsw_build_secs": build_secs, "full": full}
+    exact: set[Pair] = set()
+    if old:  # its pairs are the exact all-pairs set
+        before = old_path(engine, s, user)
+        out["old_read_ms"], out["old_cluster_ms"] = before["read_ms"], before["cluster_ms"]
+        exact = _norm(before["pairs"])
+    if full:
+        if not old:
+            with engine.connect() as conn:
+                exact = _norm(sql.near_pairs(conn, user,
+                                             similarity=s.consolidation_similarity))
+        found, out["new_pairs_ms"] = new_pairs(engine, s, user)
+        out["exact_pairs"], out["found_pairs"] = len(exact), len(found & exact)
+        out["pairs_recall"] = round(len(found & exact) / len(exact), 5) if exact else 1.0
+    else:  # pairs found from a sample's own searches against the exact pairs of the sample
+        out.update(sample_recall(engine, s, user, sample, seed))
+    out["finder_backlog_all_ms"] = finder_ms(engine, s)
+    reports = first_pass(c, user) if full else [consolidate(c, user)]
+    compared = sum(r.compared for r in reports)
+    db_ms = sum(_db_ms(r) for r in reports)
+    out["first"] = {"passes": len(reports), "compared": compared,
+                    "search": reports[0].search, "merged": sum(r.merged for r in reports),
+                    "db_ms": round(db_ms, 1),
+                    "read_ms": round(sum(r.timings.get("read", 0.0) for r in reports), 1),
+                    "write_ms": round(sum(r.timings.get("write", 0.0) for r in reports), 1),
+                    # a chunk only: the whole backlog at the same rate per memory compared
+                    "db_ms_whole": round(db_ms * (size / compared if not full and compared
+                                                  else 1.0), 1),
+                    "max_txn_ms": max(max(r.timings.get("read", 0.0),
+                                          r.timings.get("write", 0.0)) for r in reports),
+                    "cluster_ms": round(sum(r.timings.get("cluster", 0.0) for r in reports), 1),
+                    "llm_calls": sum(r.llm_calls for r in reports),
+                    "left": reports[-1].backlog}
+    if not full:
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE engine.companion_memories SET consolidation_compared_at"
+                              " = now() WHERE user_id = :u AND consolidation_compared_at IS"
+                              " NULL"), {"u": user})
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        # what autovacuum does between passes (the stamps cleared the visibility map, which
+        # the sketch scan, an index-only scan, needs)
+        conn.execute(text("VACUUM ANALYZE engine.companion_memories"))
+    add_new(_conninfo(url), user, 20, 4, DIM, seed=seed + 1)
+    out["finder_backlog_20_ms"] = finder_ms(engine, s)
+    inc = consolidate(c, user)
+    out["incremental"] = {"compared": inc.compared, "memories": inc.memories,
+                          "merged": inc.merged, "read_ms": inc.timings.get("read", 0.0),
+                          "write_ms": inc.timings.get("write", 0.0), "db_ms": _db_ms(inc),
+                          "search": inc.search}
+    if old:
+        after = old_path(engine, s, user)
+        out["old_incremental_read_ms"] = after["read_ms"]
+        out["old_incremental_cluster_ms"] = after["cluster_ms"]
+    return out
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = (f"{'memories':>9} | {'old read ms':>11} {'old clust ms':>12} | {'pairs found':>16}"
+            f" | {'first pass db ms':>17} {'(read + write)':>19} {'passes':>6}"
+            f" {'max txn ms':>10} {'search':>9}"
+            f" | {'incr db ms':>10} {'old incr ms':>11} | {'finder ms (all/20 new)':>22}")
     lines = [head, "-" * len(head)]
-    for name, s in results.items():
-        m = s["ms_median"]
-        calls = f"{s['llm_calls_per_user_median']:.0f} (max {s['llm_calls_per_user_max']})"
-        share = f"{s['share_before_median']:.2f} -> {s['share_after_median']:.2f}"
-        lines.append(f"{name:<24}{s['users']:>6}{s['memories_median']:>9.0f}{m['read']:>9.1f}"
-                     f"{m['cluster']:>11.1f}{m['write']:>9.1f}{m['total']:>9.1f}"
-                     f"{s['ms_p95']['total']:>8.1f}{calls:>16}{s['passes_median']:>7.0f}"
-                     f"  {share:<14}")
+    for r in rows:
+        f, i = r["first"], r["incremental"]
+        old = (f"{r['old_read_ms']:>11.1f} {r['old_cluster_ms']:>12.1f}" if "old_read_ms" in r
+               else f"{'-':>11} {'-':>12}")
+        old_inc = (f"{r['old_incremental_read_ms'] + r['old_incremental_cluster_ms']:>11.1f}"
+                   if "old_incremental_read_ms" in r else f"{'-':>11}")
+        pairs = (f"{r['found_pairs']}/{r['exact_pairs']} {100 * r['pairs_recall']:.1f}%"
+                 + ("*" if "pairs_sample" in r else "") if "pairs_recall" in r else "-")
+        first = (f"{f['db_ms']:.1f}" if r["full"]
+                 else f"~{f['db_ms_whole']:.0f} (1 chunk)")
+        split = f"{f.get('read_ms', 0.0):.0f} + {f.get('write_ms', 0.0):.0f}"
+        lines.append(
+            f"{r['size']:>9,} | {old} | {pairs:>16} | {first:>17} {split:>19} {f['passes']:>6}"
+            f" {f['max_txn_ms']:>10.1f} {f['search']:>9} | {i['db_ms']:>10.1f} {old_inc}"
+            f" | {r['finder_backlog_all_ms']:>10.1f} / {r['finder_backlog_20_ms']:<9.1f}")
     return "\n".join(lines)
 
 
-def record(text_table: str, extra: dict[str, Any], info: dict[str, Any], command: str) -> None:
-    """Append under ``## Consolidation`` in bench/RESULTS.md (other sections belong to others)."""
+def record(text_table: str, info: dict[str, Any], command: str) -> None:
+    """Append under ``## Consolidation at scale`` in bench/RESULTS.md."""
     path = ROOT / "RESULTS.md"
-    section = (f"\n## Consolidation\n\n`{command}`\n\nMachine: {info['nproc']} cores, "
-               f"{info['cpu']}, {info['ram_gib']} GiB RAM, PostgreSQL {info['postgres']} "
-               f"(shared_buffers {info['shared_buffers']}).\n\n```\n{text_table}\n```\n\n"
-               f"Population load: {extra['rows']:,} rows in {extra['load_secs']} s (binary "
-               f"COPY, HNSW dropped). One finder query over it: {extra['finder_ms_scan_500']} ms"
-               f" measuring 500 users (the default CONSOLIDATION_SCAN_LIMIT), "
-               f"{extra['finder_ms_scan_all']} ms measuring all {info['population_users']:,}."
-               f" Passes for the sampled users took {extra['passes_wall_secs']} s of wall time.\n")
-    exists = path.exists() and path.stat().st_size > 0
+    section = (f"\n## Consolidation at scale (issue 17)\n\n`{command}`\n\nMachine: "
+               f"{info['nproc']} cores, {info['cpu']}, {info['ram_gib']} GiB RAM, PostgreSQL "
+               f"{info['postgres']} (shared_buffers {info['shared_buffers']}); shared with "
+               f"other benchmarks running at the same time.\n\n```\n{text_table}\n```\n")
     with path.open("a", encoding="utf-8") as fh:
-        if not exists:
-            fh.write("# Benchmark results\n")
         fh.write(section)
+
+
+def bench_settings(url: str) -> Settings:
+    return load_settings(database_url=url, consolidation_max_clusters=500)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.consolidation_bench",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--users", type=int, default=10000)
-    parser.add_argument("--per-user", type=int, default=100)
-    parser.add_argument("--heavy", type=int, default=1000)
-    parser.add_argument("--sample", type=int, default=1000, help="0 = every user")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sizes", default="1000,10000,50000",
+                        help="memories of the one user, per scenario (comma-separated)")
+    parser.add_argument("--old-max", type=int, default=50000,
+                        help="run the all-pairs path only up to this size")
+    parser.add_argument("--full-max", type=int, default=50000,
+                        help="run the whole first pass (and the pairs-found check) only up to"
+                        " this size; above it one chunk, extrapolated")
+    parser.add_argument("--sample", type=int, default=1000,
+                        help="memories whose pairs are checked above --full-max")
     parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
-    parser.add_argument("--explain", action="store_true", help="print the finder's plan")
     parser.add_argument("--json", type=Path, default=ROOT / "out" / "consolidation.json",
                         help="where the results go (default %(default)s)")
     args = parser.parse_args(argv)
+    sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
     info = machine()
+    rows = []
     with scratch_database() as url:
         engine = create_engine(url, pool_size=2)
         try:
             with engine.connect() as conn:
                 info["postgres"] = conn.execute(text("SHOW server_version")).scalar_one()
                 info["shared_buffers"] = conn.execute(text("SHOW shared_buffers")).scalar_one()
-            settings = load_settings(database_url=url)
-            c = Consolidator(settings, engine, InstantLLM(), InstantEmbedder(512),
+            c = Consolidator(bench_settings(url), engine, InstantLLM(), InstantEmbedder(DIM),
                              load_consolidation_prompt())
-            results: dict[str, Any] = {}
-            results["heavy"] = heavy(engine, url, c, args.heavy, args.repeats).summary()
-            print("  heavy user done", flush=True)
-            pop, extra = population(engine, url, c, args.users, args.per_user, args.sample,
-                                    args.explain)
-            results["population"] = pop.summary()
-            results["extra"] = extra
+            for n, size in enumerate(sizes):
+                rows.append(scenario(engine, url, c, size, old=size <= args.old_max,
+                                     full=size <= args.full_max, seed=1000 + n,
+                                     sample=args.sample))
+                print(f"  {size} done", flush=True)
         finally:
             engine.dispose()
-    info["population_users"] = args.users
-    shown = {f"1 user × {args.heavy}": results["heavy"],
-             f"{pop.users} of {args.users} × {args.per_user}": results["population"]}
-    out = table(shown)
+    out = table(rows)
     print(out)
-    print(json.dumps(results["extra"]))
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"machine": info, "args": vars(args), "results": results},
+    args.json.write_text(json.dumps({"machine": info, "args": vars(args), "results": rows},
                                     indent=2, default=str))
     if not args.no_record:
-        cmd = "python -m bench.consolidation_bench " + " ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
-            if k not in ("no_record", "explain", "json"))
-        record(out, results["extra"], info, cmd)
+        cmd = (f"python -m bench.consolidation_bench --sizes {args.sizes} --old-max"
+               f" {args.old_max} --full-max {args.full_max} --sample {args.sample}")
+        record(out, info, cmd)
     return 0
 
 

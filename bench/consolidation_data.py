@@ -86,3 +86,28 @@ def user_ids(n: int, seed: int) -> list[uuid.UUID]:
     rng = np.random.default_rng(seed)
     return [uuid.UUID(bytes=rng.bytes(16), version=4) for _ in range(n)]
 
+
+
+def add_new(conninfo: str, user: uuid.UUID, n: int, n_dup: int, dim: int, *, seed: int) -> None:
+    """``n`` new memories for ``user`` dated now: ``n_dup`` restate existing current ones
+    (cosine ≈ 0.95, same category), the rest are distinct — what arrives between two passes."""
+    rng = np.random.default_rng(seed)
+    with psycopg.connect(conninfo) as conn:
+        sources = conn.execute(
+            "SELECT category, embedding::text FROM engine.companion_memories"
+            " WHERE user_id = %s AND status = 'current' ORDER BY id LIMIT %s",
+            (user, n_dup)).fetchall()
+        rows = []
+        for j, (cat, vec_text) in enumerate(sources):
+            vec = np.array([float(x) for x in vec_text.strip("[]").split(",")], np.float32)
+            vec = vec * np.sqrt(dim) + rng.standard_normal(dim).astype(np.float32) \
+                * _RESTATE_NOISE
+            rows.append((f"restated new {j}", cat, vec))
+        for j in range(n - len(rows)):
+            cat = CATEGORIES[int(rng.choice(len(CATEGORIES), p=CATEGORY_P))]
+            rows.append((f"new memory {j}", cat, rng.standard_normal(dim).astype(np.float32)))
+        conn.cursor().executemany(
+            "INSERT INTO engine.companion_memories (user_id, content, category, importance,"
+            " embedding) VALUES (%s, %s, %s, 0.5, %s::vector)",
+            [(user, content, cat, "[" + ",".join(f"{x:.6f}" for x in v / np.linalg.norm(v))
+              + "]") for content, cat, v in rows])

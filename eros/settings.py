@@ -154,6 +154,20 @@ class Settings(BaseSettings):
     consolidation_max_cluster_size: int = Field(default=12, ge=2, le=100)
     #: max_tokens of the consolidation reply.
     consolidation_max_tokens: int = Field(default=4000, ge=64)
+    #: new (not yet compared) memories one pass compares with their neighbours; a larger
+    #: backlog is worked through in chunks over several passes (issue 17).
+    consolidation_chunk_size: int = Field(default=500, ge=1, le=100000)
+    #: users with more current memories than this are searched through the binary sketches
+    #: (a Hamming prefilter, then the exact check); up to it, exactly.
+    consolidation_exact_below: int = Field(default=2000, ge=0)
+    #: users with more current memories than this are searched through the HNSW index instead
+    #: (the k nearest per memory, an iterative scan): per memory it grows with log n where
+    #: the sketch scan grows with n. 0 = never.
+    consolidation_hnsw_above: int = Field(default=20000, ge=0)
+    #: k of the HNSW search: a near twin beyond a memory's k nearest is not found from it.
+    consolidation_neighbours: int = Field(default=16, ge=1, le=1000)
+    #: new memories per user the finder searches to measure the share (its cost per user).
+    consolidation_finder_sample: int = Field(default=200, ge=1, le=100000)
 
     # --- worker ---------------------------------------------------------------------------
     eros_claim_queue: str = "eros.claim"

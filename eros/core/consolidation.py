@@ -150,6 +150,16 @@ def near_dup_share(memories: Sequence[Memory], pairs: Iterable[Pair]) -> Share:
     return Share(len(by_id), len(near))
 
 
+def components(pairs: Iterable[Pair]) -> int:
+    """How many groups the pairs link (an upper bound on the clusters they make): how a pass
+    knows it has found a model call's worth of work and can stop reading."""
+    pairs = list(pairs)
+    forest = _UnionFind(i for p in pairs for i in p)
+    for a, b in pairs:
+        forest.union(a, b)
+    return len({forest.find(i) for p in pairs for i in p})
+
+
 def cluster(memories: Sequence[Memory], pairs: Iterable[Pair], *,
             max_size: int = 12) -> Clustering:
     """Exact-duplicate groups, near-duplicate clusters (two or more distinct texts) and the

@@ -10,17 +10,18 @@ finder never triggers on a different notion of "near" than the pass acts on.
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, func, insert, text
 
 from eros.core.consolidation import Memory, Pair
 from eros.core.consolidation_plan import Change, HistoryEntry, NewRow
-from eros.db.schema import companion_memories, memory_history
+from eros.db.schema import EMBEDDING_DIM, companion_memories, memory_history
 
 #: first key of the two-key advisory lock: our namespace, so no other lock user collides.
 LOCK_NAMESPACE = "eros.consolidate"
@@ -49,25 +50,125 @@ SELECT a.id AS a, b.id AS b
  WHERE {_NEAR}
 """)
 
-# After a pass: the current rows that were not in the snapshot (canonical rows just written,
-# memories classify added meanwhile) and their near pairs — so the after-share costs
-# O(new × n) distances instead of a second O(n²) self-join.
-FRESH_ROWS = text("""
-SELECT id, content, category, created_at, importance, instance_id,
-       consolidation_seen_at IS NOT NULL AS seen
-  FROM engine.companion_memories
- WHERE user_id = :user_id AND status = 'current' AND id <> ALL(CAST(:known AS uuid[]))
+# --- the incremental comparison (issue 17) ----------------------------------------------------
+# A pass compares only memories not yet compared (``consolidation_compared_at IS NULL``, the
+# partial index ix_companion_memories_uncompared) with their neighbours, oldest first, one
+# keyset page at a time: O(new × k), never the user's all pairs.
+UNCOMPARED_PAGE = text("""
+SELECT id, created_at FROM engine.companion_memories
+ WHERE user_id = :user_id AND status = 'current' AND consolidation_compared_at IS NULL
+   AND (created_at, id) > (CAST(:after_at AS timestamptz), CAST(:after_id AS uuid))
+ ORDER BY created_at, id
+ LIMIT :n
 """)
 
-FRESH_PAIRS = text(f"""
+HAS_UNCOMPARED = text("""
+SELECT EXISTS (SELECT 1 FROM engine.companion_memories
+                WHERE user_id = :user_id AND status = 'current'
+                  AND consolidation_compared_at IS NULL)
+""")
+
+# capped: the plan choice needs "more than N", never the exact count of a huge user.
+CURRENT_COUNT = text("""
+SELECT count(*) FROM (SELECT 1 FROM engine.companion_memories
+                       WHERE user_id = :user_id AND status = 'current' LIMIT :cap) x
+""")
+
+#: b is a candidate twin of a: same user, layer, category and embedding model, current.
+_SCOPE = ("b.user_id = a.user_id AND b.status = 'current' AND b.category = a.category"
+          " AND b.instance_id IS NOT DISTINCT FROM a.instance_id"
+          " AND b.embedding_model IS NOT DISTINCT FROM a.embedding_model AND b.id <> a.id")
+
+# Near pairs of each given memory through its binary sketch (``embedding_bq``, as recall's
+# quantised plan): an index-only scan of the sketches of its user, layer and category
+# (ix_companion_memories_recall_bq) keeps those within :max_hamming bits — the angle of θ
+# plus four standard deviations (:func:`max_hamming`) — and only those are checked exactly.
+# Linear in the layer/category's rows at ~0.2 µs a row, never reading another user's rows;
+# the two branches keep the layer an index condition (``IS NOT DISTINCT FROM`` is not one).
+#: the sketch prefilter over the alias ``a`` (its candidates' ids), shared with the finder.
+SKETCH_CANDIDATES = """
+       SELECT b.id FROM engine.companion_memories b
+        WHERE a.instance_id IS NULL AND b.user_id = a.user_id AND b.instance_id IS NULL
+          AND b.category = a.category AND b.status = 'current'
+          AND (b.embedding_bq <~> a.embedding_bq) <= :max_hamming
+       UNION ALL
+       SELECT b.id FROM engine.companion_memories b
+        WHERE a.instance_id IS NOT NULL AND b.user_id = a.user_id
+          AND b.instance_id = a.instance_id AND b.category = a.category
+          AND b.status = 'current'
+          AND (b.embedding_bq <~> a.embedding_bq) <= :max_hamming"""
+
+QUANTISED_PAIRS = text(f"""
+SELECT a.id AS a, c.id AS b
+  FROM engine.companion_memories a
+ CROSS JOIN LATERAL ({SKETCH_CANDIDATES}) n
+  JOIN engine.companion_memories c ON c.id = n.id
+ WHERE a.id = ANY(CAST(:ids AS uuid[])) AND a.embedding IS NOT NULL AND c.id <> a.id
+   AND c.embedding_model IS NOT DISTINCT FROM a.embedding_model
+   AND (a.embedding <=> c.embedding) <= :max_distance
+""")
+
+
+# The k nearest same-scope rows of each given memory through HNSW (pgvector 0.8 iterative
+# scan, set per transaction by recall_sql.configure_hnsw), kept when within θ: one index
+# search per memory, O(log n) each — a very large user's plan.
+_SCOPE = ("b.user_id = a.user_id AND b.status = 'current' AND b.category = a.category"
+          " AND b.instance_id IS NOT DISTINCT FROM a.instance_id"
+          " AND b.embedding_model IS NOT DISTINCT FROM a.embedding_model AND b.id <> a.id")
+KNN_PAIRS = text(f"""
+SELECT a.id AS a, n.id AS b
+  FROM engine.companion_memories a
+ CROSS JOIN LATERAL (
+       SELECT b.id, b.embedding <=> a.embedding AS distance
+         FROM engine.companion_memories b
+        WHERE {_SCOPE}
+        ORDER BY b.embedding <=> a.embedding
+        LIMIT :k) n
+ WHERE a.id = ANY(CAST(:ids AS uuid[])) AND a.embedding IS NOT NULL
+   AND n.distance <= :max_distance
+""")
+
+# The exact comparison of the given memories with every same-scope row of the user: a small
+# user's plan (no graph to walk), and the reference the HNSW plan is measured against.
+EXACT_PAIRS = text(f"""
 WITH mine AS MATERIALIZED (
     SELECT id, COALESCE(instance_id, {_NIL}) AS layer, category, embedding, embedding_model,
-           id = ANY(CAST(:fresh AS uuid[])) AS fresh
+           id = ANY(CAST(:ids AS uuid[])) AS fresh
       FROM engine.companion_memories
      WHERE user_id = :user_id AND status = 'current' AND embedding IS NOT NULL)
 SELECT a.id AS a, b.id AS b
   FROM mine a JOIN mine b ON a.layer = b.layer AND a.category = b.category AND a.id <> b.id
  WHERE a.fresh AND (NOT b.fresh OR a.id < b.id) AND {_NEAR}
+""")
+
+# Near pairs between two given sets of rows (a pass's canonical rows and the memories it
+# looked at): the after-share without reading the rest of the user.
+PAIRS_BETWEEN = text(f"""
+SELECT a.id AS a, b.id AS b
+  FROM engine.companion_memories a
+  JOIN engine.companion_memories b ON {_SCOPE}
+ WHERE a.id = ANY(CAST(:left AS uuid[])) AND b.id = ANY(CAST(:right AS uuid[]))
+   AND {_NEAR}
+""")
+
+ROWS_BY_ID = text("""
+SELECT id, content, category, created_at, importance, instance_id,
+       consolidation_seen_at IS NOT NULL AS seen
+  FROM engine.companion_memories
+ WHERE id = ANY(CAST(:ids AS uuid[])) AND status = 'current'
+ ORDER BY created_at, id
+""")
+
+STAMP_COMPARED = text("""
+UPDATE engine.companion_memories SET consolidation_compared_at = now()
+ WHERE id = ANY(CAST(:ids AS uuid[])) AND consolidation_compared_at IS NULL
+""")
+
+# Members of clusters that did not fit this call: compared again next pass, so they are found.
+UNCOMPARE = text("""
+UPDATE engine.companion_memories SET consolidation_compared_at = NULL
+ WHERE id = ANY(CAST(:ids AS uuid[])) AND status = 'current'
+   AND consolidation_compared_at IS NOT NULL
 """)
 
 # One 64-bit key (as the cells lock): two 32-bit halves of which one is a user's hash made a
@@ -113,21 +214,95 @@ def near_pairs(conn: Connection, user_id: uuid.UUID, *, similarity: float) -> li
     return [(r.a, r.b) for r in rows]
 
 
-def fresh_rows(conn: Connection, user_id: uuid.UUID,
-               known: Sequence[uuid.UUID]) -> list[Memory]:
-    return [Memory(r.id, r.content, r.category, r.created_at, r.importance, r.instance_id,
-                   r.seen) for r in conn.execute(FRESH_ROWS, {"user_id": user_id,
-                                                              "known": list(known)})]
+def uncompared_page(conn: Connection, user_id: uuid.UUID, n: int,
+                    after: tuple[datetime, uuid.UUID] | None) -> list[tuple[uuid.UUID, datetime]]:
+    """The next ``n`` not-yet-compared memories, oldest first, after the keyset ``after``."""
+    at, last = after or (datetime(1, 1, 1, tzinfo=UTC), uuid.UUID(int=0))
+    rows = conn.execute(UNCOMPARED_PAGE, {"user_id": user_id, "n": n, "after_at": at,
+                                          "after_id": last})
+    return [(r.id, r.created_at) for r in rows]
 
 
-def fresh_pairs(conn: Connection, user_id: uuid.UUID, fresh: Sequence[uuid.UUID], *,
-                similarity: float) -> list[Pair]:
-    """Near pairs with at least one end in ``fresh``."""
-    if not fresh:
+def has_uncompared(conn: Connection, user_id: uuid.UUID) -> bool:
+    return bool(conn.execute(HAS_UNCOMPARED, {"user_id": user_id}).scalar_one())
+
+
+def current_count(conn: Connection, user_id: uuid.UUID, *, cap: int) -> int:
+    return int(conn.execute(CURRENT_COUNT, {"user_id": user_id, "cap": cap}).scalar_one())
+
+
+def max_hamming(similarity: float, dim: int) -> int:
+    """Sketch bits two vectors at cosine ``similarity`` differ in, plus four standard
+    deviations: a sign bit differs with probability angle/π (a random-hyperplane sketch), so
+    a pair at θ passes the prefilter with probability > 0.9999 and one nearer still more so."""
+    p = math.acos(max(-1.0, min(1.0, similarity))) / math.pi
+    return min(dim, math.ceil(dim * p + 4 * math.sqrt(dim * p * (1 - p))))
+
+
+def quantised_pairs(conn: Connection, ids: Sequence[uuid.UUID], *, similarity: float,
+                    dim: int = EMBEDDING_DIM) -> list[Pair]:
+    """Near pairs of ``ids`` through the sketch prefilter, checked exactly."""
+    if not ids:
         return []
-    rows = conn.execute(FRESH_PAIRS, {"user_id": user_id, "fresh": list(fresh),
+    rows = conn.execute(QUANTISED_PAIRS, {"ids": list(ids), "max_distance": 1.0 - similarity,
+                                          "max_hamming": max_hamming(similarity, dim)})
+    return _unique(rows)
+
+
+def knn_pairs(conn: Connection, ids: Sequence[uuid.UUID], *, similarity: float,
+              k: int) -> list[Pair]:
+    """Near pairs of ``ids`` among their ``k`` nearest through HNSW (the caller has set the
+    iterative scan for its transaction)."""
+    if not ids:
+        return []
+    rows = conn.execute(KNN_PAIRS, {"ids": list(ids), "k": k,
+                                    "max_distance": 1.0 - similarity})
+    return _unique(rows)
+
+
+def exact_pairs(conn: Connection, user_id: uuid.UUID, ids: Sequence[uuid.UUID], *,
+                similarity: float) -> list[Pair]:
+    """Every near pair with at least one end in ``ids``, exactly."""
+    if not ids:
+        return []
+    rows = conn.execute(EXACT_PAIRS, {"user_id": user_id, "ids": list(ids),
                                       "max_distance": 1.0 - similarity})
-    return [(r.a, r.b) for r in rows]
+    return _unique(rows)
+
+
+def pairs_between(conn: Connection, left: Sequence[uuid.UUID], right: Sequence[uuid.UUID], *,
+                  similarity: float) -> list[Pair]:
+    if not left or not right:
+        return []
+    rows = conn.execute(PAIRS_BETWEEN, {"left": list(left), "right": list(right),
+                                        "max_distance": 1.0 - similarity})
+    return _unique(rows)
+
+
+def _unique(rows: Any) -> list[Pair]:
+    """Each unordered pair once (a search from both ends finds it twice)."""
+    seen: set[Pair] = set()
+    for r in rows:
+        seen.add((r.a, r.b) if str(r.a) < str(r.b) else (r.b, r.a))
+    return sorted(seen, key=lambda p: (str(p[0]), str(p[1])))
+
+
+def rows_by_id(conn: Connection, ids: Sequence[uuid.UUID]) -> list[Memory]:
+    """The current ones of ``ids``, as a pass reads them."""
+    if not ids:
+        return []
+    return [Memory(r.id, r.content, r.category, r.created_at, r.importance, r.instance_id,
+                   r.seen) for r in conn.execute(ROWS_BY_ID, {"ids": list(ids)})]
+
+
+def stamp_compared(conn: Connection, ids: Sequence[uuid.UUID]) -> None:
+    if ids:
+        conn.execute(STAMP_COMPARED, {"ids": list(ids)})
+
+
+def uncompare(conn: Connection, ids: Sequence[uuid.UUID]) -> None:
+    if ids:
+        conn.execute(UNCOMPARE, {"ids": list(ids)})
 
 
 def try_lock(conn: Connection, user_id: uuid.UUID) -> bool:
@@ -156,7 +331,8 @@ def insert_canonical(conn: Connection, user_id: uuid.UUID,
         "embedding_model": embedding_model,
         "metadata": {"consolidated_from": [str(i) for i in row.source_ids],
                      "prompt_version": prompt_version, "consolidation_pass": pass_id},
-        "consolidation_seen_at": func.now(),
+        # its neighbourhood was the cluster; overflow members come back and meet it
+        "consolidation_seen_at": func.now(), "consolidation_compared_at": func.now(),
     } for row, vector in rows]))
 
 
@@ -200,15 +376,18 @@ ON CONFLICT (user_id) DO UPDATE SET claimed_at = now(), attempts = s.attempts + 
 RETURNING s.attempts
 """)
 
+# What the finder measured (seen_until, measured_backlog) is cleared: whatever is still
+# uncompared after a pass — a backlog, deferred clusters — is measured again by the next run.
 FINISH_PASS = text("""
 INSERT INTO engine.consolidation_state AS s
        (user_id, seen_until, last_run_at, claimed_at, attempts, near_dup_share_before,
         near_dup_share_after, merged_total, superseded_total, last_outcome, last_error)
-VALUES (:user_id, :seen_until, now(), NULL, 0, :before, :after, :merged, :superseded,
-        :outcome, :error)
+VALUES (:user_id, NULL, now(), CASE WHEN :keep_claim THEN now() END, 0, :before, :after,
+        :merged, :superseded, :outcome, :error)
 ON CONFLICT (user_id) DO UPDATE SET
-       seen_until = COALESCE(EXCLUDED.seen_until, s.seen_until), last_run_at = now(),
-       claimed_at = NULL, attempts = 0, near_dup_share_before = EXCLUDED.near_dup_share_before,
+       seen_until = NULL, measured_backlog = NULL, last_run_at = now(),
+       claimed_at = EXCLUDED.claimed_at, attempts = 0,
+       near_dup_share_before = EXCLUDED.near_dup_share_before,
        near_dup_share_after = EXCLUDED.near_dup_share_after,
        merged_total = s.merged_total + EXCLUDED.merged_total,
        superseded_total = s.superseded_total + EXCLUDED.superseded_total,
@@ -254,12 +433,13 @@ def claim_held(conn: Connection, user_id: uuid.UUID, claim: datetime | None) -> 
     return (row.claimed_at if row is not None else None) == claim
 
 
-def finish_pass(conn: Connection, user_id: uuid.UUID, *, seen_until: datetime | None,
-                before: float, after: float, merged: int, superseded: int, outcome: str,
-                error: str | None = None) -> None:
-    conn.execute(FINISH_PASS, {"user_id": user_id, "seen_until": seen_until, "before": before,
-                               "after": after, "merged": merged, "superseded": superseded,
-                               "outcome": outcome, "error": error})
+def finish_pass(conn: Connection, user_id: uuid.UUID, *, before: float, after: float,
+                merged: int, superseded: int, outcome: str, error: str | None = None,
+                keep_claim: bool = False) -> None:
+    """``keep_claim``: the caller enqueues the user's next chunk, so the claim stays."""
+    conn.execute(FINISH_PASS, {"user_id": user_id, "before": before, "after": after,
+                               "merged": merged, "superseded": superseded,
+                               "outcome": outcome, "error": error, "keep_claim": keep_claim})
 
 
 def record_failure(conn: Connection, user_id: uuid.UUID, *, outcome: str, error: str | None,

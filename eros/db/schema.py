@@ -141,6 +141,8 @@ companion_memories = Table(
     Column("replaced_at", DateTime(timezone=True), nullable=True),
     #: when a consolidation pass judged it in a cluster; NULL = never judged (0005).
     Column("consolidation_seen_at", DateTime(timezone=True), nullable=True),
+    #: when a pass searched its near neighbours; NULL = new to consolidation (0013).
+    Column("consolidation_compared_at", DateTime(timezone=True), nullable=True),
     CheckConstraint("status IN ('current', 'merged', 'superseded')",
                     name="ck_companion_memories_status"),
     CheckConstraint(f"category IN {CATEGORIES!r}", name="ck_companion_memories_category"),
@@ -157,6 +159,9 @@ companion_memories = Table(
     Index("ix_companion_memories_recall_bq", "user_id", "instance_id", "category", "status",
           postgresql_include=["id", "embedding_bq"]),
     Index("ix_companion_memories_user_model", "user_id", "embedding_model"),
+    # the rows a consolidation pass has still to compare (0013): O(backlog) to find
+    Index("ix_companion_memories_uncompared", "user_id", "created_at",
+          postgresql_where=text("consolidation_compared_at IS NULL AND status = 'current'")),
     Index("ix_companion_memories_embedding_hnsw", "embedding",
           postgresql_using="hnsw", postgresql_ops={"embedding": "vector_cosine_ops"}),
 )
@@ -242,8 +247,11 @@ memory_history = Table(
 consolidation_state = Table(
     "consolidation_state", metadata,
     Column("user_id", UUID(as_uuid=True), primary_key=True),
-    #: newest memory created_at the last completed pass had seen.
+    #: newest uncompared created_at the finder measured (below the threshold); a pass clears it.
     Column("seen_until", DateTime(timezone=True)),
+    #: how many memories were uncompared when the finder measured (0013): a count, not a
+    #: date, so a late commit with an older created_at still changes it.
+    Column("measured_backlog", Integer),
     Column("last_run_at", DateTime(timezone=True)),
     Column("claimed_at", DateTime(timezone=True)),
     Column("attempts", Integer, nullable=False, server_default=text("0")),

@@ -2,9 +2,13 @@
 
 The order is what makes it safe:
 
-1. read a snapshot (one REPEATABLE READ transaction: the current memories and their near
-   pairs agree with each other) and release it — memories created after this point are not
-   in the snapshot and are left for the next pass;
+1. read (one short REPEATABLE READ transaction) the memories not yet compared
+   (``consolidation_compared_at IS NULL``), oldest first, at most CONSOLIDATION_CHUNK_SIZE of
+   them, and their near neighbours in their user, layer, category and embedding model (through
+   the binary sketches for a large user, exactly for a small one) — O(new × rows of that
+   layer and category), never the user's all pairs. Memories committed after this read are
+   still uncompared: the next pass takes them (a row marker, so a late commit with an older
+   created_at is not skipped);
 2. cluster (pure), then at most ONE model call for all the user's clusters and at most ONE
    embedding call for all new canonical rows, with no transaction open;
 3. one write transaction that takes the per-user advisory lock (``pg_try_advisory_xact_lock``;
@@ -12,8 +16,11 @@ The order is what makes it safe:
    that every row a step touches is still current (a concurrent pass may have consolidated it
    meanwhile: that step is skipped) and writes everything: canonical rows, members marked
    ``merged``/``superseded`` with ``replaced_by``/``replaced_at``, ``memory_history`` rows, the
-   "considered" stamps and ``consolidation_state``. A crash anywhere before the commit changes
-   no memory; a redelivered task then finds nothing left to do.
+   "judged" and "compared" stamps and ``consolidation_state``. Members of clusters that did
+   not fit the call go back to "not compared", so the next pass finds them again; a backlog
+   left over is reported (``backlog``) and the task enqueues the next chunk. A crash
+   anywhere before the commit changes no memory; a redelivered task then finds nothing left
+   to do.
 
 Faults follow classification: a network error propagates as TransientError (the task retries
 with backoff), a reply that cannot be parsed changes nothing and is recorded.
@@ -27,7 +34,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine
@@ -45,10 +52,10 @@ from eros.core.consolidation_reply import Rejection, ReplyResult, build_request,
 from eros.core.guard import load_guard, strip_invisible
 from eros.core.prompts import Prompt
 from eros.db import consolidation_sql as sql
-from eros.db.timeouts import set_statement_timeout
 from eros.errors import PermanentError
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Embedder
+from eros.services.consolidation_read import Read, read_new
 from eros.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -73,7 +80,15 @@ class ConsolidationReport:
     user_id: str
     outcome: str = "pending"
     dry_run: bool = False
+    #: the memories the pass looked at: the new ones compared and their near neighbours
+    #: (the shares below are over these, not over all the user's memories).
     memories: int = 0
+    #: not-yet-compared memories this pass compared (one chunk).
+    compared: int = 0
+    #: "exact", "quantised" or "hnsw": how the neighbours were searched.
+    search: str = ""
+    #: memories still waiting to be compared after this pass (the next chunk).
+    backlog: bool = False
     share_before: float = 0.0
     share_after: float | None = None
     exact_groups: int = 0
@@ -140,17 +155,17 @@ def record_failure(c: Consolidator, user_id: uuid.UUID, outcome: str, error: str
 
 
 def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
-                new_id: Callable[[], uuid.UUID] = uuid.uuid4) -> ConsolidationReport:
-    """One pass for one user; raises TransientError/PermanentError from the providers."""
+                new_id: Callable[[], uuid.UUID] = uuid.uuid4,
+                keep_claim_on_backlog: bool = False) -> ConsolidationReport:
+    """One pass (one chunk) for one user; raises TransientError/PermanentError from the
+    providers. ``keep_claim_on_backlog``: the caller enqueues the next chunk itself, so the
+    claim stays (the finder does not enqueue the user a second time meanwhile)."""
     s = c.settings
     report = ConsolidationReport(str(user_id), dry_run=dry_run)
-    with _timed(report, "read"), c.engine.connect() as conn, \
-            conn.execution_options(isolation_level="REPEATABLE READ").begin():
-        if s.consolidation_statement_timeout_ms:  # the self-join's own bound
-            set_statement_timeout(conn, s.consolidation_statement_timeout_ms)
-        memories = sql.read_snapshot(conn, user_id)
-        pairs = sql.near_pairs(conn, user_id, similarity=s.consolidation_similarity)
-        claim = sql.claimed_at(conn, user_id)
+    with _timed(report, "read"):
+        read = read_new(c.engine, c.settings, user_id)
+    report.compared, report.search = len(read.chunk), read.search
+    memories, pairs = read.memories, read.pairs
     with _timed(report, "cluster"):
         clustering = cluster(memories, pairs, max_size=s.consolidation_max_cluster_size)
         selection = select_clusters(clustering.clusters, max_clusters=s.consolidation_max_clusters)
@@ -184,7 +199,7 @@ def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
         with _timed(report, "embed"):
             vectors = _embed(c, plan, report)
     with _timed(report, "write"):
-        _write(c, user_id, memories, pairs, plan, vectors, report, claim)
+        _write(c, user_id, read, plan, vectors, report, keep_claim_on_backlog)
     return report
 
 
@@ -242,22 +257,28 @@ def _embed(c: Consolidator, plan: Plan, report: ConsolidationReport
     return {r.id: v for r, v in zip(rows, result.vectors, strict=True)}
 
 
-def _share_after(conn: Connection, user_id: uuid.UUID, memories: list[Memory],
-                 pairs: list[Pair], applied: list[Step], similarity: float) -> float:
-    """The share as it is now: the snapshot's pairs minus what was replaced, plus the pairs of
-    every current row the snapshot did not have (exact, without a second full self-join)."""
+def _share_after(conn: Connection, memories: list[Memory], pairs: list[Pair],
+                 applied: list[Step], similarity: float) -> float:
+    """The share over the same memories as the share before, as they are now: survivors and
+    the canonical rows written, the read's pairs minus what was replaced, plus the canonical
+    rows' pairs among them (no read of the rest of the user)."""
     replaced = {ch.memory_id for st in applied for ch in st.changes}
     survivors = [m for m in memories if m.id not in replaced]
-    fresh = sql.fresh_rows(conn, user_id, [m.id for m in memories])
+    canonical = [Memory(st.new_row.id, st.new_row.content, st.new_row.category,
+                        st.new_row.created_at, st.new_row.importance, st.new_row.instance_id,
+                        True) for st in applied if st.new_row is not None]
     kept_pairs = [(a, b) for a, b in pairs if a not in replaced and b not in replaced]
-    new_pairs = sql.fresh_pairs(conn, user_id, [m.id for m in fresh], similarity=similarity)
-    return near_dup_share([*survivors, *fresh], [*kept_pairs, *new_pairs]).value
+    new_pairs = sql.pairs_between(conn, [m.id for m in canonical],
+                                  [m.id for m in (*survivors, *canonical)],
+                                  similarity=similarity)
+    return near_dup_share([*survivors, *canonical], [*kept_pairs, *new_pairs]).value
 
 
-def _write(c: Consolidator, user_id: uuid.UUID, memories: list[Memory], pairs: list[Pair],
-           plan: Plan, vectors: dict[uuid.UUID, list[float]],
-           report: ConsolidationReport, claim: datetime | None = None) -> None:
+def _write(c: Consolidator, user_id: uuid.UUID, read: Read, plan: Plan,
+           vectors: dict[uuid.UUID, list[float]], report: ConsolidationReport,
+           keep_claim_on_backlog: bool) -> None:
     s = c.settings
+    memories, pairs, claim = read.memories, read.pairs, read.claim
     pass_id = str(uuid.uuid4())
     with c.engine.begin() as conn:
         if not sql.try_lock(conn, user_id):
@@ -284,8 +305,15 @@ def _write(c: Consolidator, user_id: uuid.UUID, memories: list[Memory], pairs: l
         sql.set_importance(conn, [st.importance for st in applied if st.importance])
         untouchable = {i for st in skipped for i in st.requires}
         sql.stamp_seen(conn, sorted(plan.judged - untouchable, key=str))
-        report.share_after = round(_share_after(conn, user_id, memories, pairs, applied,
+        # compared: the chunk, except what waits for another call (deferred clusters, a
+        # cluster's overflow — back to "not compared", so the next pass finds them again)
+        # and what a concurrent pass holds (it decides those)
+        sql.stamp_compared(conn, sorted(set(read.chunk) - plan.unresolved - untouchable,
+                                        key=str))
+        sql.uncompare(conn, sorted(plan.unresolved - untouchable, key=str))
+        report.share_after = round(_share_after(conn, memories, pairs, applied,
                                                 s.consolidation_similarity), 4)
+        report.backlog = sql.has_uncompared(conn, user_id)
         report.merged = sum(st.merged for st in applied)
         report.superseded = sum(st.superseded for st in applied)
         report.canonical_written = sum(1 for st in applied if st.new_row is not None)
@@ -300,21 +328,12 @@ def _write(c: Consolidator, user_id: uuid.UUID, memories: list[Memory], pairs: l
             report.error = f"{len(report.rejected)} of {report.clusters_sent} clusters " \
                 "rejected: " + "; ".join(f"cluster {r['cluster']}: {r['reason']}"
                                          for r in report.rejected)[:1800]
-        sql.finish_pass(conn, user_id, seen_until=_seen_until(memories, plan),
-                        before=report.share_before, after=report.share_after,
+        sql.finish_pass(conn, user_id, before=report.share_before, after=report.share_after,
                         merged=report.merged, superseded=report.superseded,
-                        outcome=report.outcome, error=report.error)
+                        outcome=report.outcome, error=report.error,
+                        keep_claim=keep_claim_on_backlog and report.backlog)
     log.info("user %s consolidated: merged=%d superseded=%d share %.3f -> %.3f", user_id,
              report.merged, report.superseded, report.share_before, report.share_after)
-
-
-def _seen_until(memories: list[Memory], plan: Plan) -> datetime | None:
-    """The finder's watermark: the newest memory read — or, when clusters did not fit this
-    call, just below the oldest of them, so the next finder run comes back for them."""
-    unresolved = [m.created_at for m in memories if m.id in plan.unresolved]
-    if unresolved:
-        return min(unresolved) - timedelta(microseconds=1)
-    return max((m.created_at for m in memories), default=None)
 
 
 def _cluster_view(selection: Selection) -> list[dict[str, Any]]:

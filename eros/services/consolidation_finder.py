@@ -1,8 +1,11 @@
 """The beat-driven finder: which users need a consolidation pass now.
 
-A user is due when (1) some of their current memories are newer than what a pass or the finder
-last looked at (``consolidation_state.seen_until``), and (2) their near-duplicate share is at least
-``CONSOLIDATION_MIN_NEAR_DUP_SHARE``. Backpressure mirrors the session claim: at most
+A user is due when (1) some of their current memories are not yet compared (no pass has searched
+their neighbours, ``consolidation_compared_at IS NULL``) and were not measured since
+(``consolidation_state.seen_until``), and (2) the near-duplicate share of those new memories
+(measured on at most ``CONSOLIDATION_FINDER_SAMPLE`` of them) is at least
+``CONSOLIDATION_MIN_NEAR_DUP_SHARE``. The finder's cost follows the backlog, not the number of
+memories users have. Backpressure mirrors the session claim: at most
 ``CONSOLIDATION_BATCH`` users are claimed per run, a user claimed less than
 ``DREAMING_CLAIM_STALE_SECS`` ago is not enqueued again, a parked user (attempt cap) is skipped,
 and concurrent finders (two beats) claim disjoint users.
@@ -40,7 +43,8 @@ def find_and_claim(engine: Engine, settings: Settings, *, batch: int | None = No
             conn, similarity=settings.consolidation_similarity,
             stale_secs=settings.dreaming_claim_stale_secs,
             max_attempts=settings.consolidation_max_attempts,
-            scan_limit=settings.consolidation_scan_limit)
+            scan_limit=settings.consolidation_scan_limit,
+            sample=settings.consolidation_finder_sample)
         due = [u for u in candidates if u.share >= threshold]
         below = [u for u in candidates if u.share < threshold]
         sql.mark_checked(conn, below)

@@ -69,7 +69,7 @@ def consolidate_user(self: ErosTask, user_id: str) -> dict[str, Any]:
         if attempt > settings.consolidation_max_attempts:
             record_failure(c, uid, "gave_up", f"attempt cap reached ({attempt - 1} attempts)")
             return {"user_id": user_id, "outcome": "gave_up"}
-        report = consolidate(c, uid)
+        report = consolidate(c, uid, keep_claim_on_backlog=True)
     except (TransientError, SoftTimeLimitExceeded) as err:
         if isinstance(err, SoftTimeLimitExceeded):
             err = TransientError("pass exceeded its soft time limit", provider="worker")
@@ -93,9 +93,14 @@ def consolidate_user(self: ErosTask, user_id: str) -> dict[str, Any]:
         return {"user_id": user_id, "outcome": "permanent_error", "error": error}
     _observe(report.outcome, report.merged, report.superseded, report.share_before,
              report.share_after)
+    more = report.backlog and report.compared > 0 and \
+        report.outcome in ("consolidated", "nothing_to_do")
+    if more:  # the next chunk of a backlog: the pass kept the claim for it
+        consolidate_user.apply_async(args=[user_id], queue=settings.eros_consolidate_queue)
     return {"user_id": user_id, "outcome": report.outcome, "merged": report.merged,
             "superseded": report.superseded, "llm_calls": report.llm_calls,
-            "share_before": report.share_before, "share_after": report.share_after}
+            "share_before": report.share_before, "share_after": report.share_after,
+            "compared": report.compared, "backlog": report.backlog, "next_chunk": more}
 
 
 def _observe(outcome: str, merged: int, superseded: int, before: float | None,

@@ -26,11 +26,12 @@ def default_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
             "schedule": tick,
             "options": {"queue": settings.eros_claim_queue, "expires": tick},
         },
-        # on the claim queue too: a consolidation backlog must not delay the finder
+        # on the consolidate queue, off the claim queue (served with -c 1): a finder run
+        # measuring a large backlog must never delay the claim of idle sessions
         "find-consolidation-candidates": {
             "task": FIND_CONSOLIDATION_TASK,
             "schedule": float(settings.consolidation_interval_secs),
-            "options": {"queue": settings.eros_claim_queue,
+            "options": {"queue": settings.eros_consolidate_queue,
                         "expires": float(settings.consolidation_interval_secs)},
         },
         # no argument: find the users due for recall cells and enqueue one task each

@@ -95,29 +95,30 @@ def test_claim_bench_rejects_sizes_that_cannot_fill_a_batch(capsys: pytest.Captu
 # --- consolidation --------------------------------------------------------------------------
 def test_consolidation_bench(bench_db: str, tmp_path: Path,
                              capsys: pytest.CaptureFixture[str]) -> None:
-    users, per_user, heavy, sample, repeats = 20, 20, 50, 5, 2
     out = tmp_path / "consolidation.json"
     code = consolidation_bench.main([
-        "--users", str(users), "--per-user", str(per_user), "--heavy", str(heavy),
-        "--sample", str(sample), "--repeats", str(repeats), "--no-record", "--json", str(out)])
+        "--sizes", "300,2100", "--old-max", "300", "--full-max", "300", "--sample", "200",
+        "--no-record",
+        "--json", str(out)])
     assert code == 0
-    results = json.loads(out.read_text())["results"]
-    for name, n_users, size in (("heavy", repeats, heavy), ("population", sample, per_user)):
-        s = results[name]
-        assert s["users"] == n_users, name
-        assert s["memories_median"] == size, name
-        assert s["llm_calls_per_user_median"] >= 1, name
-        assert s["merged_median"] > 0, name
-        assert s["share_before_median"] > s["share_after_median"], name
-        assert s["passes_median"] >= 1, name
-        assert s["ms_median"]["total"] > 0 and s["ms_p95"]["total"] > 0, name
-        assert all(s["ms_median"][p] >= 0 for p in consolidation_bench.PHASES), name
-    extra = results["extra"]
-    assert extra["rows"] == users * per_user
-    assert extra["finder_ms_scan_500"] > 0 and extra["finder_ms_scan_all"] > 0
+    small, large = json.loads(out.read_text())["results"]
+    # 300: the whole first pass, exact search, every all-pairs pair found, old path run
+    assert small["full"] and small["first"]["search"] == "exact"
+    assert small["exact_pairs"] > 0 and small["pairs_recall"] == 1.0
+    assert small["first"]["compared"] == 300 and not small["first"]["left"]
+    assert small["first"]["merged"] > 0 and small["old_read_ms"] > 0
+    assert small["incremental"]["compared"] == 20 and small["incremental"]["merged"] >= 1
+    assert small["old_incremental_read_ms"] > 0
+    # 2,100 (> CONSOLIDATION_EXACT_BELOW): one chunk through the sketches, extrapolated
+    assert not large["full"] and large["first"]["search"] == "quantised"
+    assert 0 < large["first"]["compared"] <= 500 and large["first"]["left"]
+    assert large["first"]["db_ms_whole"] > large["first"]["db_ms"] > 0
+    assert large["incremental"]["compared"] == 20 and "old_read_ms" not in large
+    assert large["incremental"]["search"] == "quantised"
+    assert large["pairs_sample"] == 200 and large["pairs_recall"] >= 0.98
+    assert large["finder_backlog_all_ms"] > 0 and large["finder_backlog_20_ms"] > 0
     printed = capsys.readouterr().out
-    assert len(_table_rows(printed, [f"1 user × {heavy} ",
-                                     f"{sample} of {users} × {per_user} "])) == 2
+    assert len(_table_rows(printed, ["300 |", "2,100 |"])) == 2
 
 
 # --- drain ----------------------------------------------------------------------------------

@@ -256,10 +256,15 @@ def test_redelivered_pass_finds_nothing_left_to_do(
     after_first = rows(engine)
     again = consolidate(c, user)  # a redelivered task: same user, same everything
     assert again.outcome == "nothing_to_do" and again.merged == 0
-    # the cat/dog cluster was judged "separate": it is not paid for again
-    assert again.clusters_settled == 1 and again.clusters_sent == 0
+    # everything was compared (issue 17): the pass reads nothing and asks nothing; the
+    # cat/dog cluster judged "separate" is not paid for again
+    assert again.compared == 0 and again.clusters_sent == 0
     assert (llm.request_count, voyage.request_count) == (1, 1)  # no second model call
     assert rows(engine) == after_first
+    add(engine, user, "Likes tea", axis(7), days_ago=1)  # new, but alike nothing
+    third = consolidate(c, user)
+    assert (third.compared, third.memories, third.clusters_sent) == (1, 1, 0)
+    assert (llm.request_count, voyage.request_count) == (1, 1)
 
 
 def test_dry_run_shows_the_plan_and_writes_nothing(

@@ -288,10 +288,11 @@ def test_offline_answer_is_a_valid_reply_merging_into_the_newest() -> None:
         "Moved to Tokyo", "Likes jazz music"]
 
 
-def test_beat_runs_the_finder_hourly_on_the_claim_queue() -> None:
+def test_beat_runs_the_finder_hourly_off_the_claim_queue() -> None:
+    # issue 17: a finder measuring a backlog must not hold the claim queue (served with -c 1)
     entry = default_schedule(load_settings())["find-consolidation-candidates"]
     assert entry == {"task": FIND_CONSOLIDATION_TASK, "schedule": 3600.0,
-                     "options": {"queue": "eros.claim", "expires": 3600.0}}
+                     "options": {"queue": "eros.consolidate", "expires": 3600.0}}
     quick = default_schedule(load_settings(consolidation_interval_secs=60))
     assert quick["find-consolidation-candidates"]["schedule"] == 60.0
 

@@ -1,0 +1,167 @@
+"""Consolidation at scale (issue 17): a pass compares only the memories not yet compared, with
+their neighbours, in bounded chunks; the sketch search finds the pairs the exact all-pairs join
+finds; the finder's state is a count of what waits, so a late commit is never slipped under."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine, text
+
+from eros.core.consolidation_reply import load_consolidation_prompt
+from eros.db import consolidation_sql as sql
+from eros.providers.embeddings import VoyageEmbedder
+from eros.providers.llm import OpenRouterChat
+from eros.services.consolidate import Consolidator, consolidate
+from eros.services.consolidation_finder import find_and_claim
+from eros.services.consolidation_read import choose_search, search_pairs
+from eros.settings import load_settings
+from tests.fakes import FakeLLMServer, FakeVoyageServer
+
+DIM = 512
+NOW = datetime.now(UTC)
+
+
+def unit(v: np.ndarray) -> list[float]:
+    return [float(x) for x in v / np.linalg.norm(v)]
+
+
+def add(engine: Engine, user: uuid.UUID, content: str, vector: list[float], *,
+        days_ago: float, category: str = "fact", instance: uuid.UUID | None = None,
+        model: str | None = None) -> uuid.UUID:
+    with engine.begin() as conn:
+        return conn.execute(text(
+            "INSERT INTO engine.companion_memories (user_id, instance_id, content, category,"
+            " importance, embedding, embedding_model, created_at)"
+            " VALUES (:u, :i, :c, :k, 0.6, :e, :m, :t) RETURNING id"),
+            {"u": user, "i": instance, "c": content, "k": category, "e": str(vector),
+             "m": model, "t": NOW - timedelta(days=days_ago)}).scalar_one()
+
+
+def axis(i: int) -> list[float]:
+    vec = [0.0] * DIM
+    vec[i] = 1.0
+    return vec
+
+
+@pytest.fixture
+def c(engine: Engine, db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> Consolidator:
+    settings = load_settings(
+        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
+        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
+        llm_timeout_secs=2, embedding_timeout_secs=2, consolidation_similarity=0.85,
+        consolidation_min_near_dup_share=0.2)
+    return Consolidator(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
+                        load_consolidation_prompt())
+
+
+def _pairs(pairs: list[tuple[uuid.UUID, uuid.UUID]]) -> set[tuple[uuid.UUID, uuid.UUID]]:
+    return {(a, b) if str(a) < str(b) else (b, a) for a, b in pairs}
+
+
+def test_the_sketch_search_finds_every_pair_of_the_exact_join(engine: Engine) -> None:
+    """Restatements at cosine 0.86-0.99 of random 512-d vectors (the sketch's hard case is
+    near θ), and look-alikes that must NOT pair: another category, layer, embedding model,
+    user, or a cosine just under θ."""
+    rng = np.random.default_rng(17)
+    user, other, persona = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    ids, lookalikes = [], set()
+    for g in range(12):
+        base = rng.standard_normal(DIM)
+        base /= np.linalg.norm(base)
+        ids.append(add(engine, user, f"fact {g}", unit(base), days_ago=30))
+        for j, cos in enumerate((0.86, 0.9, 0.99)[: 1 + g % 3]):
+            noise = rng.standard_normal(DIM)
+            noise -= noise.dot(base) * base
+            noise /= np.linalg.norm(noise)
+            twin = unit(cos * base + np.sqrt(1 - cos * cos) * noise)
+            ids.append(add(engine, user, f"fact {g} again {j}", twin, days_ago=20 - j))
+        lookalikes |= {
+            add(engine, user, f"event {g}", unit(base), days_ago=9, category="event"),
+            add(engine, user, f"persona {g}", unit(base), days_ago=9, instance=persona),
+            add(engine, user, f"model {g}", unit(base), days_ago=9, model="other-model")}
+        add(engine, other, f"fact {g}", unit(base), days_ago=9)
+        noise = rng.standard_normal(DIM)
+        noise -= noise.dot(base) * base
+        noise /= np.linalg.norm(noise)
+        lookalikes.add(add(engine, user, f"almost {g}", unit(0.8 * base + 0.6 * noise),
+                           days_ago=8))
+    ids += sorted(lookalikes, key=str)
+    with engine.connect() as conn:
+        exact = _pairs(sql.near_pairs(conn, user, similarity=0.85))
+        sketch = _pairs(sql.quantised_pairs(conn, ids, similarity=0.85))
+        by_chunk = _pairs(sql.exact_pairs(conn, user, ids[:20], similarity=0.85)
+                          + sql.exact_pairs(conn, user, ids[20:], similarity=0.85))
+    settings = load_settings(consolidation_hnsw_above=10, consolidation_similarity=0.85)
+    with engine.connect() as conn, conn.begin():  # a "very large" user: the HNSW plan
+        assert choose_search(conn, user, settings) == "hnsw"
+        knn = _pairs(search_pairs(conn, user, ids, settings, search="hnsw"))
+    assert len(exact) >= sum(1 + g % 3 for g in range(12))  # every twin with its base
+    assert not {i for p in exact for i in p} & lookalikes  # none of them pairs with anything
+    assert sketch == exact and by_chunk == exact and knn == exact
+
+
+def test_a_backlog_is_worked_through_in_bounded_chunks(c: Consolidator, engine: Engine) -> None:
+    small = Consolidator(c.settings.model_copy(update={"consolidation_chunk_size": 3}),
+                         c.engine, c.llm, c.embedder, c.prompt)
+    user = uuid.uuid4()
+    for i in range(4):
+        add(engine, user, "Lives in Shanghai", axis(0), days_ago=10 - i)
+        add(engine, user, f"distinct fact {i}", axis(10 + i), days_ago=20 - i)
+    reports = [consolidate(small, user, keep_claim_on_backlog=True)]
+    with engine.connect() as conn:  # the claim stays for the next chunk the task enqueues
+        assert sql.state(conn, user)["claimed_at"] is not None  # type: ignore[index]
+    assert find_and_claim(engine, c.settings).claimed == []
+    while reports[-1].backlog:
+        reports.append(consolidate(small, user))
+        assert len(reports) < 10
+    assert all(r.compared <= 3 for r in reports) and len(reports) >= 3
+    assert sum(r.merged for r in reports) == 3
+    with engine.connect() as conn:
+        left = conn.execute(text(
+            "SELECT count(*) FILTER (WHERE consolidation_compared_at IS NULL"
+            " AND status = 'current'),"
+            " count(*) FILTER (WHERE status = 'current')"
+            " FROM engine.companion_memories WHERE user_id = :u"), {"u": user}).one()
+        assert sql.state(conn, user)["claimed_at"] is None  # type: ignore[index]
+    assert tuple(left) == (0, 5)
+
+
+def test_a_late_commit_with_an_older_date_is_measured_and_compared(
+        c: Consolidator, engine: Engine) -> None:
+    """A classify transaction can commit after the finder ran, with a created_at older than
+    anything the finder saw: a created_at watermark slipped it under; the count does not."""
+    user = uuid.uuid4()
+    for i in range(5):
+        add(engine, user, f"distinct fact {i}", axis(10 + i), days_ago=i)
+    first = find_and_claim(engine, c.settings)
+    assert (first.measured, first.below_threshold) == (1, 1)
+    assert find_and_claim(engine, c.settings).measured == 0  # nothing new: not measured
+    add(engine, user, "distinct fact 0", axis(10), days_ago=30)  # committed late, dated early
+    add(engine, user, "distinct fact 1", axis(11), days_ago=30)
+    late = find_and_claim(engine, c.settings)
+    assert late.measured == 1 and late.claimed == [user]  # 4 of 7 with a twin
+    report = consolidate(c, user)
+    assert (report.compared, report.merged) == (7, 2)
+    # and after a pass: one more, dated before everything compared, is compared next pass
+    add(engine, user, "distinct fact 2", axis(12), days_ago=60)
+    again = consolidate(c, user)
+    assert (again.compared, again.merged) == (1, 1)
+
+
+def test_the_pass_reads_only_the_new_memories_and_their_neighbours(
+        c: Consolidator, engine: Engine) -> None:
+    user = uuid.uuid4()
+    for i in range(30):
+        add(engine, user, f"distinct fact {i}", axis(10 + i), days_ago=40 - i)
+    assert consolidate(c, user).compared == 30
+    add(engine, user, "distinct fact 3", axis(13), days_ago=0)
+    add(engine, user, "something new", axis(100), days_ago=0)
+    report: Any = consolidate(c, user)
+    # two compared, one neighbour found: three memories read of the user's 32
+    assert (report.compared, report.memories, report.merged) == (2, 3, 1)
+    assert report.share_before == pytest.approx(2 / 3, abs=1e-4) and report.share_after == 0
