@@ -8,8 +8,9 @@ Voyage servers (separate processes, no latency) and an embedded PostgreSQL, and 
 
 - worker CPU ms per session (this process, ``time.process_time``),
 - PostgreSQL CPU ms per session (the postmaster's tree from /proc, as the drain bench counts it),
-- statements and transactions per session (SQLAlchemy's cursor executes; the database's
-  ``xact_commit + xact_rollback``) and pool pings per session.
+- statements and transactions per session (SQLAlchemy's cursor executes, commits and
+  rollbacks) and pool pings per session (pre-ping's, one per checkout; the idle ping of
+  ``make_engine`` never fires in a continuous run, its connections idle for milliseconds).
 
 Variants run IN THE SAME RUN, each on its own clone seeded alike:
 
@@ -17,6 +18,7 @@ Variants run IN THE SAME RUN, each on its own clone seeded alike:
 - ``ours``: the engine ``eros.db.engine.make_engine`` builds.
 
     python -m bench.classify_cpu_bench [--sessions 500] [--rounds 2] [--profile FILE]
+        [--json FILE]
 
 ``--profile`` writes a cProfile of the ``ours`` variant (``python -m pstats FILE``).
 ``EROS_BENCH_DATABASE_URL`` (a superuser URL) points at an existing server instead of the
@@ -27,13 +29,14 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import os
 import statistics
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, text
@@ -204,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=2, help="variants alternate per round")
     parser.add_argument("--profile", type=Path, default=None)
+    parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args(argv)
     pg_given = os.environ.get("EROS_BENCH_DATABASE_URL")
     log_dir = Path(tempfile.mkdtemp(prefix="eros-classify-cpu-"))
@@ -226,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.sessions} sessions per variant, {args.rounds} rounds, "
           f"{MEMORIES_PER_SESSION} memories per session, fakes without latency")
     print(report(results))
+    if args.json:
+        args.json.write_text(json.dumps(
+            {"machine": machine(), "sessions": args.sessions,
+             "runs": [[{**asdict(m), "total_ms": m.total_ms} for m in r] for r in results]},
+            indent=2))
     return 0
 
 
