@@ -46,11 +46,16 @@ _CONFUSABLES = str.maketrans(
     "аеорсухіјѕԁɡһкмтвнοαεικνρτυχ",
     "aeopcyxijsdghkmtbhoaeikvptux")
 _NOT_WORD = re.compile(r"[\W_]+")
+# ASCII's control characters other than tab and newline: all that strip_invisible removes
+# from an ASCII text (no ASCII character is a format character or a tag).
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def strip_invisible(text: str) -> str:
     """The text without invisible format characters (Unicode category Cf, tag characters) and
     control characters other than whitespace: what a person sees is what the model reads."""
+    if text.isascii():  # most memories: one regex pass instead of a category lookup per char
+        return _ASCII_CONTROL.sub("", text)
     text = _TAGS.sub("", text)
     return "".join(ch for ch in text
                    if unicodedata.category(ch) not in ("Cf", "Cc") or ch in "\t\n")

@@ -4,18 +4,19 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import Connection, func, select, text
 
 from eros.core.layers import route_instance
 from eros.core.text import normalise_for_dedup
 from eros.core.transcript import Turn
-from eros.db.schema import classification_runs, companion_memories
+from eros.db import write_sql
+from eros.db.schema import companion_memories
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,9 @@ class Attempt:
     claim: Claim
     attempt: int
     through_seq: int
+    #: the turns past ``through_seq`` and the watermark covering them, when read in the
+    #: attempt's own transaction (``begin_attempt(read_turns=True)``); None: not read yet.
+    turns: tuple[tuple[Turn, ...], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -111,30 +115,6 @@ UPDATE engine.chat_sessions
 RETURNING user_id, instance_id, attempts, classified_through_seq
 """)
 
-# Stamp only while the claim is ours and the session is not archived (archiving a session in
-# flight — "forget a relationship" — must not be undone by its late memories: the row lock
-# orders the two, and a late FINISH finds archived_at set and writes nothing). If turns past
-# the watermark arrived meanwhile, the session stays unclassified so the next idle tick picks
-# them up. "Arrived" is read from the row itself (last_seq): a turn's transaction holds this
-# row's lock until it commits, and after waiting for it PostgreSQL re-reads the row, where a
-# subquery would keep the statement's old snapshot and miss the turn.
-FINISH = text("""
-UPDATE engine.chat_sessions AS s
-   SET classified_at = CASE WHEN s.last_seq > :through_seq THEN NULL ELSE now() END,
-       classification_claimed_at = NULL,
-       claim_token = NULL,
-       next_attempt_at = NULL,
-       attempts = 0,
-       classified_through_seq = GREATEST(s.classified_through_seq, :through_seq),
-       outcome = :outcome, outcome_at = now(), memory_count = :memory_count, model = :model,
-       prompt_tokens = s.prompt_tokens + :prompt_tokens,
-       completion_tokens = s.completion_tokens + :completion_tokens,
-       embedding_tokens = s.embedding_tokens + :embedding_tokens,
-       last_error = :error, guard_dropped = :guard_dropped
- WHERE s.id = :session_id AND s.claim_token = :token AND s.archived_at IS NULL
-RETURNING s.id
-""")
-
 RECORD_RETRY = text("""
 UPDATE engine.chat_sessions
    SET classification_claimed_at = now(), outcome = 'retrying', outcome_at = now(),
@@ -182,13 +162,23 @@ def claim_one(conn: Connection, session_id: uuid.UUID, *, stale_secs: float,
     return _claims(rows)[0] if rows else None
 
 
-def begin_attempt(conn: Connection, session_id: uuid.UUID, token: uuid.UUID) -> Attempt | None:
-    """Count an attempt and refresh the claim; None when the token is no longer the claim's."""
+def begin_attempt(conn: Connection, session_id: uuid.UUID, token: uuid.UUID, *,
+                  read_turns: bool = False) -> Attempt | None:
+    """Count an attempt and refresh the claim; None when the token is no longer the claim's.
+
+    With ``read_turns`` the new turns are read in the same transaction, after the update: the
+    session row is then locked by us, so no turn can commit between the two (a turn takes
+    that row's lock for its seq) and the watermark is the one ``read_new_turns`` would give.
+    One transaction instead of two saves a checkout and a BEGIN/COMMIT pair per session."""
     row = conn.execute(BEGIN_ATTEMPT, {"session_id": session_id, "token": token}).first()
     if row is None:
         return None
     claim = Claim(session_id, row.user_id, row.instance_id, token)
-    return Attempt(claim, row.attempts, row.classified_through_seq)
+    turns = None
+    if read_turns:
+        read, through = read_new_turns(conn, session_id, after_seq=row.classified_through_seq)
+        turns = (tuple(read), through)
+    return Attempt(claim, row.attempts, row.classified_through_seq, turns)
 
 
 def load_turns(conn: Connection, session_id: uuid.UUID, *, after_seq: int) -> list[Turn]:
@@ -230,10 +220,6 @@ def dedup_key(session_id: uuid.UUID, content: str) -> str:
     return f"{session_id}:{digest}"
 
 
-SET_MEMORY_COUNT = text(
-    "UPDATE engine.chat_sessions SET memory_count = :n WHERE id = :session_id")
-
-
 def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq: int,
            memories: Sequence[MemoryRow] = (),
            task_id: str | None = None) -> int | None:
@@ -241,9 +227,10 @@ def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq:
 
     Returns how many memories were new, or None when the claim is no longer ours (the caller
     must roll back). Rows already written for the same extraction are skipped by dedup_key.
+    Two statements: the stamp, then the memories with their count and the attempt's row.
     """
     claim = attempt.claim
-    if conn.execute(FINISH, {
+    if conn.execute(write_sql.FINISH, {
         "session_id": claim.session_id, "token": claim.token, "through_seq": through_seq,
         "outcome": outcome.kind, "memory_count": 0, "model": outcome.model,
         "prompt_tokens": outcome.prompt_tokens, "completion_tokens": outcome.completion_tokens,
@@ -251,31 +238,41 @@ def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq:
         "guard_dropped": outcome.guard_dropped,
     }).first() is None:
         return None
-    written = 0
-    if memories:
-        stmt = pg_insert(companion_memories).values([{
-            "session_id": claim.session_id, "user_id": claim.user_id,
-            "instance_id": route_instance(m.layer, claim.instance_id),
-            "content": m.content, "category": m.category, "importance": m.importance,
-            "metadata": m.metadata, "embedding": m.embedding, "model": outcome.model,
-            "embedding_model": m.embedding_model,
-            "dedup_key": dedup_key(claim.session_id, m.content),
-        } for m in memories]).on_conflict_do_nothing(index_elements=["dedup_key"])
-        written = len(conn.execute(stmt.returning(companion_memories.c.id)).all())
-        # rows written, not candidates: a re-run whose memories all exist records 0
-        conn.execute(SET_MEMORY_COUNT, {"session_id": claim.session_id, "n": written})
-    record_run(conn, attempt, outcome, memory_count=written, task_id=task_id)
-    return written
+    if not memories:
+        record_run(conn, attempt, outcome, task_id=task_id)
+        return 0
+    dim = len(memories[0].embedding)
+    if any(len(m.embedding) != dim for m in memories):
+        raise ValueError("a session's memories must have vectors of one size")
+    return int(conn.execute(write_sql.WRITE_MEMORIES, {
+        **_run_params(attempt, outcome, task_id),
+        "instance_ids": [route_instance(m.layer, claim.instance_id) for m in memories],
+        "contents": [m.content for m in memories],
+        "categories": [m.category for m in memories],
+        "importances": [None if m.importance is None else float(m.importance)
+                        for m in memories],
+        "metadata": [json.dumps(m.metadata) for m in memories],
+        "embeddings": write_sql.Float4Array(
+            [x for m in memories for x in m.embedding]),
+        "dim": dim,
+        "embedding_models": [m.embedding_model for m in memories],
+        "dedup_keys": [dedup_key(claim.session_id, m.content) for m in memories],
+    }).scalar_one())
+
+
+def _run_params(attempt: Attempt, outcome: Outcome, task_id: str | None) -> dict[str, Any]:
+    return {"session_id": attempt.claim.session_id, "user_id": attempt.claim.user_id,
+            "task_id": task_id, "attempt": attempt.attempt, "outcome": outcome.kind,
+            "model": outcome.model, "prompt_tokens": outcome.prompt_tokens,
+            "completion_tokens": outcome.completion_tokens,
+            "embedding_tokens": outcome.embedding_tokens, "error": outcome.error,
+            "cost_usd": outcome.cost_usd, "guard_dropped": outcome.guard_dropped}
 
 
 def record_run(conn: Connection, attempt: Attempt, outcome: Outcome, *, memory_count: int = 0,
                task_id: str | None = None) -> None:
-    conn.execute(insert(classification_runs).values(
-        session_id=attempt.claim.session_id, user_id=attempt.claim.user_id, task_id=task_id,
-        attempt=attempt.attempt, outcome=outcome.kind, memory_count=memory_count,
-        model=outcome.model, prompt_tokens=outcome.prompt_tokens,
-        completion_tokens=outcome.completion_tokens, embedding_tokens=outcome.embedding_tokens,
-        error=outcome.error, cost_usd=outcome.cost_usd, guard_dropped=outcome.guard_dropped))
+    conn.execute(write_sql.RECORD_RUN, {**_run_params(attempt, outcome, task_id),
+                                        "memory_count": memory_count})
 
 
 def record_retry(conn: Connection, attempt: Attempt, outcome: Outcome,

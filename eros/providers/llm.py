@@ -3,7 +3,10 @@ Ollama, vLLM, llama.cpp, LM Studio, …)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import openai
+from openai.types.chat import ChatCompletion
 
 from eros.errors import PermanentError, TransientError
 from eros.providers.base import Completion
@@ -11,6 +14,8 @@ from eros.providers.retry_after import parse_retry_after
 from eros.settings import Settings
 
 _TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+#: what ``chat.completions.create`` asks of the client: the API key as a bearer token.
+_BEARER: openai.RequestOptions = {"security": {"bearer_auth": True}}
 
 
 class OpenRouterChat:
@@ -28,14 +33,20 @@ class OpenRouterChat:
         )
 
     def complete(self, system: str, user: str, *, max_tokens: int) -> Completion:
+        body: dict[str, Any] = {
+            "model": self.name,
+            "messages": [{"role": "system", "content": system},
+                         {"role": "user", "content": user}],
+            "max_tokens": max_tokens,
+            "temperature": 0,
+        }
         try:
-            response = self._client.chat.completions.create(
-                model=self.name,
-                messages=[{"role": "system", "content": system},
-                          {"role": "user", "content": user}],
-                max_tokens=max_tokens,
-                temperature=0,
-            )
+            # The SDK's documented ``post`` for a body we build ourselves: the same request,
+            # retries, timeout and errors as ``chat.completions.create``, without the typed
+            # params' recursive transform (a third of the SDK's CPU per call, issue 17); the
+            # body is plain JSON types already.
+            response = self._client.post("/chat/completions", body=body, cast_to=ChatCompletion,
+                                         options=_BEARER)
         except openai.APIError as err:
             raise translate_openai_error(err) from None
         if not response.choices:

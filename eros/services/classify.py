@@ -71,9 +71,10 @@ class Report:
 
 def start_attempt(pipeline: Pipeline, session_id: uuid.UUID,
                   token: uuid.UUID) -> Attempt | None:
-    """Count an attempt and refresh the claim; None when the token is no longer the claim's."""
+    """Count an attempt and refresh the claim; None when the token is no longer the claim's.
+    The attempt carries the session's new turns, read in the same transaction."""
     with pipeline.engine.begin() as conn:
-        return repo.begin_attempt(conn, session_id, token)
+        return repo.begin_attempt(conn, session_id, token, read_turns=True)
 
 
 def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None,
@@ -82,9 +83,12 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
     settings = pipeline.settings
     claim = attempt.claim
     report = Report(str(claim.session_id), "pending", attempt.attempt)
-    with pipeline.engine.connect() as conn:
-        turns, through_seq = repo.read_new_turns(conn, claim.session_id,
-                                                 after_seq=attempt.through_seq)
+    if attempt.turns is not None:
+        turns, through_seq = list(attempt.turns[0]), attempt.turns[1]
+    else:
+        with pipeline.engine.connect() as conn:
+            turns, through_seq = repo.read_new_turns(conn, claim.session_id,
+                                                     after_seq=attempt.through_seq)
     transcript = build_transcript(readable_turns(turns, settings.channels),
                                   budget_chars=settings.dreaming_transcript_budget_chars)
     report.transcript = transcript.text

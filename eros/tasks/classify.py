@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from contextlib import ExitStack
 from typing import Any
 
 from celery import shared_task
@@ -56,10 +57,14 @@ def claim_and_fan_out(batch: int | None = None, *, task: ErosTask | None = None)
     if want <= 0:
         log.info("not claiming: %d sessions already in flight (DREAMING_MAX_IN_FLIGHT=%d)",
                  in_flight, settings.dreaming_max_in_flight)
-    for claim in claims:
-        classify_session.apply_async(
-            args=[str(claim.session_id)], kwargs={"claim_token": str(claim.token)},
-            queue=settings.eros_classify_queue)
+    # one producer (and broker connection) for the whole batch, not one acquired per message
+    with ExitStack() as stack:
+        producer = stack.enter_context(classify_session.app.producer_or_acquire()) \
+            if claims else None
+        for claim in claims:
+            classify_session.apply_async(
+                args=[str(claim.session_id)], kwargs={"claim_token": str(claim.token)},
+                queue=settings.eros_classify_queue, producer=producer)
     log.info("claimed %d idle sessions", len(claims))
     return claims
 

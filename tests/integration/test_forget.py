@@ -178,11 +178,11 @@ def test_forget_waits_for_a_classify_that_is_writing_and_removes_what_it_wrote(
         sid = add_session(conn, [mem_line("fact", 0.7, "Lives in Shanghai")], user_id=user)
     attempt = _claim(pipeline, sid)
     with engine.connect() as blocker:
-        # holds classify inside its write transaction: session stamped, memory inserted,
-        # the run row waits
+        # holds classify inside its write transaction: session stamped, the statement that
+        # writes the memories and the run row (write_sql.WRITE_MEMORIES) waits
         blocker.execute(text("LOCK TABLE engine.classification_runs IN EXCLUSIVE MODE"))
         writer, out = _in_thread(classify, pipeline, attempt)
-        wait_for_lock_wait(engine, "INSERT INTO engine.classification_runs")
+        wait_for_lock_wait(engine, "WITH candidate AS")
         forgetter, counts = _in_thread(lambda: forget_user(engine, user))
         wait_for_lock_wait(engine, "SELECT id FROM engine.chat_sessions")
         blocker.rollback()

@@ -124,3 +124,13 @@ def test_a_bad_patterns_directory_fails_at_start_up_naming_the_variable(tmp_path
         load_settings(memory_guard_max_chars=5)
     with pytest.raises(ConfigError, match="DREAMING_PROMPT_VERSION"):
         load_settings(dreaming_prompt_version="v9")
+
+
+def test_strip_invisible_ascii_fast_path_matches_the_general_rule() -> None:
+    """Every ASCII character: the fast path keeps exactly what the per-character rule keeps
+    (a non-ASCII character anywhere sends the text down the general path)."""
+    every_ascii = "".join(chr(i) for i in range(128))
+    kept = strip_invisible(every_ascii)
+    general = strip_invisible(every_ascii + "\u00e9")[:-1]
+    assert kept == general
+    assert kept == "\t\n" + "".join(chr(i) for i in range(32, 127))
