@@ -246,12 +246,11 @@ def scenario(engine: Engine, url: str, c: Consolidator, size: int, *, old: bool,
                     "left": reports[-1].backlog}
     if not full:
         with engine.begin() as conn:
-            conn.execute(text("UPDATE engine.companion_memories SET consolidation_compared_at"
-                              " = now() WHERE user_id = :u AND consolidation_compared_at IS"
-                              " NULL"), {"u": user})
+            conn.execute(text("DELETE FROM engine.consolidation_backlog WHERE user_id = :u"),
+                         {"u": user})
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        # what autovacuum does between passes (the stamps cleared the visibility map, which
-        # the sketch scan, an index-only scan, needs)
+        # what autovacuum does between passes (status changes cleared the visibility map,
+        # which the sketch scan, an index-only scan, needs)
         conn.execute(text("VACUUM ANALYZE engine.companion_memories"))
     add_new(_conninfo(url), user, 20, 4, DIM, seed=seed + 1)
     out["finder_backlog_20_ms"] = finder_ms(engine, s)

@@ -51,21 +51,21 @@ SELECT a.id AS a, b.id AS b
 """)
 
 # --- the incremental comparison (issue 17) ----------------------------------------------------
-# A pass compares only memories not yet compared (``consolidation_compared_at IS NULL``, the
-# partial index ix_companion_memories_uncompared) with their neighbours, oldest first, one
-# keyset page at a time: O(new × k), never the user's all pairs.
+# A pass compares only memories not yet compared (their rows in ``consolidation_backlog``,
+# 0013) with their neighbours, oldest first, one keyset page of the backlog's index at a
+# time: O(new × k), never the user's all pairs.
 UNCOMPARED_PAGE = text("""
-SELECT id, created_at FROM engine.companion_memories
- WHERE user_id = :user_id AND status = 'current' AND consolidation_compared_at IS NULL
-   AND (created_at, id) > (CAST(:after_at AS timestamptz), CAST(:after_id AS uuid))
- ORDER BY created_at, id
+SELECT q.memory_id AS id, q.created_at
+  FROM engine.consolidation_backlog q
+  JOIN engine.companion_memories m ON m.id = q.memory_id AND m.status = 'current'
+ WHERE q.user_id = :user_id
+   AND (q.created_at, q.memory_id) > (CAST(:after_at AS timestamptz), CAST(:after_id AS uuid))
+ ORDER BY q.created_at, q.memory_id
  LIMIT :n
 """)
 
 HAS_UNCOMPARED = text("""
-SELECT EXISTS (SELECT 1 FROM engine.companion_memories
-                WHERE user_id = :user_id AND status = 'current'
-                  AND consolidation_compared_at IS NULL)
+SELECT EXISTS (SELECT 1 FROM engine.consolidation_backlog WHERE user_id = :user_id)
 """)
 
 # capped: the plan choice needs "more than N", never the exact count of a huge user.
@@ -159,16 +159,17 @@ SELECT id, content, category, created_at, importance, instance_id,
  ORDER BY created_at, id
 """)
 
+# Compared: out of the backlog (a narrow delete; the memory row is not rewritten).
 STAMP_COMPARED = text("""
-UPDATE engine.companion_memories SET consolidation_compared_at = now()
- WHERE id = ANY(CAST(:ids AS uuid[])) AND consolidation_compared_at IS NULL
+DELETE FROM engine.consolidation_backlog WHERE memory_id = ANY(CAST(:ids AS uuid[]))
 """)
 
 # Members of clusters that did not fit this call: compared again next pass, so they are found.
 UNCOMPARE = text("""
-UPDATE engine.companion_memories SET consolidation_compared_at = NULL
+INSERT INTO engine.consolidation_backlog (memory_id, user_id, created_at)
+SELECT id, user_id, created_at FROM engine.companion_memories
  WHERE id = ANY(CAST(:ids AS uuid[])) AND status = 'current'
-   AND consolidation_compared_at IS NOT NULL
+ON CONFLICT (memory_id) DO NOTHING
 """)
 
 # One 64-bit key (as the cells lock): two 32-bit halves of which one is a user's hash made a
@@ -331,17 +332,20 @@ def insert_canonical(conn: Connection, user_id: uuid.UUID,
         "embedding_model": embedding_model,
         "metadata": {"consolidated_from": [str(i) for i in row.source_ids],
                      "prompt_version": prompt_version, "consolidation_pass": pass_id},
-        # its neighbourhood was the cluster; overflow members come back and meet it
-        "consolidation_seen_at": func.now(), "consolidation_compared_at": func.now(),
+        "consolidation_seen_at": func.now(),
     } for row, vector in rows]))
+    # its neighbourhood was the cluster (overflow members come back and meet it): compared
+    stamp_compared(conn, [row.id for row, _ in rows])
 
 
 def apply_changes(conn: Connection, changes: Sequence[Change]) -> int:
+    """Members stop being current, and leave the backlog: nothing compares them again."""
     if not changes:
         return 0
     result = conn.execute(APPLY_CHANGES, {
         "ids": [c.memory_id for c in changes], "statuses": [c.status for c in changes],
         "targets": [c.replaced_by for c in changes]})
+    stamp_compared(conn, [c.memory_id for c in changes])
     return int(result.rowcount)
 
 

@@ -33,8 +33,8 @@ class CandidateUser:
         return self.near / self.total if self.total else 0.0
 
 
-# Users with memories not yet compared (the partial index ix_companion_memories_uncompared:
-# O(backlog), however many memories were compared before) whose count differs from the one
+# Users with memories not yet compared (``consolidation_backlog``, 0013: O(backlog), however
+# many memories were compared before) whose count differs from the one
 # the finder last measured (``measured_backlog``; a pass clears it), not claimed, not parked;
 # the longest-waiting first. The share is measured on at most :sample of each user's
 # uncompared memories, oldest first: whether each has a same-scope row within θ among those
@@ -45,8 +45,7 @@ class CandidateUser:
 FIND_CANDIDATES = text(f"""
 WITH fresh AS (
     SELECT user_id, max(created_at) AS newest, count(*) AS backlog
-      FROM engine.companion_memories
-     WHERE status = 'current' AND consolidation_compared_at IS NULL
+      FROM engine.consolidation_backlog
      GROUP BY user_id),
 candidates AS (
     SELECT f.user_id, f.newest, f.backlog
@@ -62,10 +61,10 @@ SELECT c.user_id, c.newest, c.backlog, sh.total, sh.near
       SELECT count(*) AS total, count(*) FILTER (WHERE nn.distance <= :max_distance) AS near
         FROM (SELECT a.id, a.user_id, a.category, a.instance_id, a.embedding_model,
                      a.embedding, a.embedding_bq
-                FROM engine.companion_memories a
-               WHERE a.user_id = c.user_id AND a.status = 'current'
-                 AND a.consolidation_compared_at IS NULL
-               ORDER BY a.created_at, a.id
+                FROM engine.consolidation_backlog q
+                JOIN engine.companion_memories a ON a.id = q.memory_id
+               WHERE q.user_id = c.user_id AND a.status = 'current'
+               ORDER BY q.created_at, q.memory_id
                LIMIT :sample) a
         LEFT JOIN LATERAL (
             SELECT min(c.embedding <=> a.embedding) AS distance

@@ -141,8 +141,6 @@ companion_memories = Table(
     Column("replaced_at", DateTime(timezone=True), nullable=True),
     #: when a consolidation pass judged it in a cluster; NULL = never judged (0005).
     Column("consolidation_seen_at", DateTime(timezone=True), nullable=True),
-    #: when a pass searched its near neighbours; NULL = new to consolidation (0013).
-    Column("consolidation_compared_at", DateTime(timezone=True), nullable=True),
     CheckConstraint("status IN ('current', 'merged', 'superseded')",
                     name="ck_companion_memories_status"),
     CheckConstraint(f"category IN {CATEGORIES!r}", name="ck_companion_memories_category"),
@@ -159,9 +157,6 @@ companion_memories = Table(
     Index("ix_companion_memories_recall_bq", "user_id", "instance_id", "category", "status",
           postgresql_include=["id", "embedding_bq"]),
     Index("ix_companion_memories_user_model", "user_id", "embedding_model"),
-    # the rows a consolidation pass has still to compare (0013): O(backlog) to find
-    Index("ix_companion_memories_uncompared", "user_id", "created_at",
-          postgresql_where=text("consolidation_compared_at IS NULL AND status = 'current'")),
     Index("ix_companion_memories_embedding_hnsw", "embedding",
           postgresql_using="hnsw", postgresql_ops={"embedding": "vector_cosine_ops"}),
 )
@@ -179,6 +174,18 @@ memory_cells = Table(
     #: rows assigned to the cell when the user was clustered (later ones are not counted).
     Column("size", Integer, nullable=False, server_default=text("0")),
     _now("created_at"),
+)
+
+#: the current memories no consolidation pass has compared with their neighbours yet (0013):
+#: filled by a statement trigger on ``companion_memories`` inserts, emptied by passes. A narrow
+#: table, not a column: stamping the 2 KB memory row would re-insert it into HNSW.
+consolidation_backlog = Table(
+    "consolidation_backlog", metadata,
+    Column("memory_id", UUID(as_uuid=True),
+           ForeignKey(f"{SCHEMA}.companion_memories.id", ondelete="CASCADE"), primary_key=True),
+    Column("user_id", UUID(as_uuid=True), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Index("ix_consolidation_backlog_user", "user_id", "created_at", "memory_id"),
 )
 
 #: what a recall scan needs of every memory, plus its cell (0008): kept exact by triggers on

@@ -3,7 +3,7 @@
 The order is what makes it safe:
 
 1. read (one short REPEATABLE READ transaction) the memories not yet compared
-   (``consolidation_compared_at IS NULL``), oldest first, at most CONSOLIDATION_CHUNK_SIZE of
+   (their rows in ``consolidation_backlog``), oldest first, at most CONSOLIDATION_CHUNK_SIZE of
    them, and their near neighbours in their user, layer, category and embedding model (through
    the binary sketches for a large user, exactly for a small one) — O(new × rows of that
    layer and category), never the user's all pairs. Memories committed after this read are

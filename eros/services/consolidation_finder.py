@@ -1,7 +1,7 @@
 """The beat-driven finder: which users need a consolidation pass now.
 
 A user is due when (1) some of their current memories are not yet compared (no pass has searched
-their neighbours, ``consolidation_compared_at IS NULL``) and were not measured since
+their neighbours: their rows in ``consolidation_backlog``) and were not measured since
 (``consolidation_state.seen_until``), and (2) the near-duplicate share of those new memories
 (measured on at most ``CONSOLIDATION_FINDER_SAMPLE`` of them) is at least
 ``CONSOLIDATION_MIN_NEAR_DUP_SHARE``. The finder's cost follows the backlog, not the number of

@@ -123,8 +123,7 @@ def test_a_backlog_is_worked_through_in_bounded_chunks(c: Consolidator, engine: 
     assert sum(r.merged for r in reports) == 3
     with engine.connect() as conn:
         left = conn.execute(text(
-            "SELECT count(*) FILTER (WHERE consolidation_compared_at IS NULL"
-            " AND status = 'current'),"
+            "SELECT (SELECT count(*) FROM engine.consolidation_backlog WHERE user_id = :u),"
             " count(*) FILTER (WHERE status = 'current')"
             " FROM engine.companion_memories WHERE user_id = :u"), {"u": user}).one()
         assert sql.state(conn, user)["claimed_at"] is None  # type: ignore[index]
