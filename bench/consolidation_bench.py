@@ -10,8 +10,11 @@ Per size, on a fresh table holding that user (HNSW index built after the load):
   ran before, in one REPEATABLE READ transaction, plus clustering all the user's memories —
   the read side of the old pass (its write transaction is not included: it is the same write
   as the new path's). Run once per size (``--old-max`` caps the size it runs at).
-- **pairs found**: the new path's near pairs (exact up to CONSOLIDATION_EXACT_BELOW, the
-  sketch prefilter then the exact check up to CONSOLIDATION_HNSW_ABOVE, HNSW's k nearest
+- **pairs found**: the new path's near pairs (exact up to CONSOLIDATION_EXACT_BELOW; above
+  it, for a user cut into recall cells — every size from RECALL_CELL_MIN_ROWS, clustered after
+  the load as beat would — the sketch prefilter within each memory's
+  CONSOLIDATION_CELL_PROBES nearest cells then the exact check; without cells the sketch
+  prefilter over the layer and category up to CONSOLIDATION_HNSW_ABOVE, HNSW's k nearest
   above) against the exact all-pairs set; above ``--full-max`` (marked *) the pairs
   ``--sample`` random memories find from their own searches against their exact pairs.
 - **first pass**: passes until no memory is left uncompared (the backlog is worked through in
@@ -52,6 +55,7 @@ from eros.db import consolidation_sql as sql
 from eros.db import finder_sql, schema
 from eros.providers.base import Completion, Embeddings, InputType
 from eros.providers.offline.heuristic import offline_consolidation_reply
+from eros.services import recall_cells
 from eros.services.consolidate import ConsolidationReport, Consolidator, consolidate
 from eros.services.consolidation_read import PAGE, choose_search, search_pairs
 from eros.settings import Settings, load_settings
@@ -212,6 +216,12 @@ def scenario(engine: Engine, url: str, c: Consolidator, size: int, *, old: bool,
     s = c.settings
     user, build_secs = _fresh_user(engine, url, size, seed)
     out: dict[str, Any] = {"size": size, "hnsw_build_secs": build_secs, "full": full}
+    if size >= s.recall_cell_min_rows:  # a heavy user is cut into recall cells, as beat does
+        clustered = recall_cells.cluster_user(engine, s, user)
+        out["cells"], out["cluster_ms"] = clustered.cells, round(
+            clustered.read_ms + clustered.cluster_ms + clustered.write_ms, 1)
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM ANALYZE engine.memory_sketches"))
     exact: set[Pair] = set()
     if old:  # its pairs are the exact all-pairs set
         before = old_path(engine, s, user)

@@ -166,6 +166,8 @@ class Settings(BaseSettings):
     consolidation_hnsw_above: int = Field(default=20000, ge=0)
     #: k of the HNSW search: a near twin beyond a memory's k nearest is not found from it.
     consolidation_neighbours: int = Field(default=16, ge=1, le=1000)
+    #: a user cut into recall cells is searched in each memory's this many nearest cells.
+    consolidation_cell_probes: int = Field(default=8, ge=1, le=4096)
     #: new memories per user the finder searches to measure the share (its cost per user).
     consolidation_finder_sample: int = Field(default=200, ge=1, le=100000)
 

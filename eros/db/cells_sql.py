@@ -327,3 +327,51 @@ def probed_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],
                         {**flt.params(), "q": list(query), "categories": list(categories),
                          "k": k, "m": max(candidates, k), "probes": max(probes, 1)})
     return to_candidates(rows.all())
+
+
+# --- consolidation's neighbour search for a clustered user (issue 17) -------------------------
+def _cell_branches(cells: str) -> str:
+    """The mirror rows of ``a``'s user, layer and category within ``cells`` whose sketch is
+    within ``:max_hamming`` bits of ``a``'s: one index range of ``ix_memory_sketches_category``
+    per layer (``IS NOT DISTINCT FROM`` would not be an index condition)."""
+    return " UNION ALL ".join(
+        f"SELECT s.memory_id AS id FROM {_SKETCHES} s WHERE {layer} AND s.user_id = a.user_id"
+        " AND s.category = a.category AND s.status = 'current' AND " + cells +
+        " AND (s.sketch <~> a.embedding_bq) <= :max_hamming"
+        for layer in ("a.instance_id IS NULL AND s.instance_id IS NULL",
+                      "a.instance_id IS NOT NULL AND s.instance_id = a.instance_id"))
+
+
+# Each memory's near twins among the rows of the ``:probes`` cells whose centroids are nearest
+# to it (and the rows in no cell): the sketch prefilter of the quantised search, read from the
+# mirror's cells instead of the user's whole layer and category, then the exact check.
+CELL_PAIRS = text(f"""
+SELECT a.id AS a, c.id AS b
+  FROM {SCHEMA}.companion_memories a
+ CROSS JOIN LATERAL (SELECT ARRAY(SELECT mc.cell FROM {CELLS_TABLE} mc
+                                   WHERE mc.user_id = a.user_id
+                                   ORDER BY mc.centroid <=> a.embedding LIMIT :probes) AS cells) p
+ CROSS JOIN LATERAL ({_cell_branches("s.cell = ANY(p.cells)")}
+                     UNION ALL {_cell_branches("s.cell IS NULL")}) n
+  JOIN {SCHEMA}.companion_memories c ON c.id = n.id
+ WHERE a.id = ANY(CAST(:ids AS uuid[])) AND a.embedding IS NOT NULL AND c.id <> a.id
+   AND c.embedding_model IS NOT DISTINCT FROM a.embedding_model
+   AND (a.embedding <=> c.embedding) <= :max_distance
+""")
+
+
+def cell_pairs(conn: Connection, ids: Sequence[uuid.UUID], *, max_distance: float,
+               max_hamming: int, probes: int) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """Near pairs (either order, maybe twice) of ``ids`` among the rows of each one's
+    ``probes`` nearest cells: O(probes × rows a cell) a memory, whatever the user's size."""
+    if not ids:
+        return []
+    return [(r.a, r.b) for r in conn.execute(CELL_PAIRS, {
+        "ids": list(ids), "max_distance": max_distance, "max_hamming": max_hamming,
+        "probes": max(probes, 1)})]
+
+
+def has_cells(conn: Connection, user_id: uuid.UUID) -> bool:
+    return bool(conn.execute(text(
+        f"SELECT EXISTS (SELECT 1 FROM {CELLS_TABLE} WHERE user_id = :u)"), {"u": user_id})
+        .scalar_one())

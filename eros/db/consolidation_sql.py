@@ -112,9 +112,6 @@ SELECT a.id AS a, c.id AS b
 # The k nearest same-scope rows of each given memory through HNSW (pgvector 0.8 iterative
 # scan, set per transaction by recall_sql.configure_hnsw), kept when within θ: one index
 # search per memory, O(log n) each — a very large user's plan.
-_SCOPE = ("b.user_id = a.user_id AND b.status = 'current' AND b.category = a.category"
-          " AND b.instance_id IS NOT DISTINCT FROM a.instance_id"
-          " AND b.embedding_model IS NOT DISTINCT FROM a.embedding_model AND b.id <> a.id")
 KNN_PAIRS = text(f"""
 SELECT a.id AS a, n.id AS b
   FROM engine.companion_memories a
@@ -247,7 +244,7 @@ def quantised_pairs(conn: Connection, ids: Sequence[uuid.UUID], *, similarity: f
         return []
     rows = conn.execute(QUANTISED_PAIRS, {"ids": list(ids), "max_distance": 1.0 - similarity,
                                           "max_hamming": max_hamming(similarity, dim)})
-    return _unique(rows)
+    return unique_pairs(rows)
 
 
 def knn_pairs(conn: Connection, ids: Sequence[uuid.UUID], *, similarity: float,
@@ -258,7 +255,7 @@ def knn_pairs(conn: Connection, ids: Sequence[uuid.UUID], *, similarity: float,
         return []
     rows = conn.execute(KNN_PAIRS, {"ids": list(ids), "k": k,
                                     "max_distance": 1.0 - similarity})
-    return _unique(rows)
+    return unique_pairs(rows)
 
 
 def exact_pairs(conn: Connection, user_id: uuid.UUID, ids: Sequence[uuid.UUID], *,
@@ -268,7 +265,7 @@ def exact_pairs(conn: Connection, user_id: uuid.UUID, ids: Sequence[uuid.UUID], 
         return []
     rows = conn.execute(EXACT_PAIRS, {"user_id": user_id, "ids": list(ids),
                                       "max_distance": 1.0 - similarity})
-    return _unique(rows)
+    return unique_pairs(rows)
 
 
 def pairs_between(conn: Connection, left: Sequence[uuid.UUID], right: Sequence[uuid.UUID], *,
@@ -277,14 +274,14 @@ def pairs_between(conn: Connection, left: Sequence[uuid.UUID], right: Sequence[u
         return []
     rows = conn.execute(PAIRS_BETWEEN, {"left": list(left), "right": list(right),
                                         "max_distance": 1.0 - similarity})
-    return _unique(rows)
+    return unique_pairs(rows)
 
 
-def _unique(rows: Any) -> list[Pair]:
+def unique_pairs(rows: Any) -> list[Pair]:
     """Each unordered pair once (a search from both ends finds it twice)."""
     seen: set[Pair] = set()
-    for r in rows:
-        seen.add((r.a, r.b) if str(r.a) < str(r.b) else (r.b, r.a))
+    for a, b in rows:
+        seen.add((a, b) if str(a) < str(b) else (b, a))
     return sorted(seen, key=lambda p: (str(p[0]), str(p[1])))
 
 

@@ -12,6 +12,7 @@ from datetime import datetime
 from sqlalchemy import Connection, Engine
 
 from eros.core.consolidation import Memory, Pair, components
+from eros.db import cells_sql
 from eros.db import consolidation_sql as sql
 from eros.db.recall_sql import HnswParams, configure_hnsw
 from eros.db.timeouts import set_statement_timeout
@@ -31,7 +32,7 @@ class Read:
     pairs: list[Pair]
     chunk: list[uuid.UUID]
     claim: datetime | None
-    #: how the neighbours were searched: "exact", "quantised" or "hnsw".
+    #: how the neighbours were searched: "exact", "cells", "quantised" or "hnsw".
     search: str
 
 
@@ -65,12 +66,15 @@ def read_new(engine: Engine, s: Settings, user_id: uuid.UUID) -> Read:
 
 
 def choose_search(conn: Connection, user_id: uuid.UUID, s: Settings) -> str:
-    """exact up to CONSOLIDATION_EXACT_BELOW current memories, HNSW above
-    CONSOLIDATION_HNSW_ABOVE (its iterative scan is set for the transaction here), the
+    """exact up to CONSOLIDATION_EXACT_BELOW current memories; above, a user cut into recall
+    cells through each memory's CONSOLIDATION_CELL_PROBES nearest cells; otherwise HNSW above
+    CONSOLIDATION_HNSW_ABOVE (its iterative scan is set for the transaction here) and the
     sketches in between; a capped count, never the exact size of a huge user."""
     hnsw_above = s.consolidation_hnsw_above or 0
     cap = max(s.consolidation_exact_below, hnsw_above) + 1
     n = sql.current_count(conn, user_id, cap=cap)
+    if n > s.consolidation_exact_below and cells_sql.has_cells(conn, user_id):
+        return "cells"
     if hnsw_above and n > hnsw_above:
         k = s.consolidation_neighbours
         configure_hnsw(conn, HnswParams(ef_search=max(64, 2 * k)), at_least=k)
@@ -84,6 +88,11 @@ def search_pairs(conn: Connection, user_id: uuid.UUID, ids: list[uuid.UUID], s: 
     if search == "hnsw":
         return sql.knn_pairs(conn, ids, similarity=s.consolidation_similarity,
                              k=s.consolidation_neighbours)
+    if search == "cells":
+        return sql.unique_pairs(cells_sql.cell_pairs(
+            conn, ids, max_distance=1.0 - s.consolidation_similarity,
+            max_hamming=sql.max_hamming(s.consolidation_similarity, s.embedding_dim),
+            probes=s.consolidation_cell_probes))
     if search == "quantised":
         return sql.quantised_pairs(conn, ids, similarity=s.consolidation_similarity)
     return sql.exact_pairs(conn, user_id, ids, similarity=s.consolidation_similarity)

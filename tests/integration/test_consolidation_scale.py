@@ -16,6 +16,7 @@ from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.db import consolidation_sql as sql
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
+from eros.services import recall_cells
 from eros.services.consolidate import Consolidator, consolidate
 from eros.services.consolidation_finder import find_and_claim
 from eros.services.consolidation_read import choose_search, search_pairs
@@ -103,6 +104,14 @@ def test_the_sketch_search_finds_every_pair_of_the_exact_join(engine: Engine) ->
     assert len(exact) >= sum(1 + g % 3 for g in range(12))  # every twin with its base
     assert not {i for p in exact for i in p} & lookalikes  # none of them pairs with anything
     assert sketch == exact and by_chunk == exact and knn == exact
+    # the same user cut into recall cells: each memory searched in its nearest cells only
+    report = recall_cells.cluster_user(engine, load_settings(), user)
+    cells = load_settings(consolidation_exact_below=10, consolidation_similarity=0.85,
+                          consolidation_cell_probes=max(1, report.cells // 2))
+    with engine.connect() as conn, conn.begin():
+        assert choose_search(conn, user, cells) == "cells"
+        probed = _pairs(search_pairs(conn, user, ids, cells, search="cells"))
+    assert report.cells >= 4 and probed == exact
 
 
 def test_a_backlog_is_worked_through_in_bounded_chunks(c: Consolidator, engine: Engine) -> None:
