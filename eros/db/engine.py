@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.pool import NullPool
 
 from eros.db import repo
 from eros.db.timeouts import connect_options
@@ -15,12 +17,23 @@ from eros.settings import Settings
 _engines: dict[tuple[int, str, str], Engine] = {}
 
 
-def make_engine(url: str, *, pool_size: int = 5, settings: Settings | None = None) -> Engine:
-    """A pooled engine; with ``settings`` its connections carry the DATABASE_* timeouts."""
+def make_engine(url: str, *, pool_size: int | None = None, max_overflow: int | None = None,
+                settings: Settings | None = None) -> Engine:
+    """A pooled engine; with ``settings`` its connections carry the DATABASE_* timeouts and
+    the pool is sized by DATABASE_POOL_SIZE / DATABASE_MAX_OVERFLOW (explicit arguments win).
+
+    Pool size 0 means no pool (``NullPool``: a connection per transaction, closed after it),
+    for PgBouncer in transaction mode, which does the pooling across every worker instead."""
     connect_args: dict[str, object] = {"connect_timeout": 10}
     if settings is not None:
         connect_args["options"] = connect_options(settings)
-    return create_engine(url, pool_size=pool_size, max_overflow=5, pool_pre_ping=True,
+    size = pool_size if pool_size is not None else (
+        settings.database_pool_size if settings is not None else 5)
+    overflow = max_overflow if max_overflow is not None else (
+        settings.database_max_overflow if settings is not None else 5)
+    pool_args: dict[str, Any] = (
+        {"poolclass": NullPool} if size == 0 else {"pool_size": size, "max_overflow": overflow})
+    return create_engine(url, **pool_args, pool_pre_ping=True,
                          pool_recycle=1800, connect_args=connect_args,
                          # an error's message never carries a statement's parameters (text)
                          hide_parameters=True)

@@ -13,16 +13,25 @@ Retries go through Celery's own ``Task.retry`` (a new message with a countdown).
 
 Every countdown is capped below half the claim window and far below the broker's visibility
 timeout (``Settings`` checks both at start-up).
+
+Time limits on a green pool: Celery's gevent pool enforces the hard limit (a ``gevent.Timeout``
+around the task's greenlet) but ignores the soft one, which prefork delivers as a signal. On a
+gevent worker :meth:`ErosTask.__call__` runs the body under ``gevent.Timeout(soft,
+SoftTimeLimitExceeded)`` instead, so the tasks' existing SoftTimeLimitExceeded handling (record
+the attempt, retry) applies in both pools. A greenlet is only interrupted where it yields (a
+socket or database wait, which is where a stuck classification sits).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 from functools import cached_property
 from typing import Any
 
 from celery import Task
+from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
@@ -111,6 +120,25 @@ class ErosTask(Task):  # type: ignore[misc]
     def resources(self) -> Resources:
         return process_resources(self.settings)
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the body; on a gevent worker, under our own soft time limit (see module doc)."""
+        soft = self.soft_limit() if green_pool() else None
+        if not soft:
+            return super().__call__(*args, **kwargs)
+        import gevent
+
+        # The worker's tracer has pushed this message's request already; Task.__call__ would
+        # push an empty one over it (Celery's docs call run() from a custom __call__ too).
+        with gevent.Timeout(soft, SoftTimeLimitExceeded(f"soft time limit ({soft:g}s) exceeded")):
+            return self.run(*args, **kwargs)
+
+    def soft_limit(self) -> float | None:
+        """This message's soft limit (``timelimit`` header), else the task's, else the app's."""
+        limits = getattr(self.request, "timelimit", None) or (None, None)
+        soft = limits[1] if len(limits) > 1 else None
+        found = soft or self.soft_time_limit or self.app.conf.task_soft_time_limit
+        return float(found) if found else None
+
     def policy(self, max_attempts: int) -> RetryPolicy:
         """The one retry policy; each task family brings its own attempt cap."""
         return RetryPolicy(self.settings.dreaming_retry_backoff_secs,
@@ -133,6 +161,13 @@ class ErosTask(Task):  # type: ignore[misc]
         exc = TransientError(f"database error: {describe_database_error(err)}",
                              provider="database")
         raise self.retry(kwargs=kwargs, countdown=countdown, exc=exc)
+
+
+def green_pool() -> bool:
+    """True in a worker whose sockets gevent has patched (``--pool=gevent``: Celery patches
+    before it imports the app). Never imports gevent itself."""
+    monkey = sys.modules.get("gevent.monkey")
+    return bool(monkey is not None and monkey.is_module_patched("socket"))
 
 
 def sqlstate(err: DBAPIError) -> str | None:
