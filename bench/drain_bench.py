@@ -223,7 +223,9 @@ def run_ours(args: argparse.Namespace, templates: TemplateDatabases, redis_url: 
     verification = verify(engine, args.sessions)
     engine.dispose()
     seconds = times[-1] - t0
-    return Result(f"ours: {args.workers}x {args.pool} -c {args.concurrency}", args.sessions,
+    label = f"ours: {args.workers}x {args.pool} -c {args.concurrency}" + (
+        f" db {args.db_pool}" if args.db_pool else "")
+    return Result(label, args.sessions,
                   seconds, args.sessions / seconds, steady_rate(times), concurrency,
                   llm_calls / args.sessions, embed_calls / args.sessions, peak_rss, peak_pss,
                   verification, note="beat tick 1 s + solo claim worker (not in memory)",

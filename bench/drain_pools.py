@@ -10,7 +10,8 @@ greenlets in one process (CPU of one core, and time limits we enforce ourselves)
     python -m bench.drain_bench --compare prefork:16,gevent:64,gevent:128,gevent:256 \\
         --llm-ms 2000 --embed-ms 100 [--rounds 8] [--metrics] [--json F]
 
-``gevent:64x2`` is two gevent worker processes of 64 greenlets (128 in flight).
+``gevent:64x2`` is two gevent worker processes of 64 greenlets (128 in flight); ``@20`` sets
+their DATABASE_POOL_SIZE to 20.
 """
 
 from __future__ import annotations
@@ -31,18 +32,19 @@ from bench.drain_support import FakeServer
 TARGET_SHARE, TARGET_PSS_MB, TARGET_CPU_MS, TARGET_CONCURRENCY = 0.8, 1024.0, 15.0, 128
 
 
-def parse_specs(text: str) -> list[tuple[str, int, int]]:
-    """``prefork:16,gevent:64x2`` → [("prefork", 16, 1), ("gevent", 64, 2)]: pool,
-    concurrency per worker process, worker processes."""
+def parse_specs(text: str) -> list[tuple[str, int, int, int]]:
+    """``prefork:16,gevent:64x2@20`` → [("prefork", 16, 1, 0), ("gevent", 64, 2, 20)]: pool,
+    concurrency per worker process, worker processes, DATABASE_POOL_SIZE (0: the default)."""
     specs = []
     for part in text.split(","):
         pool, _, size = part.strip().partition(":")
+        size, _, db_pool = size.partition("@")
         count, _, workers = size.partition("x")
         if (pool not in ("prefork", "threads", "gevent") or not count.isdigit()
-                or not (workers or "1").isdigit()):
-            raise SystemExit(f"--compare: {part!r} is not pool:concurrency[xworkers] "
+                or not (workers or "1").isdigit() or not (db_pool or "0").isdigit()):
+            raise SystemExit(f"--compare: {part!r} is not pool:concurrency[xworkers][@dbpool] "
                              "(pool prefork, threads or gevent)")
-        specs.append((pool, int(count), int(workers or 1)))
+        specs.append((pool, int(count), int(workers or 1), int(db_pool or 0)))
     return specs
 
 
@@ -114,9 +116,10 @@ def compare(args: argparse.Namespace) -> int:
         with stack() as (templates, redis_url):
             llm.wait_ready()
             voyage.wait_ready()
-            for pool, concurrency, workers in specs:
+            for pool, concurrency, workers, db_pool in specs:
                 run = argparse.Namespace(**{
                     **vars(args), "pool": pool, "concurrency": concurrency, "workers": workers,
+                    "db_pool": db_pool or args.db_pool,
                     "sessions": args.rounds * concurrency * workers,
                     # a tick claims enough to keep the pool fed between 1 s ticks
                     "batch": max(args.batch, 2 * concurrency * workers)})

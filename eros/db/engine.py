@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, text
@@ -16,6 +17,12 @@ from eros.settings import Settings
 
 _engines: dict[tuple[int, str, str], Engine] = {}
 
+#: a gevent worker's pool when DATABASE_POOL_SIZE is not set. Its greenlets share the process's
+#: connections; a pool below their peak demand opens and closes overflow connections all the
+#: time (a backend start each). Drain bench, 128 in flight: 24 held instead of 5 cut
+#: PostgreSQL's CPU per session by about a third and raised throughput 17–42 %.
+GREEN_POOL_SIZE = 24
+
 
 def make_engine(url: str, *, pool_size: int | None = None, max_overflow: int | None = None,
                 settings: Settings | None = None) -> Engine:
@@ -28,7 +35,7 @@ def make_engine(url: str, *, pool_size: int | None = None, max_overflow: int | N
     if settings is not None:
         connect_args["options"] = connect_options(settings)
     size = pool_size if pool_size is not None else (
-        settings.database_pool_size if settings is not None else 5)
+        configured_pool_size(settings) if settings is not None else 5)
     overflow = max_overflow if max_overflow is not None else (
         settings.database_max_overflow if settings is not None else 5)
     pool_args: dict[str, Any] = (
@@ -37,6 +44,20 @@ def make_engine(url: str, *, pool_size: int | None = None, max_overflow: int | N
                          pool_recycle=1800, connect_args=connect_args,
                          # an error's message never carries a statement's parameters (text)
                          hide_parameters=True)
+
+
+def green_process() -> bool:
+    """True in a process whose sockets gevent has patched (a ``--pool=gevent`` worker: Celery
+    patches before it imports the app). Never imports gevent itself."""
+    monkey = sys.modules.get("gevent.monkey")
+    return bool(monkey is not None and monkey.is_module_patched("socket"))
+
+
+def configured_pool_size(settings: Settings) -> int:
+    """DATABASE_POOL_SIZE when set; otherwise its default, or GREEN_POOL_SIZE on gevent."""
+    if "database_pool_size" in settings.model_fields_set or not green_process():
+        return settings.database_pool_size
+    return max(settings.database_pool_size, GREEN_POOL_SIZE)
 
 
 def get_engine(settings: Settings) -> Engine:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from functools import cached_property
 from typing import Any
 
@@ -38,7 +37,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.core.prompts import load_prompt
 from eros.core.retry import RetryPolicy, compute_backoff, is_transient_sqlstate
-from eros.db.engine import get_engine
+from eros.db.engine import get_engine, green_process
 from eros.errors import TransientError
 from eros.providers import ChatCompleter, Embedder, make_providers
 from eros.providers.ratelimit import make_limiter
@@ -122,7 +121,7 @@ class ErosTask(Task):  # type: ignore[misc]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the body; on a gevent worker, under our own soft time limit (see module doc)."""
-        soft = self.soft_limit() if green_pool() else None
+        soft = self.soft_limit() if green_process() else None
         if not soft:
             return super().__call__(*args, **kwargs)
         import gevent
@@ -161,13 +160,6 @@ class ErosTask(Task):  # type: ignore[misc]
         exc = TransientError(f"database error: {describe_database_error(err)}",
                              provider="database")
         raise self.retry(kwargs=kwargs, countdown=countdown, exc=exc)
-
-
-def green_pool() -> bool:
-    """True in a worker whose sockets gevent has patched (``--pool=gevent``: Celery patches
-    before it imports the app). Never imports gevent itself."""
-    monkey = sys.modules.get("gevent.monkey")
-    return bool(monkey is not None and monkey.is_module_patched("socket"))
 
 
 def sqlstate(err: DBAPIError) -> str | None:

@@ -8,10 +8,9 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy.pool import NullPool, QueuePool
 
-from eros.db.engine import make_engine
+from eros.db.engine import GREEN_POOL_SIZE, configured_pool_size, green_process, make_engine
 from eros.errors import ConfigError
 from eros.settings import Settings, load_settings
-from eros.tasks.base import green_pool
 
 URL = "postgresql+psycopg://u@127.0.0.1:1/db"
 
@@ -54,4 +53,19 @@ def test_settings_size_the_pool_and_zero_means_no_pool(monkeypatch: pytest.Monke
 
 
 def test_a_process_without_gevent_patching_is_not_a_green_pool() -> None:
-    assert green_pool() is False
+    assert green_process() is False
+    assert configured_pool_size(load_settings()) == 5
+
+
+def test_a_gevent_process_gets_the_green_pool_unless_one_is_set(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    patched = types.SimpleNamespace(is_module_patched=lambda name: name == "socket")
+    monkeypatch.setitem(sys.modules, "gevent.monkey", patched)
+    assert green_process() is True
+    assert configured_pool_size(load_settings()) == GREEN_POOL_SIZE
+    assert make_engine(URL, settings=load_settings()).pool.size() == GREEN_POOL_SIZE
+    monkeypatch.setenv("DATABASE_POOL_SIZE", "3")  # an explicit setting always wins
+    assert configured_pool_size(load_settings()) == 3
