@@ -32,17 +32,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import signal
-import socket
-import subprocess
 import tempfile
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +45,16 @@ from sqlalchemy import Engine, create_engine, text
 
 from bench.claim_bench import machine
 from bench.drain_reference import reference_drain
-from bench.drain_support import CpuMeter, FakeServer, postmaster_pid, tree_memory
+from bench.drain_support import (
+    CpuMeter,
+    FakeServer,
+    call_latencies,
+    free_port,
+    postmaster_pid,
+    task_times,
+    terminate_all,
+    tree_memory,
+)
 from tests.support.services import TemplateDatabases, postgres_server, redis_server
 from tests.support.workers import BeatProcess, WorkerProcess, worker_env
 
@@ -104,6 +108,8 @@ class Result:
     note: str = ""
     cpu: str = ""
     tasks: str = ""
+    #: CPU milliseconds per session by component (ours only)
+    cpu_ms: dict[str, float] = field(default_factory=dict)
 
 
 def seed(engine: Engine, count: int) -> None:
@@ -168,6 +174,8 @@ def run_ours(args: argparse.Namespace, templates: TemplateDatabases, redis_url: 
     env = worker_env(db_url, redis_url, llm.url, voyage.url,
                      DREAMING_TICK_SECS="1", DREAMING_BATCH=str(args.batch),
                      DREAMING_IDLE_SECS="60",
+                     DREAMING_MAX_IN_FLIGHT=str(max(500, 3 * args.workers * args.concurrency)),
+                     **({"DATABASE_POOL_SIZE": str(args.db_pool)} if args.db_pool else {}),
                      EROS_CLAIM_QUEUE=f"bench-{run}.claim",
                      EROS_CLASSIFY_QUEUE=f"bench-{run}.classify")
     concurrency = args.workers * args.concurrency
@@ -215,59 +223,17 @@ def run_ours(args: argparse.Namespace, templates: TemplateDatabases, redis_url: 
     verification = verify(engine, args.sessions)
     engine.dispose()
     seconds = times[-1] - t0
-    return Result(f"ours: {args.workers}x {args.pool} -c {args.concurrency}", args.sessions,
+    label = f"ours: {args.workers}x {args.pool} -c {args.concurrency}" + (
+        f" db {args.db_pool}" if args.db_pool else "")
+    return Result(label, args.sessions,
                   seconds, args.sessions / seconds, steady_rate(times), concurrency,
                   llm_calls / args.sessions, embed_calls / args.sessions, peak_rss, peak_pss,
                   verification, note="beat tick 1 s + solo claim worker (not in memory)",
                   cpu=meter.table(args.sessions),
-                  tasks=task_times([w.log() for w in workers], concurrency, seconds) + calls)
-
-
-def terminate_all(procs: list[subprocess.Popen[bytes]]) -> None:
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def call_latencies(ports: list[int]) -> str:
-    """Mean LLM and embedding call latency as the tasks saw it (``--metrics``: the workers'
-    Prometheus histograms), to tell slow calls from time spent elsewhere in a task."""
-    if not ports:
-        return ""
-    sums: dict[str, float] = {}
-    for port in ports:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-            for line in resp.read().decode().splitlines():
-                m = re.match(r"eros_(llm|embedding)_latency_seconds_(sum|count)(?:\{[^}]*\})? "
-                             r"([0-9.e+-]+)$", line)
-                if m:
-                    key = f"{m.group(1)}_{m.group(2)}"
-                    sums[key] = sums.get(key, 0.0) + float(m.group(3))
-    parts = [f"{kind} call mean {sums[kind + '_sum'] / sums[kind + '_count']:.3f}s"
-             for kind in ("llm", "embedding") if sums.get(kind + "_count")]
-    return "; " + ", ".join(parts) if parts else "; no latency metrics scraped"
-
-
-def task_times(logs: list[str], concurrency: int, wall: float) -> str:
-    """Task durations as Celery logged them, and how busy the pool was: tells time lost
-    inside tasks (slow calls, CPU starvation) from time lost between them (dispatch)."""
-    durations = sorted(float(m) for log in logs
-                       for m in re.findall(r"classify_session\[[^\]]+\] succeeded in ([0-9.]+)s",
-                                           log))
-    if not durations:
-        return "no task durations found in the worker logs"
-    def pct(q: float) -> float:
-        return durations[min(len(durations) - 1, int(q * len(durations)))]
-    busy = sum(durations) / (concurrency * wall)
-    return (f"{len(durations)} tasks, duration median {pct(0.5):.3f}s p90 {pct(0.9):.3f}s "
-            f"p99 {pct(0.99):.3f}s (ideal {(LLM_MS + EMBED_MS) / 1000:.2f}s); "
-            f"pool busy {100 * busy:.0f}% of {concurrency} slots over the drain")
+                  tasks=task_times([w.log() for w in workers], concurrency, seconds,
+                                   ideal=(args.llm_ms + args.embed_ms) / 1000) + calls,
+                  cpu_ms={k: 1000 * v / args.sessions for k, v in meter.used.items()
+                          if k != "wall"})
 
 
 def unfinished(engine: Engine) -> int:
@@ -318,12 +284,13 @@ def run_baseline(args: argparse.Namespace, templates: TemplateDatabases, llm: Fa
                       f"{1000 * cpu / n:.1f} ms/session")
 
 
-def report(ours: Result, base: Result, bound: float, info: dict[str, Any]) -> str:
+def report(ours: Result, base: Result, bound: float, info: dict[str, Any],
+           latency_s: float = (LLM_MS + EMBED_MS) / 1000) -> str:
     head = (f"{'path':<34} {'sessions':>8} {'wall s':>7} {'sess/s':>7} {'steady':>7} "
             f"{'bound':>6} {'%bound':>6} {'llm/s':>5} {'emb/s':>5} {'RSS MB':>7} {'PSS MB':>7} ok")
     lines = [head, "-" * len(head)]
     for r in (ours,) if base is ours else (ours, base):
-        b = r.concurrency / ((LLM_MS + EMBED_MS) / 1000)
+        b = r.concurrency / latency_s
         lines.append(
             f"{r.label:<34} {r.sessions:>8} {r.seconds:>7.1f} {r.sessions_per_s:>7.2f} "
             f"{r.steady_per_s:>7.2f} {b:>6.1f} {100 * r.sessions_per_s / b:>5.0f}% "
@@ -352,7 +319,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-sessions", type=int, default=100)
     parser.add_argument("--workers", type=int, default=1, help="classify worker processes")
     parser.add_argument("--concurrency", type=int, default=16, help="pool size per worker")
-    parser.add_argument("--pool", choices=("prefork", "threads"), default="prefork")
+    parser.add_argument("--pool", choices=("prefork", "threads", "gevent"), default="prefork")
+    parser.add_argument("--llm-ms", type=float, default=LLM_MS, help="fake LLM latency")
+    parser.add_argument("--embed-ms", type=float, default=EMBED_MS,
+                        help="fake embedding latency")
+    parser.add_argument("--db-pool", type=int, default=0,
+                        help="DATABASE_POOL_SIZE of the classify workers (default: theirs, 5)")
+    parser.add_argument("--compare", default="",
+                        help="pool:concurrency,... e.g. prefork:16,gevent:128 — one drain each "
+                             "in this run (sessions = --rounds x concurrency), no reference loop")
+    parser.add_argument("--rounds", type=int, default=8,
+                        help="--compare: sessions per run = rounds x concurrency")
     parser.add_argument("--batch", type=int, default=100, help="DREAMING_BATCH per 1 s tick")
     parser.add_argument("--skip-baseline", action="store_true")
     parser.add_argument("--timeout", type=float, default=None,
@@ -363,14 +340,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-dir", type=Path, default=None,
                         help="worker, beat and fake-server logs (default: a new /tmp/eros-drain-*)")
     args = parser.parse_args(argv)
+    if args.compare:
+        from bench.drain_pools import compare
+
+        return compare(args)
     info = machine()
     log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="eros-drain-", dir="/tmp"))
     log_dir.mkdir(parents=True, exist_ok=True)
     print(f"logs: {log_dir}", flush=True)
     with ExitStack() as fakes:
-        llm = FakeServer("llm_server", LLM_MS, log_dir)  # booting while the database migrates
+        llm = FakeServer("llm_server", args.llm_ms, log_dir)  # boots while the database migrates
         fakes.callback(llm.stop)
-        voyage = FakeServer("voyage_server", EMBED_MS, log_dir)
+        voyage = FakeServer("voyage_server", args.embed_ms, log_dir)
         fakes.callback(voyage.stop)
         with stack() as (templates, redis_url):
             llm.wait_ready()
@@ -378,8 +359,9 @@ def main(argv: list[str] | None = None) -> int:
             ours = run_ours(args, templates, redis_url, llm, voyage, log_dir)
             print(f"  ours: {ours.sessions} sessions in {ours.seconds:.1f}s", flush=True)
             base = ours if args.skip_baseline else run_baseline(args, templates, llm, voyage)
-    bound = ours.concurrency / ((LLM_MS + EMBED_MS) / 1000)
-    print(report(ours, base, bound, info))
+    latency_s = (args.llm_ms + args.embed_ms) / 1000
+    bound = ours.concurrency / latency_s
+    print(report(ours, base, bound, info, latency_s))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"machine": info, "ours": asdict(ours),

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -163,3 +165,51 @@ def postmaster_pid(data_directory: str) -> list[int]:
         return [int(Path(data_directory, "postmaster.pid").read_text().split()[0])]
     except (OSError, ValueError, IndexError):
         return []
+
+
+def terminate_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def call_latencies(ports: list[int]) -> str:
+    """Mean LLM and embedding call latency as the tasks saw it (``--metrics``: the workers'
+    Prometheus histograms), to tell slow calls from time spent elsewhere in a task."""
+    if not ports:
+        return ""
+    sums: dict[str, float] = {}
+    for port in ports:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+            for line in resp.read().decode().splitlines():
+                m = re.match(r"eros_(llm|embedding)_latency_seconds_(sum|count)(?:\{[^}]*\})? "
+                             r"([0-9.e+-]+)$", line)
+                if m:
+                    key = f"{m.group(1)}_{m.group(2)}"
+                    sums[key] = sums.get(key, 0.0) + float(m.group(3))
+    parts = [f"{kind} call mean {sums[kind + '_sum'] / sums[kind + '_count']:.3f}s"
+             for kind in ("llm", "embedding") if sums.get(kind + "_count")]
+    return "; " + ", ".join(parts) if parts else "; no latency metrics scraped"
+
+
+def task_times(logs: list[str], concurrency: int, wall: float, *,
+               ideal: float) -> str:
+    """Task durations as Celery logged them, and how busy the pool was: tells time lost
+    inside tasks (slow calls, CPU starvation) from time lost between them (dispatch)."""
+    durations = sorted(float(m) for log in logs
+                       for m in re.findall(r"classify_session\[[^\]]+\] succeeded in ([0-9.]+)s",
+                                           log))
+    if not durations:
+        return "no task durations found in the worker logs"
+    def pct(q: float) -> float:
+        return durations[min(len(durations) - 1, int(q * len(durations)))]
+    busy = sum(durations) / (concurrency * wall)
+    return (f"{len(durations)} tasks, duration median {pct(0.5):.3f}s p90 {pct(0.9):.3f}s "
+            f"p99 {pct(0.99):.3f}s (ideal {ideal:.2f}s); "
+            f"pool busy {100 * busy:.0f}% of {concurrency} slots over the drain")

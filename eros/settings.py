@@ -207,6 +207,11 @@ class Settings(BaseSettings):
     database_idle_in_transaction_timeout_ms: int = Field(default=60000, ge=0)
     recall_statement_timeout_ms: int = Field(default=1000, ge=0)
     consolidation_statement_timeout_ms: int = Field(default=300000, ge=0)
+    #: each worker process's SQLAlchemy pool: held connections and extra ones opened under
+    #: load (a gevent worker's greenlets share one process's pool). 0 = no pool, for
+    #: PgBouncer in transaction mode (docs/operations.md, "Database connections").
+    database_pool_size: int = Field(default=5, ge=0, le=1000)
+    database_max_overflow: int = Field(default=5, ge=0, le=1000)
     #: Prometheus metrics port of a worker's main process (0 = off).
     eros_metrics_port: int = Field(default=0, ge=0, le=65535)
     #: price table, US dollars per million tokens (Claude Haiku 4.5 and voyage-3.5-lite list

@@ -114,6 +114,7 @@ def _run(settings: Settings, fields: dict[str, str], overrides: dict[str, str], 
     from eros.db.engine import make_engine
     from eros.db.migrate import upgrade
     from eros.devstack.embedded import EmbeddedStack
+    from eros.devstack.workers import worker_commands
     from eros.settings import load_settings
 
     stack = EmbeddedStack(settings.database_url, settings.redis_url, need_db=True,
@@ -138,11 +139,9 @@ def _run(settings: Settings, fields: dict[str, str], overrides: dict[str, str], 
             log_dir = root / "logs"
             log_dir.mkdir(exist_ok=True)
         supervisor = signals.supervisor = Supervisor(_child_env(settings, overrides), log_dir)
-        worker_args = ["worker", f"--loglevel={child_level}", "--hostname=eros-run@%h",
-                       "--without-gossip", "--without-mingle"]
-        if concurrency:
-            worker_args.append(f"--concurrency={concurrency}")
-        supervisor.spawn("worker", _celery(demo, *worker_args))
+        for name, worker_args in worker_commands(settings, concurrency=concurrency,
+                                                 loglevel=child_level, demo=demo):
+            supervisor.spawn(name, _celery(demo, *worker_args))
         supervisor.spawn("beat", _celery(demo, "beat", f"--loglevel={child_level}",
                                          f"--schedule={root / 'celerybeat-schedule'}"))
         if not demo:

@@ -344,18 +344,25 @@ def _cell_branches(cells: str) -> str:
 
 # Each memory's near twins among the rows of the ``:probes`` cells whose centroids are nearest
 # to it (and the rows in no cell): the sketch prefilter of the quantised search, read from the
-# mirror's cells instead of the user's whole layer and category, then the exact check.
+# mirror's cells instead of the user's whole layer and category, then the exact check. The
+# candidates are a materialised CTE: left to itself, the planner (which expects a row or two
+# from the lateral search) joined the exact check first — a scan of every memory.
 CELL_PAIRS = text(f"""
-SELECT a.id AS a, c.id AS b
-  FROM {SCHEMA}.companion_memories a
- CROSS JOIN LATERAL (SELECT ARRAY(SELECT mc.cell FROM {CELLS_TABLE} mc
-                                   WHERE mc.user_id = a.user_id
-                                   ORDER BY mc.centroid <=> a.embedding LIMIT :probes) AS cells) p
- CROSS JOIN LATERAL ({_cell_branches("s.cell = ANY(p.cells)")}
-                     UNION ALL {_cell_branches("s.cell IS NULL")}) n
-  JOIN {SCHEMA}.companion_memories c ON c.id = n.id
- WHERE a.id = ANY(CAST(:ids AS uuid[])) AND a.embedding IS NOT NULL AND c.id <> a.id
-   AND c.embedding_model IS NOT DISTINCT FROM a.embedding_model
+WITH candidates AS MATERIALIZED (
+    SELECT a.id AS a, n.id AS b
+      FROM {SCHEMA}.companion_memories a
+     CROSS JOIN LATERAL (SELECT ARRAY(SELECT mc.cell FROM {CELLS_TABLE} mc
+                                       WHERE mc.user_id = a.user_id
+                                       ORDER BY mc.centroid <=> a.embedding LIMIT :probes)
+                         AS cells) p
+     CROSS JOIN LATERAL ({_cell_branches("s.cell = ANY(p.cells)")}
+                         UNION ALL {_cell_branches("s.cell IS NULL")}) n
+     WHERE a.id = ANY(CAST(:ids AS uuid[])) AND a.embedding IS NOT NULL AND n.id <> a.id)
+SELECT x.a, x.b
+  FROM candidates x
+  JOIN {SCHEMA}.companion_memories a ON a.id = x.a
+  JOIN {SCHEMA}.companion_memories c ON c.id = x.b
+ WHERE c.embedding_model IS NOT DISTINCT FROM a.embedding_model
    AND (a.embedding <=> c.embedding) <= :max_distance
 """)
 

@@ -98,13 +98,19 @@ SKETCH_CANDIDATES = """
           AND b.status = 'current'
           AND (b.embedding_bq <~> a.embedding_bq) <= :max_hamming"""
 
+# The candidates are a materialised CTE: left to itself, the planner (which expects a row or
+# two from the lateral search) may join the exact check first — a scan of every memory.
 QUANTISED_PAIRS = text(f"""
-SELECT a.id AS a, c.id AS b
-  FROM engine.companion_memories a
- CROSS JOIN LATERAL ({SKETCH_CANDIDATES}) n
-  JOIN engine.companion_memories c ON c.id = n.id
- WHERE a.id = ANY(CAST(:ids AS uuid[])) AND a.embedding IS NOT NULL AND c.id <> a.id
-   AND c.embedding_model IS NOT DISTINCT FROM a.embedding_model
+WITH candidates AS MATERIALIZED (
+    SELECT a.id AS a, n.id AS b
+      FROM engine.companion_memories a
+     CROSS JOIN LATERAL ({SKETCH_CANDIDATES}) n
+     WHERE a.id = ANY(CAST(:ids AS uuid[])) AND a.embedding IS NOT NULL AND n.id <> a.id)
+SELECT x.a, x.b
+  FROM candidates x
+  JOIN engine.companion_memories a ON a.id = x.a
+  JOIN engine.companion_memories c ON c.id = x.b
+ WHERE c.embedding_model IS NOT DISTINCT FROM a.embedding_model
    AND (a.embedding <=> c.embedding) <= :max_distance
 """)
 

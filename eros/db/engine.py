@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DisconnectionError, OperationalError
-from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from eros.db import repo
 from eros.db.timeouts import connect_options
@@ -17,18 +18,33 @@ from eros.settings import Settings
 
 _engines: dict[tuple[int, str, str], Engine] = {}
 
+#: a gevent worker's pool when DATABASE_POOL_SIZE is not set. Its greenlets share the process's
+#: connections; a pool below their peak demand opens and closes overflow connections all the
+#: time (a backend start each). Drain bench, 128 in flight: 24 held instead of 5 cut
+#: PostgreSQL's CPU per session by about a third and raised throughput 17–42 %.
+GREEN_POOL_SIZE = 24
 #: a pooled connection idle longer than this is pinged before use (see ``_ping_when_idle``).
 PING_IDLE_SECS = 1.0
 _CHECKIN = "eros_checkin"
 
 
-def make_engine(url: str, *, pool_size: int = 5, settings: Settings | None = None) -> Engine:
-    """A pooled engine; with ``settings`` its connections carry the DATABASE_* timeouts."""
+def make_engine(url: str, *, pool_size: int | None = None, max_overflow: int | None = None,
+                settings: Settings | None = None) -> Engine:
+    """A pooled engine; with ``settings`` its connections carry the DATABASE_* timeouts and
+    the pool is sized by DATABASE_POOL_SIZE / DATABASE_MAX_OVERFLOW (explicit arguments win).
+
+    Pool size 0 means no pool (``NullPool``: a connection per transaction, closed after it),
+    for PgBouncer in transaction mode, which does the pooling across every worker instead."""
     connect_args: dict[str, object] = {"connect_timeout": 10}
     if settings is not None:
         connect_args["options"] = connect_options(settings)
-    engine = create_engine(url, pool_size=pool_size, max_overflow=5, pool_recycle=1800,
-                           connect_args=connect_args,
+    size = pool_size if pool_size is not None else (
+        configured_pool_size(settings) if settings is not None else 5)
+    overflow = max_overflow if max_overflow is not None else (
+        settings.database_max_overflow if settings is not None else 5)
+    pool_args: dict[str, Any] = (
+        {"poolclass": NullPool} if size == 0 else {"pool_size": size, "max_overflow": overflow})
+    engine = create_engine(url, **pool_args, pool_recycle=1800, connect_args=connect_args,
                            # an error's message never carries a statement's parameters (text)
                            hide_parameters=True)
     _ping_when_idle(engine)
@@ -66,6 +82,21 @@ def _ping_when_idle(engine: Engine) -> None:
             raise DisconnectionError("pooled connection failed its ping") from err
         if not alive:
             raise DisconnectionError("pooled connection failed its ping")
+
+
+
+def green_process() -> bool:
+    """True in a process whose sockets gevent has patched (a ``--pool=gevent`` worker: Celery
+    patches before it imports the app). Never imports gevent itself."""
+    monkey = sys.modules.get("gevent.monkey")
+    return bool(monkey is not None and monkey.is_module_patched("socket"))
+
+
+def configured_pool_size(settings: Settings) -> int:
+    """DATABASE_POOL_SIZE when set; otherwise its default, or GREEN_POOL_SIZE on gevent."""
+    if "database_pool_size" in settings.model_fields_set or not green_process():
+        return settings.database_pool_size
+    return max(settings.database_pool_size, GREEN_POOL_SIZE)
 
 
 def get_engine(settings: Settings) -> Engine:

@@ -24,6 +24,9 @@ from eros.core.names import (
 from eros.settings import HARD_LIMIT_FRACTION, SOFT_LIMIT_FRACTION, Settings
 from eros.tasks.schedule import beat_schedule
 
+#: the broker's Redis connections per worker process, above any pool's concurrency
+BROKER_MAX_CONNECTIONS = 1024
+
 
 def create_app(settings: Settings) -> Celery:
     """The Celery app, configured for late acks and at-least-once delivery with idempotent
@@ -32,10 +35,15 @@ def create_app(settings: Settings) -> Celery:
     app.eros_settings = settings
     broker = settings.require_redis_url()
     transport = {"visibility_timeout": settings.eros_visibility_timeout_secs}
+    # kombu's Redis channel caps its connection pool at 10 and raises MaxConnectionsError
+    # past it instead of waiting: a gevent worker acking 128 tasks at once ran out, lost the
+    # acks and terminated the tasks (drain bench, issue 17). Connections open on demand, so a
+    # prefork worker still uses one or two.
+    broker_transport = {**transport, "max_connections": BROKER_MAX_CONNECTIONS}
     stale = settings.dreaming_claim_stale_secs
     app.conf.update(
         broker_url=broker,
-        broker_transport_options=transport,
+        broker_transport_options=broker_transport,
         broker_connection_retry_on_startup=True,
         # only eros.recall keeps a result (for callers that wait on it); the pipeline's tasks
         # record their outcomes in PostgreSQL instead

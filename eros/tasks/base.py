@@ -13,6 +13,13 @@ Retries go through Celery's own ``Task.retry`` (a new message with a countdown).
 
 Every countdown is capped below half the claim window and far below the broker's visibility
 timeout (``Settings`` checks both at start-up).
+
+Time limits on a green pool: Celery's gevent pool enforces the hard limit (a ``gevent.Timeout``
+around the task's greenlet) but ignores the soft one, which prefork delivers as a signal. On a
+gevent worker :meth:`ErosTask.__call__` runs the body under ``gevent.Timeout(soft,
+SoftTimeLimitExceeded)`` instead, so the tasks' existing SoftTimeLimitExceeded handling (record
+the attempt, retry) applies in both pools. A greenlet is only interrupted where it yields (a
+socket or database wait, which is where a stuck classification sits).
 """
 
 from __future__ import annotations
@@ -23,13 +30,14 @@ from functools import cached_property
 from typing import Any
 
 from celery import Task
+from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.core.prompts import load_prompt
 from eros.core.retry import RetryPolicy, compute_backoff, is_transient_sqlstate
-from eros.db.engine import get_engine
+from eros.db.engine import get_engine, green_process
 from eros.errors import TransientError
 from eros.providers import ChatCompleter, Embedder, make_providers
 from eros.providers.ratelimit import make_limiter
@@ -110,6 +118,25 @@ class ErosTask(Task):  # type: ignore[misc]
     @property
     def resources(self) -> Resources:
         return process_resources(self.settings)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the body; on a gevent worker, under our own soft time limit (see module doc)."""
+        soft = self.soft_limit() if green_process() else None
+        if not soft:
+            return super().__call__(*args, **kwargs)
+        import gevent
+
+        # The worker's tracer has pushed this message's request already; Task.__call__ would
+        # push an empty one over it (Celery's docs call run() from a custom __call__ too).
+        with gevent.Timeout(soft, SoftTimeLimitExceeded(f"soft time limit ({soft:g}s) exceeded")):
+            return self.run(*args, **kwargs)
+
+    def soft_limit(self) -> float | None:
+        """This message's soft limit (``timelimit`` header), else the task's, else the app's."""
+        limits = getattr(self.request, "timelimit", None) or (None, None)
+        soft = limits[1] if len(limits) > 1 else None
+        found = soft or self.soft_time_limit or self.app.conf.task_soft_time_limit
+        return float(found) if found else None
 
     def policy(self, max_attempts: int) -> RetryPolicy:
         """The one retry policy; each task family brings its own attempt cap."""

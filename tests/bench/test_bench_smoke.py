@@ -151,6 +151,34 @@ def test_drain_bench(bench_db: str, redis_url: str, tmp_path: Path,
     assert "classify worker(s)" in ours["cpu"]
 
 
+def test_drain_bench_compares_pools_in_one_run(bench_db: str, redis_url: str, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--compare``: prefork and the gevent pool (one and two processes) drained one after
+    another at the given fake latencies, each checked, with CPU per session per component."""
+    monkeypatch.setenv("EROS_BENCH_REDIS_URL", redis_url)
+    out = tmp_path / "pools.json"
+    code = drain_bench.main([
+        "--compare", "prefork:2,gevent:4x2", "--rounds", "1", "--llm-ms", "50",
+        "--embed-ms", "10", "--timeout", "60", "--log-dir", str(tmp_path / "logs"),
+        "--json", str(out)])
+    assert code == 0, "a correctness check failed; logs in " + str(tmp_path / "logs")
+    doc = json.loads(out.read_text())
+    assert (doc["llm_ms"], doc["embed_ms"]) == (50, 10)
+    runs = doc["runs"]
+    assert [(r["label"], r["sessions"], r["concurrency"]) for r in runs] == [
+        ("ours: 1x prefork -c 2", 2, 2), ("ours: 2x gevent -c 4", 8, 8)]
+    for r in runs:
+        n = r["sessions"]
+        assert r["verification"] == {"memories": n * drain_bench.MEMORIES_PER_SESSION,
+                                     "expected": n * drain_bench.MEMORIES_PER_SESSION,
+                                     "duplicates": 0, "unfinished": 0, "wrong_sessions": 0}
+        assert r["pss_mb"] > 0 and r["embed_calls_per_session"] == pytest.approx(1.0)
+        assert r["cpu_ms"]["classify worker(s)"] > 0
+        assert {"postgres", "machine (all processes)"} <= set(r["cpu_ms"])
+        assert r["tasks"].startswith(f"{n} tasks, duration median")
+        assert "(ideal 0.06s)" in r["tasks"]
+
+
 # --- recall ---------------------------------------------------------------------------------
 def test_recall_bench(bench_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """One heavy user (6,000: above RECALL_CELL_MIN_ROWS and RECALL_EXACT_SCAN_BELOW, so it is

@@ -1,0 +1,203 @@
+"""The classify queue on a real gevent worker (``--pool=gevent``): our soft time limit fires
+where Celery's gevent pool has none, and database waits yield to the other greenlets."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+
+from eros.core.names import CLASSIFY_TASK
+from eros.settings import load_settings
+from eros.tasks.app import create_app
+from tests.fakes.llm_server import echo_memories_responder
+from tests.support.data import add_session, mem_line
+from tests.support.workers import WorkerProcess, wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+class TricklingLLM:
+    """An OpenAI-style chat endpoint that, for a transcript containing ``TRICKLE``, sends the
+    headers and then one space of body every 0.2 s until told to stop trickling: each read
+    arrives well within the client's read timeout, so only a time limit on the task ends it.
+    Other transcripts get the fake model's usual memories."""
+
+    def __init__(self) -> None:
+        self.trickling = threading.Event()  # set while a TRICKLE request is being held
+        self.release = threading.Event()  # set: TRICKLE requests are answered normally
+        self.held = 0
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                reply = echo_memories_responder(body).content
+                payload = json.dumps({
+                    "id": "chatcmpl-trickle", "object": "chat.completion", "created": 0,
+                    "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": reply}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 10,
+                              "total_tokens": 20}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if "TRICKLE" not in json.dumps(body) or fake.release.is_set():
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                fake.held += 1
+                fake.trickling.set()
+                try:
+                    while not fake.release.wait(0.2):
+                        self.wfile.write(b"1\r\n \r\n")
+                        self.wfile.flush()
+                except OSError:  # the client gave up (its time limit fired)
+                    pass
+                finally:
+                    fake.trickling.clear()
+                self.close_connection = True
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def stop(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def trickling_llm() -> Iterator[TricklingLLM]:
+    fake = TricklingLLM()
+    yield fake
+    fake.stop()
+
+
+def _send(env: dict[str, str], session_id: uuid.UUID) -> None:
+    """A shell-style classify message (no claim token: the task takes the claim itself)."""
+    app = create_app(load_settings(redis_url=env["REDIS_URL"],
+                                   database_url=env["DATABASE_URL"]))
+    app.send_task(CLASSIFY_TASK, args=[str(session_id)])
+
+
+def _session(engine: Engine, sid: uuid.UUID) -> tuple[str | None, str | None, bool]:
+    with engine.connect() as conn:
+        row = conn.execute(text("SELECT outcome, last_error, classified_at IS NOT NULL AS done"
+                                " FROM engine.chat_sessions WHERE id = :i"), {"i": sid}).one()
+    return row.outcome, row.last_error, row.done
+
+
+def _memories(engine: Engine, sid: uuid.UUID) -> list[str]:
+    with engine.connect() as conn:
+        return list(conn.execute(text("SELECT content FROM engine.companion_memories"
+                                      " WHERE session_id = :i ORDER BY content"),
+                                 {"i": sid}).scalars())
+
+
+def test_soft_time_limit_fires_on_gevent_and_the_session_is_retried(
+        engine: Engine, stack_env: dict[str, str], trickling_llm: TricklingLLM,
+        tmp_path: Path) -> None:
+    """A reply that never ends: the soft limit (70 % of a 10 s claim window) interrupts the
+    attempt, which is recorded as ``retrying`` and retried like on prefork; meanwhile the same
+    worker classifies another session; once the model answers, the retry writes the memory.
+    Without our limit Celery's gevent pool only has the hard limit, which records nothing."""
+    env = {**stack_env, "OPENROUTER_BASE_URL": trickling_llm.url,
+           "DREAMING_CLAIM_STALE_SECS": "10", "LLM_TIMEOUT_SECS": "2",
+           "EMBEDDING_TIMEOUT_SECS": "1", "PROVIDER_MAX_RETRIES": "0",
+           "DREAMING_RETRY_BACKOFF_SECS": "0.5", "DREAMING_RETRY_BACKOFF_MAX_SECS": "1"}
+    with engine.begin() as conn:
+        stuck = add_session(conn, [mem_line("fact", 0.5, "TRICKLE held reply")])
+        other = add_session(conn, [mem_line("fact", 0.5, "answered while the other waits")])
+    worker = WorkerProcess(env, name="green", pool="gevent", concurrency=8, log_dir=tmp_path)
+    try:
+        worker.wait_ready()
+        started = time.monotonic()
+        _send(env, stuck)
+        assert trickling_llm.trickling.wait(30), "the held request never arrived"
+        _send(env, other)  # served by another greenlet while the first one is held
+        wait_until(lambda: _session(engine, other)[2], timeout=20,
+                   message="the other session classified while one reply is held")
+        assert trickling_llm.trickling.is_set(), "the held reply ended before the other finished"
+        wait_until(lambda: _session(engine, stuck)[0] == "retrying", timeout=20,
+                   message="the soft time limit recorded the attempt as retrying")
+        fired_after = time.monotonic() - started
+        outcome, error, done = _session(engine, stuck)
+        assert (outcome, done) == ("retrying", False)
+        assert error is not None and "soft time limit" in error
+        assert 6.0 <= fired_after < 8.5, f"soft limit fired after {fired_after:.1f}s, not ~7 s"
+        trickling_llm.release.set()  # the model answers now: the retry must finish the job
+        wait_until(lambda: _session(engine, stuck)[2], timeout=30,
+                   message="the retried session classified")
+        assert _memories(engine, stuck) == ["TRICKLE held reply"]
+        assert _memories(engine, other) == ["answered while the other waits"]
+        with engine.connect() as conn:
+            runs = conn.execute(text("SELECT attempt, outcome FROM engine.classification_runs"
+                                     " WHERE session_id = :i ORDER BY attempt"),
+                                {"i": stuck}).all()
+        assert [tuple(r) for r in runs][:1] == [(1, "retrying")]
+        assert runs[-1].outcome != "retrying"
+        assert "Hard time limit" not in worker.log()
+    finally:
+        worker.stop()
+
+
+def test_database_waits_overlap_on_one_gevent_worker(
+        engine: Engine, stack_env: dict[str, str], tmp_path: Path) -> None:
+    """Twelve classify tasks each block in PostgreSQL (the test holds their sessions' rows):
+    with psycopg's waits yielding to gevent, all twelve wait at once in the one worker
+    process; a blocking wait would let only one greenlet reach the database at a time."""
+    n = 12
+    with engine.begin() as conn:
+        sids = [add_session(conn, [mem_line("fact", 0.5, f"overlap {i}")]) for i in range(n)]
+    env = {**stack_env, "DATABASE_POOL_SIZE": str(n), "DATABASE_MAX_OVERFLOW": "2"}
+    worker = WorkerProcess(env, name="green-db", pool="gevent", concurrency=n,
+                           log_dir=tmp_path)
+    holder = engine.connect()
+    try:
+        worker.wait_ready()
+        with engine.connect() as conn:
+            app_pid = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        tx = holder.begin()
+        holder.execute(text("SELECT 1 FROM engine.chat_sessions WHERE id = ANY(:ids)"
+                            " FOR UPDATE"), {"ids": sids})
+        holder_pid = holder.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        for sid in sids:
+            _send(env, sid)
+
+        def waiting() -> int:
+            with engine.connect() as conn:
+                return int(conn.execute(text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND :holder = ANY(pg_blocking_pids(pid)) AND pid <> :me"),
+                    {"holder": holder_pid, "me": app_pid}).scalar_one())
+
+        wait_until(lambda: waiting() == n, timeout=8, interval=0.1,
+                   message=f"{n} tasks of one gevent process waiting on the lock together")
+        tx.rollback()
+        wait_until(lambda: all(_session(engine, s)[2] for s in sids), timeout=30,
+                   message="every session classified once the lock is gone")
+        assert sorted(m for s in sids for m in _memories(engine, s)) == sorted(
+            f"overlap {i}" for i in range(n))
+    finally:
+        holder.close()
+        worker.stop()
+
