@@ -66,7 +66,9 @@ def create_app(settings: Settings) -> Celery:
         task_default_queue=settings.eros_classify_queue,
         task_routes={CLAIM_TASK: {"queue": settings.eros_claim_queue},
                      CLASSIFY_TASK: {"queue": settings.eros_classify_queue},
-                     FIND_CONSOLIDATION_TASK: {"queue": settings.eros_claim_queue},
+                     # the finder's cost follows the consolidation backlog: off the claim
+                     # queue, with the passes it enqueues (issue 17)
+                     FIND_CONSOLIDATION_TASK: {"queue": settings.eros_consolidate_queue},
                      CONSOLIDATE_TASK: {"queue": settings.eros_consolidate_queue},
                      # background work like consolidation (beat sends the finder run to the
                      # claim queue, so a backlog here never delays it)

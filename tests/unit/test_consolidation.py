@@ -22,6 +22,7 @@ from eros.core.consolidation_reply import (
 from eros.core.names import FIND_CONSOLIDATION_TASK
 from eros.providers.offline.heuristic import offline_consolidation_reply
 from eros.settings import load_settings
+from eros.tasks.app import create_app
 from eros.tasks.schedule import default_schedule
 
 T0 = datetime(2025, 3, 2, 10, 15, tzinfo=UTC)
@@ -295,6 +296,9 @@ def test_beat_runs_the_finder_hourly_off_the_claim_queue() -> None:
                      "options": {"queue": "eros.consolidate", "expires": 3600.0}}
     quick = default_schedule(load_settings(consolidation_interval_secs=60))
     assert quick["find-consolidation-candidates"]["schedule"] == 60.0
+    # and a run sent without a queue (a shell, another scheduler) goes there too
+    routes = create_app(load_settings(redis_url="redis://127.0.0.1:1/0")).conf.task_routes
+    assert routes[FIND_CONSOLIDATION_TASK] == {"queue": "eros.consolidate"}
 
 
 def test_a_rejection_reason_never_quotes_the_model(  # issue 14: reasons reach last_error
