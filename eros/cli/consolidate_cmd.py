@@ -15,7 +15,7 @@ from eros.errors import ErosError, PermanentError, TransientError
 
 if TYPE_CHECKING:
     from eros.cli._common import Runtime
-    from eros.db.consolidation_sql import Lineage
+    from eros.db.lineage_sql import Lineage
     from eros.services.consolidate import ConsolidationReport, Consolidator
 
 

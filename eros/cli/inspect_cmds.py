@@ -197,7 +197,7 @@ def memories(user: uuid.UUID, category: str | None, instance: uuid.UUID | None,
         rows = list_memories(conn, query)
         if history:  # consolidation lineage (eros.cli.consolidate_cmd)
             from eros.cli.consolidate_cmd import lineage_json, render_lineage
-            from eros.db.consolidation_sql import lineage
+            from eros.db.lineage_sql import lineage
 
             lineages = lineage(conn, user, [r["id"] for r in rows])
     if history:

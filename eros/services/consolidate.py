@@ -52,6 +52,7 @@ from eros.core.consolidation_reply import Rejection, ReplyResult, build_request,
 from eros.core.guard import load_guard, strip_invisible
 from eros.core.prompts import Prompt
 from eros.db import consolidation_sql as sql
+from eros.db import consolidation_state_sql as state_sql
 from eros.errors import PermanentError
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Embedder
@@ -145,13 +146,13 @@ def start_pass(c: Consolidator, user_id: uuid.UUID) -> int | None:
     """Count an attempt and (re)claim the user; returns the attempt number, or None when the
     user has no memories (nothing to do; e.g. forgotten since the pass was queued)."""
     with c.engine.begin() as conn:
-        return sql.begin_pass(conn, user_id)
+        return state_sql.begin_pass(conn, user_id)
 
 
 def record_failure(c: Consolidator, user_id: uuid.UUID, outcome: str, error: str, *,
                    keep_claim: bool = False) -> None:
     with c.engine.begin() as conn:
-        sql.record_failure(conn, user_id, outcome=outcome, error=error, keep_claim=keep_claim)
+        state_sql.record_failure(conn, user_id, outcome=outcome, error=error, keep_claim=keep_claim)
 
 
 def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
@@ -182,8 +183,8 @@ def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
             report.outcome, report.error = "unparseable", reply.error
             if not dry_run:
                 with c.engine.begin() as conn:
-                    sql.record_failure(conn, user_id, outcome="unparseable", error=reply.error,
-                                       before=report.share_before)
+                    state_sql.record_failure(conn, user_id, outcome="unparseable",
+                                             error=reply.error, before=report.share_before)
             log.warning("consolidation reply for user %s unparseable: %s", user_id, reply.error)
             return report
     plan = build_plan(clustering, selection, reply, new_id=new_id)
@@ -285,7 +286,7 @@ def _write(c: Consolidator, user_id: uuid.UUID, read: Read, plan: Plan,
             report.outcome = "busy"
             log.info("user %s: another consolidation pass holds the lock; leaving it", user_id)
             return
-        if not sql.claim_held(conn, user_id, claim):
+        if not state_sql.claim_held(conn, user_id, claim):
             # the user was forgotten (or re-claimed) since this pass began: commit nothing
             report.outcome = "claim_lost"
             log.info("user %s: consolidation claim lost (forgotten or re-claimed); nothing"
@@ -328,7 +329,7 @@ def _write(c: Consolidator, user_id: uuid.UUID, read: Read, plan: Plan,
             report.error = f"{len(report.rejected)} of {report.clusters_sent} clusters " \
                 "rejected: " + "; ".join(f"cluster {r['cluster']}: {r['reason']}"
                                          for r in report.rejected)[:1800]
-        sql.finish_pass(conn, user_id, before=report.share_before, after=report.share_after,
+        state_sql.finish_pass(conn, user_id, before=report.share_before, after=report.share_after,
                         merged=report.merged, superseded=report.superseded,
                         outcome=report.outcome, error=report.error,
                         keep_claim=keep_claim_on_backlog and report.backlog)

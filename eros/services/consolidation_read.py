@@ -14,6 +14,7 @@ from sqlalchemy import Connection, Engine
 from eros.core.consolidation import Memory, Pair, components
 from eros.db import cells_sql
 from eros.db import consolidation_sql as sql
+from eros.db import consolidation_state_sql as state_sql
 from eros.db.recall_sql import HnswParams, configure_hnsw
 from eros.db.timeouts import set_statement_timeout
 from eros.settings import Settings
@@ -60,7 +61,7 @@ def read_new(engine: Engine, s: Settings, user_id: uuid.UUID) -> Read:
                 break
         affected = {*chunk, *(i for p in pairs for i in p)}
         memories = sql.rows_by_id(conn, sorted(affected, key=str))
-        claim = sql.claimed_at(conn, user_id)
+        claim = state_sql.claimed_at(conn, user_id)
     return Read(memories, sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))), chunk, claim,
                 search)
 

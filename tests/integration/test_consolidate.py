@@ -18,6 +18,8 @@ from sqlalchemy import Engine, text
 from eros.core.consolidation import near_dup_share
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.db import consolidation_sql as sql
+from eros.db import consolidation_state_sql as state_sql
+from eros.db import lineage_sql
 from eros.errors import TransientError
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
@@ -72,7 +74,7 @@ def current(engine: Engine, user: uuid.UUID) -> list[str]:
 
 def state(engine: Engine, user: uuid.UUID) -> dict[str, Any]:
     with engine.connect() as conn:
-        found = sql.state(conn, user)
+        found = state_sql.state(conn, user)
     assert found is not None
     return found
 
@@ -151,7 +153,7 @@ def test_tokyo_supersedes_shanghai_and_nothing_else_is_touched(
     after = {r[0]: r for r in rows(engine)}
     assert all(after[r[0]][:7] == r[:7] for r in untouched)  # other user, other category
     with engine.connect() as conn:
-        lineage = sql.lineage(conn, user, [shanghai, tokyo])
+        lineage = lineage_sql.lineage(conn, user, [shanghai, tokyo])
     assert lineage[tokyo].replaced[0]["content"] == "Lives in Shanghai"
     assert lineage[tokyo].replaced[0]["action"] == "supersede"
     assert lineage[shanghai].replaced_by == {**lineage[shanghai].replaced_by, "id": tokyo,
@@ -277,7 +279,7 @@ def test_dry_run_shows_the_plan_and_writes_nothing(
     assert [v["cluster"] for v in report.cluster_view] == [1]
     assert rows(engine) == before and voyage.request_count == 0
     with engine.connect() as conn:
-        assert sql.state(conn, user) is None
+        assert state_sql.state(conn, user) is None
 
 
 def test_memories_arriving_during_a_pass_are_left_for_the_next(

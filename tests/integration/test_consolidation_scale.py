@@ -14,6 +14,7 @@ from sqlalchemy import Engine, text
 
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.db import consolidation_sql as sql
+from eros.db import consolidation_state_sql as state_sql
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services import recall_cells
@@ -123,7 +124,7 @@ def test_a_backlog_is_worked_through_in_bounded_chunks(c: Consolidator, engine: 
         add(engine, user, f"distinct fact {i}", axis(10 + i), days_ago=20 - i)
     reports = [consolidate(small, user, keep_claim_on_backlog=True)]
     with engine.connect() as conn:  # the claim stays for the next chunk the task enqueues
-        assert sql.state(conn, user)["claimed_at"] is not None  # type: ignore[index]
+        assert state_sql.state(conn, user)["claimed_at"] is not None  # type: ignore[index]
     assert find_and_claim(engine, c.settings).claimed == []
     while reports[-1].backlog:
         reports.append(consolidate(small, user))
@@ -135,7 +136,7 @@ def test_a_backlog_is_worked_through_in_bounded_chunks(c: Consolidator, engine: 
             "SELECT (SELECT count(*) FROM engine.consolidation_backlog WHERE user_id = :u),"
             " count(*) FILTER (WHERE status = 'current')"
             " FROM engine.companion_memories WHERE user_id = :u"), {"u": user}).one()
-        assert sql.state(conn, user)["claimed_at"] is None  # type: ignore[index]
+        assert state_sql.state(conn, user)["claimed_at"] is None  # type: ignore[index]
     assert tuple(left) == (0, 5)
 
 
