@@ -332,17 +332,33 @@ def _search_grouped(conn: Connection, flt: ScopeFilter, query: list[float], k: i
     _timed(timings, "search", t)
     if not missing:
         return _Found(pool, plan, False)
-    extra, fallback = _complete(conn, flt, query, missing, have, k, cfg, timings,
-                                cells=size.cells if cfg.recall_cell_probe_share < 1 else 0)
+    if plan == "cells":
+        t = time.perf_counter()
+        extra, fallback = _complete_in_cells(conn, flt, query, missing, pool, k, cfg,
+                                             size.cells), False
+        _timed(timings, "search", t)
+    else:
+        extra, fallback = _complete(conn, flt, query, missing, have, k, cfg, timings)
     return _Found(pool + extra, "mixed", False, fallback=fallback)
 
 
+def _complete_in_cells(conn: Connection, flt: ScopeFilter, query: list[float],
+                       missing: list[str], pool: list[Candidate], k: int, cfg: Settings,
+                       cells: int) -> list[Candidate]:
+    """The top ``k`` of the categories a clustered user's pool held fewer than ``k`` of: each
+    walked cell by cell, nearest first, for a bounded number of rows — no count first (a
+    category with no more rows comes back with what the pool has, dropped here). Issue 17:
+    counting and scanning the category's whole range set grouped recall's tail."""
+    seen = {c.id for c in pool}
+    found = cells_sql.probed_grouped(conn, flt, query, missing, k, sketches(k, cfg),
+                                     probe_count(cells, cfg.recall_cell_probe_share))
+    return [c for c in found if c.id not in seen]
+
+
 def _complete(conn: Connection, flt: ScopeFilter, query: list[float], missing: list[str],
-              have: Counter[str], k: int, cfg: Settings, timings: dict[str, float], *,
-              cells: int = 0) -> tuple[list[Candidate], bool]:
-    """The top ``k`` of categories the pool held fewer than ``k`` of. A clustered user's
-    large category is walked cell by cell, nearest first, for a bounded number of rows
-    (issue 17: the whole-range scan set recall's tail); otherwise by its size, as the pool."""
+              have: Counter[str], k: int, cfg: Settings, timings: dict[str, float]
+              ) -> tuple[list[Candidate], bool]:
+    """The top ``k`` of categories the pool held fewer than ``k`` of, each by its size."""
     t = time.perf_counter()
     counts = sql.category_counts(conn, flt, missing, **count_kwargs(cfg, k))
     _timed(timings, "count", t)
@@ -354,10 +370,7 @@ def _complete(conn: Connection, flt: ScopeFilter, query: list[float], missing: l
     quantized = [c for c in more if how[c] == "quantized"]
     hnsw = [c for c in more if how[c] == "hnsw"]
     found = sql.exact_grouped(conn, flt, query, exact, k) if exact else []
-    if quantized and cells:
-        found += cells_sql.probed_grouped(conn, flt, query, quantized, k, sketches(k, cfg),
-                                          probe_count(cells, cfg.recall_cell_probe_share))
-    elif quantized:
+    if quantized:
         found += sql.quantized_grouped(conn, flt, query, quantized, k, sketches(k, cfg))
     fallback = False
     if hnsw:

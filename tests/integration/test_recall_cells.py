@@ -291,6 +291,7 @@ def test_a_category_far_from_the_query_is_completed_as_by_the_whole_range_scan(
         scanned = ask(engine, user, whole, strategy="grouped", scope=scope, instance_id=persona)
         assert sorted(contents(walked)) == sorted(contents(scanned)), scope
         assert sum(c.startswith("far ") for c in contents(walked)) == 2
+        assert len({m.id for m in walked.memories}) == len(walked.memories) == 10
         truth = ask(engine, user, EXACT, strategy="grouped", scope=scope, instance_id=persona)
         assert ({c for c in contents(walked) if not c.startswith("far ")}
                 == {c for c in contents(truth) if not c.startswith("far ")}), scope
