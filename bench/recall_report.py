@@ -77,7 +77,7 @@ def write_results(command: str, info: dict[str, Any], body: str) -> None:
 
 def upgraded(timings: dict[str, float]) -> str:
     up = timings.get("upgrade_s")
-    return f"; the kept 0007 database upgraded in place in {up:.0f} s" if up else ""
+    return f"; the kept database of an older schema upgraded in place in {up:.0f} s" if up else ""
 
 
 def clustered_sentence(reports: list[ClusterReport]) -> str:
