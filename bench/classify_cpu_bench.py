@@ -42,6 +42,7 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event, text
 
 from bench.claim_bench import machine
+from bench.drain_bench import MEMORIES_PER_SESSION, SEED_MESSAGES, SEED_SESSIONS
 from bench.drain_support import FakeServer, postmaster_pid, tree_cpu
 from eros.core.prompts import load_prompt
 from eros.db import repo
@@ -51,22 +52,6 @@ from eros.providers.llm import OpenRouterChat
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.settings import load_settings
 from tests.support.services import TemplateDatabases, postgres_server
-
-MEMORIES_PER_SESSION = 3
-
-_SEED_SESSIONS = text("""
-INSERT INTO engine.chat_sessions (user_id, last_active_at)
-SELECT gen_random_uuid(), now() - make_interval(secs => 7200 + g)
-  FROM generate_series(1, :n) AS g
-""")
-# Three user turns, each one memory the fake LLM extracts (``MEM category importance text``).
-_SEED_MESSAGES = text("""
-INSERT INTO engine.chat_messages (session_id, role, content, sent_at)
-SELECT s.id, 'user', format('MEM fact 0.5 remembers %s item %s', s.id, k),
-       s.last_active_at - make_interval(mins => 3 - k)
-  FROM engine.chat_sessions AS s CROSS JOIN generate_series(1, 3) AS k
- ORDER BY s.id, k
-""")
 
 
 @dataclass
@@ -123,8 +108,8 @@ def run_variant(label: str, templates: TemplateDatabases, llm: FakeServer, voyag
     db_url = templates.clone()
     admin = create_engine(db_url, pool_size=1)
     with admin.begin() as conn:
-        conn.execute(_SEED_SESSIONS, {"n": sessions})
-        conn.execute(_SEED_MESSAGES)
+        conn.execute(SEED_SESSIONS, {"n": sessions})
+        conn.execute(SEED_MESSAGES)
         conn.execute(text("ANALYZE"))
         claims = repo.claim_idle(conn, idle_secs=60, stale_secs=600, batch=sessions)
     engine = make_engine(db_url)
