@@ -165,6 +165,26 @@ def stack() -> Iterator[tuple[TemplateDatabases, str]]:
             templates.close()
 
 
+@contextmanager
+def environment(args: argparse.Namespace
+                ) -> Iterator[tuple[TemplateDatabases, str, FakeServer, FakeServer, Path]]:
+    """The fake providers at ``--llm-ms``/``--embed-ms``, PostgreSQL and Redis (:func:`stack`)
+    and the log directory, for one or several drains; the fakes boot while the database
+    migrates."""
+    log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="eros-drain-", dir="/tmp"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    print(f"logs: {log_dir}", flush=True)
+    with ExitStack() as fakes:
+        llm = FakeServer("llm_server", args.llm_ms, log_dir)
+        fakes.callback(llm.stop)
+        voyage = FakeServer("voyage_server", args.embed_ms, log_dir)
+        fakes.callback(voyage.stop)
+        with stack() as (templates, redis_url):
+            llm.wait_ready()
+            voyage.wait_ready()
+            yield templates, redis_url, llm, voyage, log_dir
+
+
 def run_ours(args: argparse.Namespace, templates: TemplateDatabases, redis_url: str,
              llm: FakeServer, voyage: FakeServer, log_dir: Path) -> Result:
     db_url = templates.clone()
@@ -345,20 +365,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return compare(args)
     info = machine()
-    log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="eros-drain-", dir="/tmp"))
-    log_dir.mkdir(parents=True, exist_ok=True)
-    print(f"logs: {log_dir}", flush=True)
-    with ExitStack() as fakes:
-        llm = FakeServer("llm_server", args.llm_ms, log_dir)  # boots while the database migrates
-        fakes.callback(llm.stop)
-        voyage = FakeServer("voyage_server", args.embed_ms, log_dir)
-        fakes.callback(voyage.stop)
-        with stack() as (templates, redis_url):
-            llm.wait_ready()
-            voyage.wait_ready()
-            ours = run_ours(args, templates, redis_url, llm, voyage, log_dir)
-            print(f"  ours: {ours.sessions} sessions in {ours.seconds:.1f}s", flush=True)
-            base = ours if args.skip_baseline else run_baseline(args, templates, llm, voyage)
+    with environment(args) as (templates, redis_url, llm, voyage, log_dir):
+        ours = run_ours(args, templates, redis_url, llm, voyage, log_dir)
+        print(f"  ours: {ours.sessions} sessions in {ours.seconds:.1f}s", flush=True)
+        base = ours if args.skip_baseline else run_baseline(args, templates, llm, voyage)
     latency_s = (args.llm_ms + args.embed_ms) / 1000
     bound = ours.concurrency / latency_s
     print(report(ours, base, bound, info, latency_s))

@@ -18,14 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
-from contextlib import ExitStack
 from dataclasses import asdict
-from pathlib import Path
 
 from bench.claim_bench import machine
-from bench.drain_bench import Result, run_ours, stack
-from bench.drain_support import FakeServer
+from bench.drain_bench import Result, environment, run_ours
 
 #: the issue's targets: ≥ 80 % of the bound at 128 in flight within 1 GB of worker PSS,
 #: machine CPU ≤ 15 ms per session
@@ -103,30 +99,20 @@ def verdicts(results: list[Result], latency_s: float) -> list[str]:
 def compare(args: argparse.Namespace) -> int:
     specs = parse_specs(args.compare)
     info = machine()
-    log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="eros-drain-", dir="/tmp"))
-    log_dir.mkdir(parents=True, exist_ok=True)
-    print(f"logs: {log_dir}", flush=True)
     latency_s = (args.llm_ms + args.embed_ms) / 1000
     results: list[Result] = []
-    with ExitStack() as fakes:
-        llm = FakeServer("llm_server", args.llm_ms, log_dir)
-        fakes.callback(llm.stop)
-        voyage = FakeServer("voyage_server", args.embed_ms, log_dir)
-        fakes.callback(voyage.stop)
-        with stack() as (templates, redis_url):
-            llm.wait_ready()
-            voyage.wait_ready()
-            for pool, concurrency, workers, db_pool in specs:
-                run = argparse.Namespace(**{
-                    **vars(args), "pool": pool, "concurrency": concurrency, "workers": workers,
-                    "db_pool": db_pool or args.db_pool,
-                    "sessions": args.rounds * concurrency * workers,
-                    # a tick claims enough to keep the pool fed between 1 s ticks
-                    "batch": max(args.batch, 2 * concurrency * workers)})
-                result = run_ours(run, templates, redis_url, llm, voyage, log_dir)
-                print(f"  {result.label}: {result.sessions} sessions in {result.seconds:.1f}s "
-                      f"({result.sessions_per_s:.1f}/s)", flush=True)
-                results.append(result)
+    with environment(args) as (templates, redis_url, llm, voyage, log_dir):
+        for pool, concurrency, workers, db_pool in specs:
+            run = argparse.Namespace(**{
+                **vars(args), "pool": pool, "concurrency": concurrency, "workers": workers,
+                "db_pool": db_pool or args.db_pool,
+                "sessions": args.rounds * concurrency * workers,
+                # a tick claims enough to keep the pool fed between 1 s ticks
+                "batch": max(args.batch, 2 * concurrency * workers)})
+            result = run_ours(run, templates, redis_url, llm, voyage, log_dir)
+            print(f"  {result.label}: {result.sessions} sessions in {result.seconds:.1f}s "
+                  f"({result.sessions_per_s:.1f}/s)", flush=True)
+            results.append(result)
     lines = [summary(results, latency_s), "",
              f"bound = concurrency / ({args.llm_ms:.0f} + {args.embed_ms:.0f} ms); "
              "PSS = peak of the classify worker tree; CPU ms per session: classify worker "
