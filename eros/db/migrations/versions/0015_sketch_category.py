@@ -13,7 +13,7 @@ trigger copies it; the update trigger is unchanged. The backfill rewrites the mi
 as in 0008.
 
 Revision ID: 0015
-Revises: 0014
+Revises: 0013
 Create Date: 2026-12-04
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0015"
-down_revision = "0014"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
