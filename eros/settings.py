@@ -179,6 +179,11 @@ class Settings(BaseSettings):
     #: Redis visibility timeout; must stay well above the longest retry countdown.
     eros_visibility_timeout_secs: int = Field(default=3600, ge=60)
     eros_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    #: ``warning``: the SDKs and broker clients (voyageai, openai, httpx, httpcore, urllib3,
+    #: requests, kombu, amqp) log at WARNING and above only, whatever EROS_LOG_LEVEL says —
+    #: their DEBUG records hold request bodies (issue 26); ``debug`` lets them through (with
+    #: a loud warning in the log): for debugging a provider locally, never in production.
+    eros_log_third_party: Literal["warning", "debug"] = "warning"
     #: ``json``: one event per line with session and task ids; ``text`` for a terminal.
     eros_log_format: Literal["json", "text"] = "json"
     #: how long a kept task result (eros.recall's memories and prompt, the forget counts)

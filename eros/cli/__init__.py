@@ -49,9 +49,13 @@ def main(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from eros.ops.logs import add_privacy_filter
+    import os
+
+    from eros.ops.logs import add_privacy_filter, pin_third_party
 
     add_privacy_filter(logging.getLogger().handlers)
+    # --debug is for our own records: the SDKs' DEBUG records hold request bodies
+    pin_third_party(os.environ.get("EROS_LOG_THIRD_PARTY"))
 
 
 # Each command module registers its commands on ``main`` when imported.

@@ -116,15 +116,10 @@ def export_services(settings: Settings) -> None:
 
 def providers_info(settings: Settings) -> dict[str, Any]:
     """Which providers a worker with these settings uses — names and models, never keys."""
-    from urllib.parse import urlsplit, urlunsplit
+    from eros.core.text import mask_url
 
     def public(url: str | None) -> str | None:
-        if not url:
-            return None
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        netloc = host + (f":{parts.port}" if parts.port else "")
-        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+        return mask_url(url) if url else None
 
     llm: dict[str, Any] = ({"offline": True, "name": "offline-heuristic", "model": None,
                             "base_url": None} if settings.llm_is_offline else

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from urllib.parse import urlsplit, urlunsplit
 
 # NUL is rejected by PostgreSQL text; lone surrogates cannot be encoded as UTF-8; other C0
 # controls (except tab and newline) only confuse the model and the prompt.
@@ -22,3 +23,30 @@ def normalise_for_dedup(value: str) -> str:
     folded = unicodedata.normalize("NFKC", value).casefold()
     folded = _SPACE.sub(" ", folded).strip()
     return folded.rstrip(".!?。！？…, ").strip()
+
+
+def mask_url(url: str) -> str:
+    """A URL fit for a log line: scheme, host, port and path; credentials (``user:pass@``),
+    the query and the fragment (which may carry a key) become ``***``."""
+    try:
+        parts = urlsplit(url)
+        netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    except ValueError:
+        return "<unparseable url>"
+    if parts.username or parts.password:
+        netloc = "***@" + netloc
+    return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "",
+                       "***" if parts.fragment else ""))
+
+
+#: a provider's error code worth keeping: a number, or a snake_case identifier such as
+#: ``rate_limit_exceeded`` (one word could be a person's text echoed back; these are not)
+_ERROR_CODE = re.compile(r"[0-9]{1,6}|[a-z0-9]+(?:_[a-z0-9]+)+")
+
+
+def safe_error_code(value: object) -> str | None:
+    """A provider's error ``code``/``type`` if it has the shape of a code, else None: error
+    bodies may echo the request (an OpenAI-compatible server that quotes its input), so only
+    the status and a code-shaped identifier are ever stored or logged (issue 26)."""
+    text = str(value) if isinstance(value, int | str) and not isinstance(value, bool) else ""
+    return text if len(text) <= 64 and _ERROR_CODE.fullmatch(text) else None

@@ -1,6 +1,9 @@
 """Structured logs: one JSON event per line, carrying the session and task ids.
 
-Message contents never appear at INFO: log calls pass ids and counts, not text.
+No personal text at any level, DEBUG included (issues 14 and 26): our log calls pass ids,
+counts and codes; Celery's records that carry a message's arguments or body are scrubbed by
+:class:`PrivacyFilter`; the SDKs and broker libraries that log request bodies at DEBUG are
+held at WARNING (:func:`pin_third_party`) unless ``EROS_LOG_THIRD_PARTY=debug``.
 """
 
 from __future__ import annotations
@@ -51,25 +54,103 @@ def _current_task() -> tuple[str, str, str | None] | None:
     return str(task.request.id), str(task.name), session_id
 
 
-#: what Celery's own task lines carry that may hold a person's text (issue 14).
-_CELERY_PAYLOAD = ("args", "kwargs", "return_value")
+#: what Celery's own records carry that may hold a person's text: a task's arguments and
+#: result (issue 14) and, in a message's headers, their representations (issue 26).
+_CELERY_PAYLOAD = frozenset({"args", "kwargs", "return_value", "argsrepr", "kwargsrepr",
+                             "body"})
 HIDDEN = "<hidden>"
+#: Celery's error templates that print a message's body (up to 1 KB of it), its headers
+#: (``argsrepr``/``kwargsrepr``) or a report of both: a substring of each template, and the
+#: positions of its arguments that stay (the rest become ``<hidden>``; a headers dict keeps
+#: only the task's id and name).
+_BODY_TEMPLATES = (
+    ("Received unregistered task of type", (0, 3)),   # UNKNOWN_TASK_ERROR: name, …, delivery
+    ("Received invalid task message", ()),             # INVALID_TASK_ERROR
+    ("Can't decode message body", (1, 2)),             # MESSAGE_DECODE_ERROR: type, encoding
+    ("Received and deleted unknown message", ()),     # UNKNOWN_FORMAT
+)
+#: what survives of a message's headers in a scrubbed record
+_HEADER_KEEP = ("id", "task")
 
 
-def _scrub(context: Any) -> Any:
-    if isinstance(context, dict) and any(k in context for k in _CELERY_PAYLOAD):
-        return {k: (HIDDEN if k in _CELERY_PAYLOAD else v) for k, v in context.items()}
+def _scrub(context: Any, depth: int = 0) -> Any:
+    """Hide the payload keys of every mapping in ``context``, whatever its shape (a dict, a
+    tuple of arguments, a list, nested): the values of those keys never show."""
+    if depth > 6:
+        return HIDDEN if isinstance(context, dict | tuple | list) else context
+    if isinstance(context, dict):
+        return {k: (HIDDEN if k in _CELERY_PAYLOAD else _scrub(v, depth + 1))
+                for k, v in context.items()}
+    if isinstance(context, tuple | list):
+        return type(context)(_scrub(v, depth + 1) for v in context)
     return context
+
+
+def _scrub_body_record(record: logging.LogRecord) -> bool:
+    """Celery's unknown-task, invalid-message and undecodable-body errors: everything but
+    the harmless arguments is hidden (the body dump is a string, so no key to find)."""
+    template = record.msg if isinstance(record.msg, str) else ""
+    for marker, keep in _BODY_TEMPLATES:
+        if marker in template:
+            args = record.args if isinstance(record.args, tuple) else (record.args,)
+            record.args = tuple(_scrub(a) if i in keep else _header_ids(a)
+                                for i, a in enumerate(args))
+            return True
+    return False
+
+
+def _header_ids(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: value[k] for k in _HEADER_KEEP if k in value} or HIDDEN
+    return HIDDEN
+
+
+#: libraries that log request bodies or message payloads at DEBUG: the voyageai SDK (each
+#: text it embeds), openai (each prompt), their HTTP stacks, and the broker clients.
+THIRD_PARTY = ("voyage", "openai", "httpx", "httpcore", "urllib3", "requests", "kombu", "amqp")
+_third_party_debug = False
+_warned = False
+LOUD_WARNING = ("EROS_LOG_THIRD_PARTY=debug: the SDKs' and broker clients' DEBUG records are "
+                "ON — they contain request bodies: messages, memories and recall queries. "
+                "Never use this in production; unset it as soon as you are done.")
+
+
+def pin_third_party(mode: str | None) -> None:
+    """Hold the libraries in :data:`THIRD_PARTY` at WARNING (their loggers, and a filter on
+    our handlers that drops their lower records whatever their level becomes, e.g. through
+    ``OPENAI_LOG``); ``mode == "debug"`` lets them through with one loud warning."""
+    global _third_party_debug, _warned
+    _third_party_debug = (mode or "").strip().lower() == "debug"
+    if _third_party_debug:
+        if not _warned:
+            _warned = True
+            logging.getLogger("eros").warning(LOUD_WARNING)
+        return
+    for name in THIRD_PARTY:
+        logger = logging.getLogger(name)
+        if logger.level < logging.WARNING:
+            logger.setLevel(logging.WARNING)
+
+
+def _third_party_chatter(record: logging.LogRecord) -> bool:
+    return (record.levelno < logging.WARNING and not _third_party_debug
+            and record.name.split(".", 1)[0] in THIRD_PARTY)
 
 
 class PrivacyFilter(logging.Filter):
     """Celery logs a task's arguments ("Task … received", in ``extra['data']``) and its return
     value ("… succeeded in …s: <result>") at INFO: a recall query, the memories it found and
-    the rendered prompt. This filter, on every handler, replaces them with ``<hidden>`` in
-    both formats; ids, names and run times stay. It never drops a record."""
+    the rendered prompt; an unknown task or an undecodable message is logged with up to 1 KB of
+    its body and its headers. This filter, on every handler, replaces them with ``<hidden>``
+    in both formats, whatever the shape of the record's arguments; ids, names and run times
+    stay. It drops only the third-party libraries' records below WARNING (see
+    :func:`pin_third_party`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.args = _scrub(record.args)
+        if _third_party_chatter(record):
+            return False
+        if not _scrub_body_record(record) and record.args:
+            record.args = _scrub(record.args)
         data = getattr(record, "data", None)
         if data is not None:
             record.data = _scrub(data)
@@ -83,11 +164,12 @@ def add_privacy_filter(handlers: list[logging.Handler]) -> None:
             handler.addFilter(PrivacyFilter())
 
 
-def install(logger: logging.Logger, fmt: str, level: str) -> None:
+def install(logger: logging.Logger, fmt: str, level: str, third_party: str = "warning") -> None:
     """Put our formatter and the privacy filter on every handler of ``logger`` (Celery's
-    setup-logging signals, in the worker and in beat)."""
+    setup-logging signals, in the worker and in beat), and pin the third-party loggers."""
     if fmt == "json":
         for handler in logger.handlers:
             handler.setFormatter(JsonFormatter())
     add_privacy_filter(logger.handlers)
     logging.getLogger("eros").setLevel(level)
+    pin_third_party(third_party)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from eros.core.text import mask_url
 from eros.providers.base import ChatCompleter, Completion, Embedder, Embeddings
 from eros.settings import Settings
 
@@ -27,14 +28,15 @@ def make_providers(settings: Settings) -> tuple[ChatCompleter, Embedder]:
         from eros.providers.llm import OpenRouterChat
 
         llm = OpenRouterChat(settings)
-        log.info("LLM provider: %s at %s", settings.dreaming_model, settings.openrouter_base_url)
+        log.info("LLM provider: %s at %s", settings.dreaming_model,
+                 mask_url(settings.openrouter_base_url))
     embedder = make_embedder(settings)
     if embedder.offline:
         log.warning("embedding provider: offline %s, %d dims (no VOYAGE_API_KEY or "
                     "EROS_PROVIDERS=offline)", embedder.name, settings.embedding_dim)
     else:
-        log.info("embedding provider: %s (%d dims)", settings.embedding_model,
-                 settings.embedding_dim)
+        log.info("embedding provider: %s (%d dims) at %s", settings.embedding_model,
+                 settings.embedding_dim, mask_url(settings.voyage_base_url or "default"))
     return llm, embedder
 
 

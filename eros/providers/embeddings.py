@@ -11,6 +11,7 @@ import voyageai
 import voyageai.error as verr
 from voyageai.client import Client
 
+from eros.core.text import safe_error_code
 from eros.errors import PermanentError, TransientError
 from eros.providers.base import Embeddings, InputType
 from eros.providers.retry_after import parse_retry_after
@@ -48,8 +49,8 @@ class VoyageEmbedder:
         except verr.VoyageError as err:
             raise translate_voyage_error(err) from None
         except OSError as err:  # sockets below the SDK
-            raise TransientError(f"embedding connection error: {err}", provider="embedding") \
-                from None
+            raise TransientError(f"embedding connection error ({type(err).__name__})",
+                                 provider="embedding") from None
         vectors = [list(map(float, v)) for v in result.embeddings]
         check_vectors(vectors, len(texts), self._dim)
         return Embeddings(vectors, int(result.total_tokens or 0), self.name)
@@ -92,9 +93,12 @@ def check_vectors(vectors: list[list[float]], expected: int, dim: int) -> None:
 
 
 def translate_voyage_error(err: verr.VoyageError) -> TransientError | PermanentError:
+    """The SDK's error class, the status and a code-shaped error code: never the body, which
+    may echo the texts sent (issue 26)."""
     status = err.http_status
+    code = safe_error_code(err.code)
     message = f"embedding {type(err).__name__}" + (f" HTTP {status}" if status else "") + \
-        f": {str(err)[:300]}"
+        (f" ({code})" if code else "")
     if isinstance(err, _TRANSIENT) or (status is not None and (status >= 500 or status in
                                                                _TRANSIENT_STATUS)):
         headers = err.headers or {}

@@ -8,6 +8,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
+from eros.core.text import safe_error_code
 from eros.errors import PermanentError, TransientError
 from eros.providers.base import Completion
 from eros.providers.retry_after import parse_retry_after
@@ -63,20 +64,26 @@ class OpenRouterChat:
 
 
 def translate_openai_error(err: openai.APIError) -> TransientError | PermanentError:
-    """Network faults, timeouts, 408/409/429/5xx are transient; other statuses are permanent."""
+    """Network faults, timeouts, 408/409/429/5xx are transient; other statuses are permanent.
+
+    The message (stored in ``last_error`` and ``classification_runs.error``, and logged) is
+    the status and the provider's error code only, never its body: an OpenAI-compatible
+    server may echo the prompt — a person's messages — in its error (issue 26)."""
     if isinstance(err, openai.APIConnectionError):  # includes APITimeoutError
         kind = "timeout" if isinstance(err, openai.APITimeoutError) else "connection error"
-        return TransientError(f"LLM {kind}: {err.message}", provider="llm")
+        return TransientError(f"LLM {kind}", provider="llm")
     if isinstance(err, openai.APIStatusError):
         status = err.status_code
-        message = f"LLM HTTP {status}: {_short(err.message)}"
+        message = f"LLM HTTP {status}" + _codes(err.code, err.type)
         if status in _TRANSIENT_STATUS or status >= 500:
             retry_after = parse_retry_after(err.response.headers.get("retry-after"))
             return TransientError(message, provider="llm", status=status,
                                   retry_after=retry_after)
         return PermanentError(message, provider="llm", status=status)
-    return TransientError(f"LLM error: {_short(str(err))}", provider="llm")
+    return TransientError(f"LLM error ({type(err).__name__})", provider="llm")
 
 
-def _short(text: str) -> str:
-    return text if len(text) <= 300 else text[:300] + "…"
+def _codes(*values: object) -> str:
+    """``" (code, type)"``: the code-shaped ones of the error body's ``code`` and ``type``."""
+    found = list(dict.fromkeys(c for c in map(safe_error_code, values) if c))
+    return f" ({', '.join(found)})" if found else ""

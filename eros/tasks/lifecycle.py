@@ -43,7 +43,8 @@ def _structured_logs(logger: logging.Logger, **_: Any) -> None:
     from eros.settings import get_settings
 
     settings = get_settings()
-    logs.install(logger, settings.eros_log_format, settings.eros_log_level)
+    logs.install(logger, settings.eros_log_format, settings.eros_log_level,
+                 settings.eros_log_third_party)
 
 
 @signals.worker_init.connect
@@ -61,6 +62,9 @@ def _start_checks(sender: Any = None, **_: Any) -> None:
     # imports openai and voyageai on its first task (about 1.5 s of CPU each): a 16-process
     # pool on 2 cores spends its first ~15 s importing (measured by bench/drain_bench.py).
     make_providers(settings)
+    # the SDKs are imported now: hold their loggers at WARNING again in case importing one
+    # raised its level (openai reads OPENAI_LOG at import)
+    logs.pin_third_party(settings.eros_log_third_party)
     if settings.eros_metrics_port:
         metrics.serve(settings.eros_metrics_port, get_engine(settings), settings)
 

@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import Any, Literal, Self
 from urllib.parse import urlsplit
 
-FaultKind = Literal["ok", "status", "drop", "hang", "delay", "raw"]
+FaultKind = Literal["ok", "status", "drop", "hang", "delay", "raw", "echo"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,12 @@ class Fault:
     ) -> Fault:
         """Reply with a provider-shaped error body; 429 always carries ``Retry-After``."""
         return cls("status", status_code=status_code, retry_after=retry_after, message=message)
+
+    @classmethod
+    def echo(cls, status_code: int = 400) -> Fault:
+        """Reply with an error whose message quotes the request body, as some
+        OpenAI-compatible servers do (a client must not store or log it)."""
+        return cls("echo", status_code=status_code)
 
     @classmethod
     def drop(cls) -> Fault:
@@ -393,6 +399,9 @@ class FakeHTTPServer:
         if fault is not None:
             if fault.kind == "status":
                 return self._error(fault.status_code, fault.message, fault.retry_after)
+            if fault.kind == "echo":
+                quoted = raw.decode("utf-8", errors="replace")[:2000]
+                return self._error(fault.status_code, f"invalid request body: {quoted}")
             if fault.kind == "raw":
                 return Response(fault.status_code, (fault.body or "").encode(), fault.content_type)
             if fault.kind in ("drop", "hang"):
