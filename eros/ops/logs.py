@@ -68,6 +68,7 @@ _BODY_TEMPLATES = (
     ("Received invalid task message", ()),             # INVALID_TASK_ERROR
     ("Can't decode message body", (1, 2)),             # MESSAGE_DECODE_ERROR: type, encoding
     ("Received and deleted unknown message", ()),     # UNKNOWN_FORMAT
+    ("TaskPool: Apply", (0,)),                         # DEBUG: the message's args and headers
 )
 #: what survives of a message's headers in a scrubbed record
 _HEADER_KEEP = ("id", "task")
@@ -105,9 +106,12 @@ def _header_ids(value: Any) -> Any:
     return HIDDEN
 
 
-#: libraries that log request bodies or message payloads at DEBUG: the voyageai SDK (each
-#: text it embeds), openai (each prompt), their HTTP stacks, and the broker clients.
-THIRD_PARTY = ("voyage", "openai", "httpx", "httpcore", "urllib3", "requests", "kombu", "amqp")
+#: libraries that log request bodies or message payloads at DEBUG (and full URLs at INFO): the
+#: voyageai SDK (each text it embeds), openai (each prompt), their HTTP stacks (the openai SDK
+#: may ship its own ``httpx2``/``httpcore2``: a trailing version number matches too), and the
+#: broker clients.
+THIRD_PARTY = ("voyage", "openai", "httpx", "httpx2", "httpcore", "httpcore2", "urllib3",
+               "requests", "aiohttp", "kombu", "amqp")
 _third_party_debug = False
 _warned = False
 LOUD_WARNING = ("EROS_LOG_THIRD_PARTY=debug: the SDKs' and broker clients' DEBUG records are "
@@ -133,8 +137,10 @@ def pin_third_party(mode: str | None) -> None:
 
 
 def _third_party_chatter(record: logging.LogRecord) -> bool:
-    return (record.levelno < logging.WARNING and not _third_party_debug
-            and record.name.split(".", 1)[0] in THIRD_PARTY)
+    if record.levelno >= logging.WARNING or _third_party_debug:
+        return False
+    root = record.name.split(".", 1)[0]
+    return root in THIRD_PARTY or root.rstrip("0123456789") in THIRD_PARTY
 
 
 class PrivacyFilter(logging.Filter):

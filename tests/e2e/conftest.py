@@ -30,9 +30,10 @@ Starter = Callable[..., WorkerProcess]
 def start_worker(stack_env: dict[str, str], tmp_path: Path) -> Iterator[Starter]:
     started: list[WorkerProcess] = []
 
-    def start(name: str = "w1", concurrency: int = 4, **env: str) -> WorkerProcess:
+    def start(name: str = "w1", concurrency: int = 4, loglevel: str = "INFO",
+              **env: str) -> WorkerProcess:
         worker = WorkerProcess({**stack_env, **env}, name=name, concurrency=concurrency,
-                               log_dir=tmp_path)
+                               log_dir=tmp_path, loglevel=loglevel)
         started.append(worker)
         worker.wait_ready()
         return worker
@@ -46,8 +47,8 @@ def start_worker(stack_env: dict[str, str], tmp_path: Path) -> Iterator[Starter]
 def start_beat(stack_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[..., BeatProcess]]:
     started: list[BeatProcess] = []
 
-    def start(name: str = "beat", **env: str) -> BeatProcess:
-        beat = BeatProcess({**stack_env, **env}, log_dir=tmp_path, name=name)
+    def start(name: str = "beat", loglevel: str = "INFO", **env: str) -> BeatProcess:
+        beat = BeatProcess({**stack_env, **env}, log_dir=tmp_path, name=name, loglevel=loglevel)
         started.append(beat)
         return beat
 

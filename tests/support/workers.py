@@ -40,11 +40,11 @@ class WorkerProcess:
 
     def __init__(self, env: Mapping[str, str], *, name: str, concurrency: int = 4,
                  pool: str = "prefork", log_dir: Path, queues: str | None = None,
-                 extra_args: tuple[str, ...] = ()) -> None:
+                 extra_args: tuple[str, ...] = (), loglevel: str = "INFO") -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         args = [sys.executable, "-m", "celery", "-A", "eros.worker", "worker",
-                "--loglevel=INFO", f"--pool={pool}", f"--concurrency={concurrency}",
+                f"--loglevel={loglevel}", f"--pool={pool}", f"--concurrency={concurrency}",
                 f"--hostname={name}@%h", "--without-gossip", "--without-mingle",
                 "--without-heartbeat", *extra_args]
         if queues:
@@ -107,10 +107,12 @@ def wait_until(predicate: Callable[[], bool], *, timeout: float, interval: float
 class BeatProcess:
     """``celery -A eros.worker beat`` with its state file in a temporary directory."""
 
-    def __init__(self, env: Mapping[str, str], *, log_dir: Path, name: str = "beat") -> None:
+    def __init__(self, env: Mapping[str, str], *, log_dir: Path, name: str = "beat",
+                 loglevel: str = "INFO") -> None:
         self.log_path = log_dir / f"{name}.log"
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
-        args = [sys.executable, "-m", "celery", "-A", "eros.worker", "beat", "--loglevel=INFO",
+        args = [sys.executable, "-m", "celery", "-A", "eros.worker", "beat",
+                f"--loglevel={loglevel}",
                 f"--schedule={log_dir / (name + '-state')}"]
         self.proc = subprocess.Popen(args, env=dict(env), cwd=ROOT, stdout=self._log,
                                      stderr=subprocess.STDOUT, start_new_session=True)

@@ -94,6 +94,9 @@ def _consumer_records() -> list[logging.LogRecord]:
         record(logging.CRITICAL, c.MESSAGE_DECODE_ERROR, ValueError("bad json"),
                message.content_type, message.content_encoding, repr(headers), dump),
         record(logging.WARNING, c.UNKNOWN_FORMAT, f"body: {dump} headers={headers!r}"),
+        # at DEBUG the pool logs the message's arguments and headers, pre-formatted
+        record(logging.DEBUG, "TaskPool: Apply %s (args:%s kwargs:%s)", "fast_trace_task",
+               repr(("eros.recall", "t-3", headers, json.dumps([["u", SECRET]]))), "{}"),
         # the ETA error passes the request's info dict inside a tuple of arguments
         record(logging.ERROR, "Couldn't convert ETA %r to timestamp: %r. Task: %r", "x",
                ValueError("eta"), {"id": "t-2", "name": "eros.recall",
@@ -118,13 +121,15 @@ def test_third_party_debug_records_are_dropped_unless_asked_for(
 
     voyage = logging.LogRecord("voyage", logging.DEBUG, __file__, 1, "Post details: %s",
                                ({"input": [SECRET]},), None)
-    httpx_info = logging.LogRecord("httpx", logging.INFO, __file__, 1, "POST %s", ("u",), None)
+    httpx_info = logging.LogRecord("httpx2._client", logging.INFO, __file__, 1, "POST %s",
+                                   (f"http://u:{SECRET}@h/v1",), None)
     warning = logging.LogRecord("openai._base_client", logging.WARNING, __file__, 1, "retrying",
                                 (), None)
     try:
         logging.getLogger("voyage").setLevel(logging.DEBUG)
         logs.pin_third_party(None)
-        for name in ("voyage", "openai", "httpx", "httpcore", "urllib3", "kombu", "amqp"):
+        for name in ("voyage", "openai", "httpx", "httpx2", "httpcore", "urllib3", "kombu",
+                     "amqp"):
             assert logging.getLogger(name).getEffectiveLevel() == logging.WARNING, name
         assert not PrivacyFilter().filter(voyage) and not PrivacyFilter().filter(httpx_info)
         assert PrivacyFilter().filter(warning)

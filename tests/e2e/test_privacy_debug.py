@@ -1,0 +1,121 @@
+"""Nothing personal at DEBUG either (issue 26): a real worker and beat at ``--loglevel=DEBUG``
+and the CLI at ``--debug``, with sentinels in turns, in the model's memories, in a recall query,
+in a provider's error body (both fakes echo the request in an error), in an unknown task's
+arguments, in undecodable and invalid messages, and in the provider URL's credentials. No
+sentinel may appear in any output or in any stored error field."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from celery import Celery
+from kombu import Connection
+from sqlalchemy import Engine, text
+
+from tests.cli.conftest import base_env, run_cli
+from tests.e2e.conftest import Starter
+from tests.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
+from tests.support.data import add_session
+from tests.support.workers import wait_until
+
+pytestmark = pytest.mark.e2e
+
+TURN, MEMORY, QUERY, TASK_ARG = "zqxturn8101", "zqxmemory8102", "zqxquery8103", "zqxtask8104"
+RAW_BODY, URL_PASSWORD, CLI_QUERY = "zqxraw8105", "zqxurlpass8106", "zqxcliquery8107"
+SENTINELS = (TURN, MEMORY, QUERY, TASK_ARG, RAW_BODY, URL_PASSWORD, CLI_QUERY)
+
+
+def _responder(request: dict[str, Any]) -> Reply:
+    return Reply(json.dumps({"memories": [
+        {"content": f"Sleeps badly because of {MEMORY}", "category": "fact",
+         "importance": 0.6}]}))
+
+
+def _leaks(outputs: dict[str, str]) -> dict[str, list[str]]:
+    found = {where: [s for s in SENTINELS if s in out] for where, out in outputs.items()}
+    return {where: hits for where, hits in found.items() if hits}
+
+
+def _publish_raw(redis_url: str) -> None:
+    """Messages a worker cannot run: undecodable JSON without a task header (Celery logs up
+    to 1 KB of the body), a JSON body of no known format, and a task body in a content type
+    the worker refuses."""
+    with Connection(redis_url) as conn:
+        producer = conn.Producer()
+        for body, content_type, headers in (
+                (f'{{"args": ["{RAW_BODY}"', "application/json", {}),
+                (json.dumps({"note": RAW_BODY}), "application/json", {}),
+                (json.dumps([[RAW_BODY], {}, {}]), "application/x-yaml",
+                 {"task": "eros.recall", "id": str(uuid.uuid4())})):
+            producer.publish(body, exchange="eros.claim", routing_key="eros.claim",
+                             content_type=content_type, content_encoding="utf-8",
+                             headers=headers)
+
+
+def test_no_personal_text_at_debug(engine: Engine, start_worker: Starter, start_beat: Any,
+                                   redis_url: str, llm: FakeLLMServer,
+                                   voyage: FakeVoyageServer, db_url: str,
+                                   tmp_path: Path) -> None:
+    user = uuid.uuid4()
+    llm.set_responder(_responder)
+    # the first extraction fails with a body quoting the prompt (permanent), the first
+    # embedding with a body quoting the texts (transient: retried)
+    llm.script([Fault.echo(400)])
+    voyage.script([Fault.echo(503)])
+    with engine.begin() as conn:
+        for _ in range(2):
+            add_session(conn, [("user", f"I cannot sleep, {TURN} keeps me awake"),
+                               ("assistant", f"I am sorry about {TURN}")], user_id=user)
+    base_url = llm.url.replace("http://", f"http://eros:{URL_PASSWORD}@")
+    env = {"EROS_LOG_FORMAT": "text", "EROS_LOG_LEVEL": "DEBUG", "OPENROUTER_BASE_URL": base_url}
+    worker = start_worker("w1", concurrency=2, loglevel="DEBUG", **env)
+    beat = start_beat(loglevel="DEBUG", **env)
+
+    def done() -> bool:
+        with engine.connect() as conn:
+            return bool(conn.execute(text(
+                "SELECT count(*) FILTER (WHERE outcome IS NOT NULL) = 2 AND"
+                " count(*) FILTER (WHERE memory_count > 0) = 1"
+                " FROM engine.chat_sessions WHERE user_id = :u"), {"u": user}).scalar_one())
+    wait_until(done, timeout=60, message="one session failed, one classified")
+
+    client = Celery(broker=redis_url, backend=redis_url)
+    payload = client.send_task("eros.recall", args=[str(user), f"how does {QUERY} sleep"],
+                               queue="eros.recall").get(timeout=60)
+    assert any(MEMORY in m["content"] for m in payload["memories"])
+    client.send_task("eros.no_such_task", args=[str(user), TASK_ARG],
+                     kwargs={"query": TASK_ARG}, queue="eros.claim")
+    _publish_raw(redis_url)
+    wait_until(lambda: worker.log().count("Received unregistered task") >= 1
+               and "Can't decode message body" in worker.log()
+               and "Received and deleted unknown message" in worker.log()
+               and "Received invalid task message" in worker.log(),
+               timeout=30, message="the worker's error records")
+
+    cli = base_env(tmp_path, DATABASE_URL=db_url, REDIS_URL=redis_url,
+                   OPENROUTER_API_KEY="k", OPENROUTER_BASE_URL=base_url,
+                   VOYAGE_API_KEY="k", VOYAGE_BASE_URL=voyage.url)
+    recalled = run_cli(cli, "--debug", "recall", str(user), f"where is {CLI_QUERY}")
+    assert recalled.code == 0, recalled.err
+    assert "embedding provider" in recalled.err  # --debug is on: our own records are there
+
+    with engine.connect() as conn:
+        stored = conn.execute(text(
+            "SELECT coalesce(string_agg(coalesce(last_error, ''), ' | '), '') FROM"
+            " engine.chat_sessions WHERE user_id = :u"), {"u": user}).scalar_one()
+        runs = conn.execute(text("SELECT coalesce(string_agg(coalesce(error, ''), ' | '), '')"
+                                 " FROM engine.classification_runs")).scalar_one()
+    worker.terminate()
+    beat.stop()
+    assert "LLM HTTP 400" in stored + runs and "HTTP 503" in runs  # the codes are kept
+    worker_log = worker.log()
+    assert "DEBUG" in worker_log and "eros.no_such_task" in worker_log
+    assert "127.0.0.1" in worker_log  # the provider URL is logged, masked
+    leaks = _leaks({"worker log": worker_log, "beat log": beat.log_path.read_text(),
+                    "CLI stderr": recalled.err, "chat_sessions.last_error": stored,
+                    "classification_runs.error": runs})
+    assert not leaks, leaks
