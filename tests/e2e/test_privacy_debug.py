@@ -62,12 +62,12 @@ def test_no_personal_text_at_debug(engine: Engine, start_worker: Starter, start_
                                    tmp_path: Path) -> None:
     user = uuid.uuid4()
     llm.set_responder(_responder)
-    # the first extraction fails with a body quoting the prompt (permanent), the first
-    # embedding with a body quoting the texts (transient: retried)
+    # three sessions: the first extraction fails with a body quoting the transcript, the
+    # first embedding with a body quoting the memories (both permanent), the third is learned
     llm.script([Fault.echo(400)])
-    voyage.script([Fault.echo(503)])
+    voyage.script([Fault.echo(400)])
     with engine.begin() as conn:
-        for _ in range(2):
+        for _ in range(3):
             add_session(conn, [("user", f"I cannot sleep, {TURN} keeps me awake"),
                                ("assistant", f"I am sorry about {TURN}")], user_id=user)
     base_url = llm.url.replace("http://", f"http://eros:{URL_PASSWORD}@")
@@ -78,10 +78,10 @@ def test_no_personal_text_at_debug(engine: Engine, start_worker: Starter, start_
     def done() -> bool:
         with engine.connect() as conn:
             return bool(conn.execute(text(
-                "SELECT count(*) FILTER (WHERE outcome IS NOT NULL) = 2 AND"
+                "SELECT count(*) FILTER (WHERE outcome IS NOT NULL) = 3 AND"
                 " count(*) FILTER (WHERE memory_count > 0) = 1"
                 " FROM engine.chat_sessions WHERE user_id = :u"), {"u": user}).scalar_one())
-    wait_until(done, timeout=60, message="one session failed, one classified")
+    wait_until(done, timeout=60, message="two sessions failed, one classified")
 
     client = Celery(broker=redis_url, backend=redis_url)
     payload = client.send_task("eros.recall", args=[str(user), f"how does {QUERY} sleep"],
@@ -111,7 +111,7 @@ def test_no_personal_text_at_debug(engine: Engine, start_worker: Starter, start_
                                  " FROM engine.classification_runs")).scalar_one()
     worker.terminate()
     beat.stop()
-    assert "LLM HTTP 400" in stored + runs and "HTTP 503" in runs  # the codes are kept
+    assert "LLM HTTP 400" in stored and "embedding InvalidRequestError HTTP 400" in runs
     worker_log = worker.log()
     assert "DEBUG" in worker_log and "eros.no_such_task" in worker_log
     assert "127.0.0.1" in worker_log  # the provider URL is logged, masked

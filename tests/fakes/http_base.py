@@ -400,8 +400,7 @@ class FakeHTTPServer:
             if fault.kind == "status":
                 return self._error(fault.status_code, fault.message, fault.retry_after)
             if fault.kind == "echo":
-                quoted = raw.decode("utf-8", errors="replace")[:2000]
-                return self._error(fault.status_code, f"invalid request body: {quoted}")
+                return self._error(fault.status_code, f"invalid input: {_echoed(body, raw)}")
             if fault.kind == "raw":
                 return Response(fault.status_code, (fault.body or "").encode(), fault.content_type)
             if fault.kind in ("drop", "hang"):
@@ -415,6 +414,18 @@ class FakeHTTPServer:
         if not isinstance(body, dict):
             return self._error(400, "request body must be a JSON object")
         return self.handle(req)
+
+
+def _echoed(body: Any, raw: bytes) -> str:
+    """What an echoing server quotes: the end of the last chat message (where it stopped
+    reading), the texts to embed, or the raw body."""
+    if isinstance(body, dict):
+        messages = body.get("messages")
+        if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
+            return "…" + str(messages[-1].get("content"))[-200:]
+        if "input" in body:
+            return json.dumps(body["input"], ensure_ascii=False)[:2000]
+    return raw.decode("utf-8", errors="replace")[:2000]
 
 
 def serve_main(
