@@ -110,6 +110,10 @@ class Settings(BaseSettings):
     #: large scopes: a Hamming scan of the binary sketches (index-only), re-ranked by exact
     #: cosine; off = HNSW with iterative index scans (docs/recall.md).
     recall_quantized_scan: bool = True
+    #: recall's default for ``include_sensitive`` (issue 26): true recalls memories of every
+    #: special category (nothing changes for a product that does not opt in); false leaves
+    #: out every memory with a ``sensitivity`` label unless a call asks for them.
+    recall_include_sensitive: bool = True
     #: the quantised scan re-ranks max(N, 10) × this many sketches to return N rows.
     recall_quantized_oversample: int = Field(default=10, ge=1, le=100)
     #: ``hnsw.ef_search`` of the HNSW path (raised to the pool size when that is larger).

@@ -31,12 +31,15 @@ if TYPE_CHECKING:
                    "(RECALL_K).")
 @click.option("--include-replaced", is_flag=True,
               help="Also recall memories consolidation merged or superseded.")
+@click.option("--include-sensitive/--no-sensitive", "include_sensitive", default=None,
+              help="Recall memories with a special-category label (health, crisis, …) or "
+                   "leave them out (default RECALL_INCLUDE_SENSITIVE, true).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option("--render", "render", type=click.Choice(["zh", "en"]), default=None,
               help="Print the system-prompt section instead (with --json: add it as 'prompt').")
 def recall(user: uuid.UUID, query: str, instance_id: uuid.UUID | None, scope: str,
-           strategy: str | None, k: int | None, include_replaced: bool, as_json: bool,
-           render: str | None) -> None:
+           strategy: str | None, k: int | None, include_replaced: bool,
+           include_sensitive: bool | None, as_json: bool, render: str | None) -> None:
     """Recall USER's memories for QUERY (embedded as a search query), ranked by a strategy.
 
     Strategies: grouped (the reference: top-K by cosine in each category), decay
@@ -52,7 +55,8 @@ def recall(user: uuid.UUID, query: str, instance_id: uuid.UUID | None, scope: st
         result = run_recall(rt.engine, embedder, user, query, instance_id=instance_id,
                             scope=scope,  # type: ignore[arg-type]
                             strategy=strategy,  # type: ignore[arg-type]
-                            k=k, include_replaced=include_replaced, settings=rt.settings)
+                            k=k, include_replaced=include_replaced, settings=rt.settings,
+                            include_sensitive=include_sensitive)
     if as_json:
         payload = result.to_dict()
         if render:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from eros.core.categories import Category, normalise_category
 from eros.core.layers import Layer, normalise_layer
+from eros.core.sensitivity import Sensitivity, normalise_sensitivity
 from eros.core.text import clean_text, normalise_for_dedup
 
 MAX_CONTENT_CHARS = 1000
@@ -49,6 +50,9 @@ class Candidate(BaseModel):
     #: extract_v3 on; core/provenance.py maps them to seqs). None: missing or not a list of
     #: whole numbers — the memory then falls back to the extraction window, flagged.
     sources: tuple[int, ...] | None = None
+    #: special category (GDPR art. 9, issue 26): ``health``, ``crisis``, ``sexuality``,
+    #: ``beliefs``, ``ethnicity`` or ``biometric``; missing or unknown → None (none).
+    sensitivity: Sensitivity | None = None
 
     @field_validator("content", mode="before")
     @classmethod
@@ -64,6 +68,11 @@ class Candidate(BaseModel):
     @classmethod
     def _category(cls, value: Any) -> Category:
         return normalise_category(value)
+
+    @field_validator("sensitivity", mode="before")
+    @classmethod
+    def _sensitivity(cls, value: Any) -> Sensitivity | None:
+        return normalise_sensitivity(value)
 
     @field_validator("layer", mode="before")
     @classmethod

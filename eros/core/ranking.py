@@ -45,6 +45,8 @@ class Candidate:
     layer: Layer
     #: pgvector's cosine distance ``embedding <=> query``, in [0, 2].
     distance: float
+    #: special category (core/sensitivity.py); None = none.
+    sensitivity: str | None = None
 
 
 @dataclass(frozen=True)

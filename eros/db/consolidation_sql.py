@@ -20,6 +20,7 @@ from sqlalchemy import Connection, func, insert, text
 
 from eros.core.consolidation import Memory, Pair
 from eros.core.consolidation_plan import Change, HistoryEntry, NewRow
+from eros.core.sensitivity import SENSITIVITY_ORDER
 from eros.db.schema import EMBEDDING_DIM, companion_memories, memory_history
 
 #: first key of the two-key advisory lock: our namespace, so no other lock user collides.
@@ -201,6 +202,25 @@ UPDATE engine.companion_memories AS m SET importance = c.importance
  WHERE m.id = c.id AND m.status = 'current'
 """)
 
+# The result of a merge (a kept member or a new canonical) takes the most sensitive label of
+# itself and the memories merged or superseded into it (order: core/sensitivity.py), so a
+# consolidated memory never loses a special category (issue 26). Only the given pairs are read.
+KEEP_MOST_SENSITIVE = text("""
+WITH pair AS (
+    SELECT * FROM unnest(CAST(:results AS uuid[]), CAST(:members AS uuid[])) AS p(result_id, id)
+    UNION SELECT r, r FROM unnest(CAST(:results AS uuid[])) AS r
+), ranked AS (
+    SELECT p.result_id, min(array_position(CAST(:labels AS text[]), m.sensitivity)) AS rank
+      FROM pair p JOIN engine.companion_memories m ON m.id = p.id
+     WHERE m.sensitivity IS NOT NULL
+     GROUP BY p.result_id
+)
+UPDATE engine.companion_memories AS m SET sensitivity = (CAST(:labels AS text[]))[r.rank]
+  FROM ranked r
+ WHERE m.id = r.result_id AND r.rank IS NOT NULL
+   AND m.sensitivity IS DISTINCT FROM (CAST(:labels AS text[]))[r.rank]
+""")
+
 STAMP_SEEN = text("""
 UPDATE engine.companion_memories SET consolidation_seen_at = now()
  WHERE id = ANY(CAST(:ids AS uuid[])) AND status = 'current' AND consolidation_seen_at IS NULL
@@ -364,6 +384,15 @@ def insert_history(conn: Connection, user_id: uuid.UUID, entries: Sequence[Histo
             "user_id": user_id, "action": e.action, "result_id": e.result_id,
             "source_ids": list(e.source_ids), "model": model if e.details.get("kind") == "llm"
             else None, "details": {**e.details, "run": run}} for e in entries])
+
+
+def keep_most_sensitive(conn: Connection,
+                        pairs: Sequence[tuple[uuid.UUID, uuid.UUID]]) -> None:
+    """``pairs``: (result id, member id) of the applied steps."""
+    if pairs:
+        conn.execute(KEEP_MOST_SENSITIVE, {"results": [r for r, _ in pairs],
+                                           "members": [m for _, m in pairs],
+                                           "labels": list(SENSITIVITY_ORDER)})
 
 
 def stamp_seen(conn: Connection, ids: Sequence[uuid.UUID]) -> None:

@@ -68,6 +68,8 @@ class ScopeFilter:
     #: rows from before the model was recorded (NULL) count as ``legacy_model``'s.
     embedding_model: str | None = None
     legacy_model: str | None = None
+    #: False: memories with a special-category label (``sensitivity``) are left out.
+    include_sensitive: bool = True
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -96,6 +98,8 @@ class ScopeFilter:
             parts.append(f"{alias}.status = 'current'")
         if self.embedding_model is not None:
             parts.append(f"COALESCE({alias}.embedding_model, :legacy_model) = :embedding_model")
+        if not self.include_sensitive:
+            parts.append(f"{alias}.sensitivity IS NULL")
         return " AND ".join(parts)
 
     def params(self) -> dict[str, Any]:
@@ -106,7 +110,8 @@ class ScopeFilter:
 
 
 _COLUMNS = ("m.id, m.content, m.category, m.importance, m.created_at,"
-            " CASE WHEN m.instance_id IS NULL THEN 'profile' ELSE 'relationship' END AS layer")
+            " CASE WHEN m.instance_id IS NULL THEN 'profile' ELSE 'relationship' END AS layer,"
+            " m.sensitivity")
 _CATEGORIES = bindparam("categories", type_=ARRAY(Text))
 
 
@@ -123,7 +128,8 @@ def search_statement(sql: str, dim: int, *, categories: bool = False) -> TextCla
 def to_candidates(rows: Sequence[Any]) -> list[Candidate]:
     return [Candidate(id=str(r.id), content=r.content, category=r.category,
                       importance=r.importance, created_at=r.created_at,
-                      layer=_layer(r.layer), distance=float(r.distance)) for r in rows]
+                      layer=_layer(r.layer), distance=float(r.distance),
+                      sensitivity=r.sensitivity) for r in rows]
 
 
 def _layer(value: str) -> Layer:

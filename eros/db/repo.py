@@ -54,6 +54,8 @@ class MemoryRow:
     source_seqs: tuple[int, ...] | None = None
     #: the citation was missing or invalid: ``source_seqs`` is the extraction window.
     source_fallback: bool = False
+    #: special category (core/sensitivity.py); None = none.
+    sensitivity: str | None = None
 
 
 @dataclass(frozen=True)
@@ -273,6 +275,7 @@ def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq:
                         "{" + ",".join(str(int(s)) for s in m.source_seqs) + "}"
                         for m in memories],
         "source_fallbacks": [m.source_fallback for m in memories],
+        "sensitivities": [m.sensitivity for m in memories],
     }).scalar_one())
 
 

@@ -106,21 +106,23 @@ WITH candidate AS (
                          CAST(:categories AS text[]), CAST(:importances AS float8[]),
                          CAST(:metadata AS text[]), CAST(:embedding_models AS text[]),
                          CAST(:dedup_keys AS text[]), CAST(:source_seqs AS text[]),
-                         CAST(:source_fallbacks AS boolean[]))
+                         CAST(:source_fallbacks AS boolean[]),
+                         CAST(:sensitivities AS text[]))
         WITH ORDINALITY AS c(instance_id, content, category, importance, metadata,
-                             embedding_model, dedup_key, source_seqs, source_fallback, ord)
+                             embedding_model, dedup_key, source_seqs, source_fallback,
+                             sensitivity, ord)
 ), flat AS (
     SELECT CAST(:embeddings AS real[]) AS v, CAST(:dim AS integer) AS dim
 ), written AS (
     INSERT INTO engine.companion_memories (session_id, user_id, instance_id, content, category,
                                            importance, metadata, embedding, model,
                                            embedding_model, dedup_key, source_seqs,
-                                           source_fallback)
+                                           source_fallback, sensitivity)
     SELECT CAST(:session_id AS uuid), CAST(:user_id AS uuid), c.instance_id, c.content,
            c.category, c.importance, CAST(c.metadata AS jsonb),
            CAST(f.v[(c.ord - 1) * f.dim + 1 : c.ord * f.dim] AS vector),
            CAST(:model AS text), c.embedding_model, c.dedup_key,
-           CAST(c.source_seqs AS bigint[]), c.source_fallback
+           CAST(c.source_seqs AS bigint[]), c.source_fallback, c.sensitivity
       FROM candidate AS c CROSS JOIN flat AS f ORDER BY c.ord
     ON CONFLICT (dedup_key) DO NOTHING
     RETURNING 1

@@ -196,7 +196,7 @@ def _memory_row(candidate: Candidate, vector: list[float], embedding_model: str,
     provenance = resolve_sources(candidate.sources, transcript.seqs)
     return MemoryRow(candidate.content, candidate.category, candidate.importance, metadata,
                      vector, candidate.layer, embedding_model, provenance.seqs,
-                     provenance.fallback)
+                     provenance.fallback, candidate.sensitivity)
 
 
 def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outcome,

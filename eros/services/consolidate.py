@@ -304,6 +304,9 @@ def _write(c: Consolidator, user_id: uuid.UUID, read: Read, plan: Plan,
                              pass_id=pass_id)
         sql.apply_changes(conn, [ch for st in applied for ch in st.changes])
         sql.set_importance(conn, [st.importance for st in applied if st.importance])
+        # the result of a merge keeps the most sensitive label of what went into it
+        sql.keep_most_sensitive(conn, [(st.result_id, ch.memory_id) for st in applied
+                                       if st.result_id is not None for ch in st.changes])
         untouchable = {i for st in skipped for i in st.requires}
         sql.stamp_seen(conn, sorted(plan.judged - untouchable, key=str))
         # compared: the chunk, except what waits for another call (deferred clusters, a

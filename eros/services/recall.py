@@ -38,6 +38,7 @@ from eros.core.cells import probe_count
 from eros.core.ranking import STRATEGIES, Candidate, Layer, RankParams, Strategy, pool_is_exact
 from eros.core.ranking import rank as rank_candidates
 from eros.core.render import Labels, LabelSet, render_memories
+from eros.core.sensitivity import CRISIS
 from eros.db import cells_sql
 from eros.db import recall_sql as sql
 from eros.db.recall_sql import SCOPES, Scope, ScopeFilter
@@ -72,12 +73,14 @@ class RecalledMemory:
     layer: Layer
     similarity: float
     score: float
+    #: special category (``health``, ``crisis``, …; core/sensitivity.py), None = none.
+    sensitivity: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": str(self.id), "content": self.content, "category": self.category,
                 "importance": self.importance, "created_at": self.created_at.isoformat(),
                 "layer": self.layer, "similarity": round(self.similarity, 6),
-                "score": round(self.score, 6)}
+                "score": round(self.score, 6), "sensitivity": self.sensitivity}
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,8 @@ class RecallResult:
     def to_dict(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "scope": self.scope, "k": self.k, "plan": self.plan,
                 "exact": self.exact, "fallback": self.fallback,
+                # a recalled memory about self-harm, suicidal thoughts or abuse: act on it
+                "crisis": any(m.sensitivity == CRISIS for m in self.memories),
                 "timings_ms": {k: round(v, 3) for k, v in self.timings.items()},
                 "memories": [m.to_dict() for m in self.memories]}
 
@@ -114,7 +119,8 @@ def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: 
            instance_id: uuid.UUID | str | None = None, scope: Scope = "both",
            strategy: Strategy | None = None, k: int | None = None,
            include_replaced: bool = False, settings: Settings | None = None,
-           embedder_for: EmbedderFor | None = None) -> RecallResult:
+           embedder_for: EmbedderFor | None = None,
+           include_sensitive: bool | None = None) -> RecallResult:
     """Recall the memories that matter for ``query`` (the user's turn).
 
     ``k`` is the per-category K for ``grouped`` and the global K otherwise; ``None`` takes
@@ -124,7 +130,8 @@ def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: 
     provider built for another); a user on
     several models (mid re-embed) gets one search per model, interleaved by rank. Raises
     :class:`~eros.errors.RecallError` for invalid arguments and the provider's errors for a
-    failed embedding call.
+    failed embedding call. ``include_sensitive=False`` leaves out memories with a
+    special-category label (None: RECALL_INCLUDE_SENSITIVE).
     """
     cfg = settings or get_settings()
     if not query.strip():
@@ -135,7 +142,8 @@ def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: 
     lookup_ms = (time.perf_counter() - started) * 1000
     pick = embedder_for or embedder_factory(cfg, embedder)
     kwargs: dict[str, Any] = {"instance_id": instance_id, "scope": scope, "strategy": strategy,
-                              "k": k, "include_replaced": include_replaced, "settings": cfg}
+                              "k": k, "include_replaced": include_replaced, "settings": cfg,
+                              "include_sensitive": include_sensitive}
     if len(models) > 1:  # mid re-embed: one search per model, never one ranking of both
         results = [_recall_one(engine, pick(m), query, uid, kwargs, model=m,
                                legacy=embedder.name) for m in models]
@@ -184,15 +192,20 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
                      strategy: Strategy | None = None, k: int | None = None,
                      include_replaced: bool = False, settings: Settings | None = None,
                      now: datetime | None = None, embedding_model: str | None = None,
-                     legacy_model: str | None = None) -> RecallResult:
+                     legacy_model: str | None = None,
+                     include_sensitive: bool | None = None) -> RecallResult:
     """:func:`recall` for a query vector computed elsewhere (benchmarks, batch callers).
 
     ``now`` fixes the clock of the recency terms (tests); it defaults to the current time.
     ``embedding_model`` limits the search to that model's rows (NULL rows counting as
     ``legacy_model``'s), always by an exact scan: only a user mid re-embed needs it.
+    ``include_sensitive=False`` (None: RECALL_INCLUDE_SENSITIVE) leaves out memories with a
+    special-category label, also by an exact scan: the sketches and cells carry no label, and
+    the default path (everything included) must not pay for a filter it does not apply.
     """
     cfg = settings or get_settings()
-    if embedding_model is not None:  # sketches and cells carry no model: scan exactly
+    sensitive = cfg.recall_include_sensitive if include_sensitive is None else include_sensitive
+    if embedding_model is not None or not sensitive:  # sketches and cells carry neither
         cfg = cfg.model_copy(update={"recall_exact_scan_below": 2**62})
     started = time.perf_counter()
     chosen: Strategy = strategy or cfg.recall_strategy
@@ -206,7 +219,8 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
         raise RecallError(f"k must be at least 1, got {k_eff}")
     query = check_vector(vector, cfg.embedding_dim)
     flt = replace(scope_filter(user_id, instance_id, scope, include_replaced),
-                  embedding_model=embedding_model, legacy_model=legacy_model)
+                  embedding_model=embedding_model, legacy_model=legacy_model,
+                  include_sensitive=sensitive)
     params = RankParams(now=now or datetime.now(UTC), decay_lambda=cfg.recall_decay_lambda,
                         decay_tau_days=cfg.recall_decay_tau_days,
                         composite_tau_days=cfg.recall_composite_tau_days,
@@ -229,7 +243,8 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
     timings["total"] = (time.perf_counter() - started) * 1000
     memories = [RecalledMemory(uuid.UUID(s.candidate.id), s.candidate.content,
                                s.candidate.category, s.candidate.importance,
-                               s.candidate.created_at, s.candidate.layer, s.similarity, s.score)
+                               s.candidate.created_at, s.candidate.layer, s.similarity, s.score,
+                               s.candidate.sensitivity)
                 for s in ranked]
     return RecallResult(memories, chosen, flt.effective_scope, k_eff, found.plan, exact,
                         found.fallback, timings)

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import eros
+from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.providers.offline.hashing import LocalEmbedder, OfflineEmbeddings, hash_embedding
 from eros.providers.offline.heuristic import (
     OfflineCompletion,
@@ -120,8 +121,9 @@ def _check_memories(memories: list[dict[str, Any]]) -> None:
     contents = [m["content"] for m in memories]
     assert len(set(contents)) == len(contents)
     for m in memories:
-        assert set(m) == {"content", "category", "importance", "layer", "evidence_type",
-                          "confidence"}
+        assert set(m) - {"sensitivity"} == {"content", "category", "importance", "layer",
+                                            "evidence_type", "confidence"}
+        assert m.get("sensitivity", "health") in SENSITIVITY_LABELS
         assert m["category"] in CATEGORIES
         assert 0.0 <= m["importance"] <= 1.0 and 0.0 <= m["confidence"] <= 1.0
         assert m["evidence_type"] == "explicit"

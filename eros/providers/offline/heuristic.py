@@ -20,6 +20,7 @@ from eros.providers.offline.layers import (
     mentions_companion,
     relationship_category,
 )
+from eros.providers.offline.sensitivity import sensitivity_label
 
 __all__ = ["CONFIDENCE", "IMPORTANCE", "MAX_MEMORIES", "OfflineCompletion", "OfflineExtractor",
            "heuristic_extract", "numbered_user_turns", "offline_consolidation_reply",
@@ -335,6 +336,8 @@ def heuristic_extract(transcript: str) -> list[dict[str, Any]]:
             }
             if number is not None:
                 memory["sources"] = [number]
+            if label := sensitivity_label(clause):
+                memory["sensitivity"] = label
             seen[key] = memory
             found.append((importance, memory))
     # Over the cap, the most important win; ties and the output keep transcript order.
