@@ -184,7 +184,8 @@ def _print_status(r: dict[str, Any]) -> None:
 def memories(user: uuid.UUID, category: str | None, instance: uuid.UUID | None,
              layer: str | None, include_all: bool, limit: int, as_json: bool,
              history: bool) -> None:
-    """List a user's memories, newest first: content, category, importance, layer, created_at.
+    """List a user's memories, newest first: content, category, importance, layer, created_at,
+    and the special-category label (sensitivity: health, crisis, …; empty = none).
 
     Layer is `profile` (shared by every persona) or `relationship:<instance>`. Find user ids
     with `eros users`.
@@ -226,7 +227,8 @@ def _memory_json(row: dict[str, Any]) -> dict[str, Any]:
             "instance_id": str(row["instance_id"]) if row["instance_id"] else None,
             "status": row["status"],
             "session_id": str(row["session_id"]) if row["session_id"] else None,
-            "embedding_model": row.get("embedding_model")}
+            "embedding_model": row.get("embedding_model"),
+            "sensitivity": row.get("sensitivity")}
 
 
 def render_memories(rows: list[dict[str, Any]], *, show_status: bool = False) -> str:
@@ -234,10 +236,11 @@ def render_memories(rows: list[dict[str, Any]], *, show_status: bool = False) ->
     from eros.cli._common import table
 
     headers = ["created_at", "category", "imp.", "layer", *(["status"] if show_status else []),
-               "content"]
+               "sensitivity", "content"]
     body = [[r["created_at"].astimezone(UTC).strftime("%Y-%m-%d %H:%M"), r["category"],
              "" if r["importance"] is None else f"{r['importance']:.2f}", _layer(r["instance_id"]),
-             *([r["status"]] if show_status else []), " ".join(r["content"].split())]
+             *([r["status"]] if show_status else []), r.get("sensitivity") or "",
+             " ".join(r["content"].split())]
             for r in rows]
     return table(headers, body)
 

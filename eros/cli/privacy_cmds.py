@@ -13,6 +13,7 @@ import uuid
 import click
 
 from eros.cli import main
+from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.errors import ErosError
 
 
@@ -30,10 +31,15 @@ def _counts(counts: dict[str, int]) -> str:
                    "marked read through their last turn, so they are never extracted again).")
 @click.option("--memory", "memory", type=click.UUID, default=None,
               help="Forget one memory and its lineage (what it merged or superseded).")
+@click.option("--sensitive", "sensitive", is_flag=False, flag_value="all", default=None,
+              type=click.Choice(["all", *SENSITIVITY_LABELS]), metavar="[LABEL]",
+              help="Forget only USER's memories with a special-category label (LABEL: "
+                   f"{', '.join(SENSITIVITY_LABELS)}; none given: all of them), with their "
+                   "lineage; the rest stays. Recorded with scope 'sensitive'.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
-           memory: uuid.UUID | None, yes: bool, as_json: bool) -> None:
+           memory: uuid.UUID | None, sensitive: str | None, yes: bool, as_json: bool) -> None:
     """Erase what eros keeps about USER (every memory, its lineage and bookkeeping), one
     relationship (--persona), or one memory (--memory ID). Immediate and idempotent; a
     classification or consolidation in flight commits nothing. The same as the tasks
@@ -45,7 +51,13 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
         raise click.UsageError("give either USER or --memory ID")
     if memory is not None and (instance is not None or sessions):
         raise click.UsageError("--persona and --sessions apply to a USER, not to --memory")
-    if memory is not None:
+    if sensitive is not None and (memory is not None or instance is not None or sessions):
+        raise click.UsageError("--sensitive applies to a USER alone (no --memory, --persona "
+                               "or --sessions)")
+    if sensitive is not None:
+        what = (f"user {user}'s memories labelled " +
+                ("with any special category" if sensitive == "all" else repr(sensitive)))
+    elif memory is not None:
         what = f"memory {memory} and its lineage"
     elif instance is not None:
         what = f"user {user}'s relationship with persona {instance}"
@@ -56,7 +68,11 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
     if not yes:
         click.confirm(f"Permanently forget {what}?", abort=True, err=True)
     with runtime() as rt:
-        if memory is not None:
+        if sensitive is not None:
+            assert user is not None
+            counts = svc.forget_sensitive(rt.engine, user,
+                                          None if sensitive == "all" else sensitive)
+        elif memory is not None:
             counts = svc.forget_memory(rt.engine, memory)
         else:
             assert user is not None

@@ -279,6 +279,28 @@ def forget_memory(conn: Connection, memory_id: uuid.UUID,
     return user_id, counts
 
 
+SENSITIVE_MEMORIES = text("""
+SELECT id FROM engine.companion_memories
+ WHERE user_id = :user_id AND sensitivity IS NOT NULL
+   AND (CAST(:label AS text) IS NULL OR sensitivity = CAST(:label AS text))
+ ORDER BY created_at, id
+""")
+
+
+def forget_sensitive(conn: Connection, user_id: uuid.UUID, label: str | None,
+                     erasure_id: int | None = None) -> Counts:
+    """Every memory of the user with a special-category label (``label``, or any when None),
+    each erased as :func:`forget_memory` erases one (lineage, derived canonicals, source
+    turns tombstoned): consent withdrawn for that category, the rest kept (issue 26)."""
+    lock_user(conn, user_id)
+    total: dict[str, int] = {}
+    for row in conn.execute(SENSITIVE_MEMORIES, {"user_id": user_id, "label": label}).all():
+        _, counts = forget_memory(conn, row.id, erasure_id)  # a gone row counts zeros
+        for key, value in counts.items():
+            total[key] = total.get(key, 0) + value
+    return total or {"memories": 0}
+
+
 def lineage_ids(conn: Connection, memory_id: uuid.UUID) -> Sequence[uuid.UUID]:
     """The ids :func:`forget_memory` would remove (for the CLI's confirmation)."""
     return [r.id for r in conn.execute(LINEAGE, {"memory_id": memory_id})]

@@ -65,6 +65,9 @@ def _build() -> dict[str, Any]:
         "TOKENS": Counter("eros_tokens", "Tokens used", ["kind"]),
         "COST": Counter("eros_cost_usd", "Estimated provider cost in US dollars"),
         "MEMORIES": Counter("eros_memories_written", "Memories written"),
+        "SENSITIVE": Counter("eros_sensitive_memories_written",
+                             "Memories written with a special-category label, by label",
+                             ["label"]),
         "GUARD_DROPPED": Counter("eros_guard_dropped",
                                  "Memories dropped by the memory guard (docs/security.md)",
                                  ["stage", "reason"]),
@@ -112,6 +115,13 @@ def record_outcome(outcome: str, *, memories: int = 0, prompt_tokens: int = 0,
             m["TOKENS"].labels(kind).inc(value)
     if cost:
         m["COST"].inc(cost)
+
+
+def record_sensitive(labels: dict[str, int]) -> None:
+    """Count memories written with a special-category label, by label (never their text)."""
+    for label, count in labels.items():
+        if count:
+            _metrics()["SENSITIVE"].labels(label).inc(count)
 
 
 def record_guard_drops(stage: str, reasons: dict[str, int]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -224,6 +225,8 @@ def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outco
                            completion_tokens=outcome.completion_tokens,
                            embedding_tokens=outcome.embedding_tokens, cost=outcome.cost_usd)
     metrics.record_guard_drops("extract", report.detail.get("guard_dropped", {}))
+    if written:  # a re-run whose rows all exist writes nothing and counts nothing
+        metrics.record_sensitive(Counter(r.sensitivity for r in rows if r.sensitivity))
     log.info("session classified: outcome=%s memories=%d guard_dropped=%d", outcome.kind,
              written, outcome.guard_dropped, extra={"session_id": report.session_id})
     return report

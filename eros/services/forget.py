@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.db import forget_sql
 from eros.services import erasure
 
@@ -44,6 +45,22 @@ def forget_user(engine: Engine, user_id: uuid.UUID, *, instance_id: uuid.UUID | 
     with erasure.run(engine, request) as e:
         e.counts.update(forget_sql.forget_user(e.conn, user_id, instance_id=instance_id,
                                                sessions=sessions))
+    return {**e.counts, "erasure_id": e.id}
+
+
+def forget_sensitive(engine: Engine, user_id: uuid.UUID, label: str | None = None, *,
+                     task_id: str | None = None,
+                     request: erasure.Request | None = None) -> dict[str, Any]:
+    """The user's memories with a special-category label (``label``: one of
+    ``eros.core.sensitivity.SENSITIVITY_LABELS``, or None for all of them), each with its
+    lineage and derived canonicals, their source turns tombstoned; recorded with scope
+    ``sensitive``. Counts and ``erasure_id``."""
+    if label is not None and label not in SENSITIVITY_LABELS:
+        raise ValueError(f"unknown sensitivity label {label!r}; expected one of "
+                         f"{', '.join(SENSITIVITY_LABELS)}")
+    request = request or erasure.Request("sensitive", user_id=user_id, task_id=task_id)
+    with erasure.run(engine, request) as e:
+        e.counts.update(forget_sql.forget_sensitive(e.conn, user_id, label, e.id))
     return {**e.counts, "erasure_id": e.id}
 
 
