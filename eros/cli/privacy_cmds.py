@@ -7,14 +7,32 @@ and it goes only where asked (standard output or ``--output FILE``), never into 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 import uuid
+from typing import IO
 
 import click
 
 from eros.cli import main
 from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.errors import ErosError
+
+
+def _private_file(path: str) -> IO[str]:
+    """``path`` opened for writing, created with mode 0600 (never readable by others, even for
+    a moment: the mode is given to open, not set afterwards); an existing file is truncated
+    and made 0600 before a byte is written."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
+                 0o600)
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
+            os.fchmod(fd, 0o600)
+        return os.fdopen(fd, "w", encoding="utf-8")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -89,21 +107,30 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
               help="Write the document to FILE instead of standard output.")
 @click.option("--with-messages", is_flag=True,
               help="Include the chat messages' texts (otherwise only each session's outcome).")
-def export(user: uuid.UUID, output: str | None, with_messages: bool) -> None:
+@click.option("--format", "version", type=click.Choice(["1", "2"]), default="2",
+              show_default=True,
+              help="eros-export/2: everything kept except vectors; eros-export/1: memories and "
+                   "session outcomes only (the issue-14 format).")
+def export(user: uuid.UUID, output: str | None, with_messages: bool, version: str) -> None:
     """Export everything eros keeps about USER as one JSON document ("format":
-    "eros-export/1", see docs/operations.md): every memory with its layer, persona, status,
-    times, lineage and metadata, and each session's outcome. Streams: memory use stays flat
-    however many memories the user has."""
+    "eros-export/2", see docs/export.md): every memory with its layer, persona, status, times,
+    lineage, sensitivity, provenance and metadata; every session's outcome fields; the
+    consolidation history with its details; the classification runs; the consolidation
+    state; the user's erasure log — everything but vectors. --output FILE is created
+    readable by its owner only (0600). Streams: memory use stays flat however many memories
+    the user has."""
     from eros.cli._common import runtime
     from eros.services.export import export_user
 
     with runtime() as rt:
         if output is None:
-            counts = export_user(rt.engine, user, sys.stdout, with_messages=with_messages)
+            counts = export_user(rt.engine, user, sys.stdout, with_messages=with_messages,
+                                 version=int(version))
         else:
             try:
-                with open(output, "w", encoding="utf-8") as out:
-                    counts = export_user(rt.engine, user, out, with_messages=with_messages)
+                with _private_file(output) as out:
+                    counts = export_user(rt.engine, user, out, with_messages=with_messages,
+                                         version=int(version))
             except OSError as err:
                 raise ErosError(f"cannot write {output}: {err.strerror}") from None
     click.echo(f"exported user {user}: {_counts(counts)}", err=True)

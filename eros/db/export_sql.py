@@ -1,5 +1,9 @@
-"""Export (issue 14, GDPR art. 15/20): the statements that read everything kept about a user,
-streamed through a server-side cursor so 100k memories never sit in memory at once."""
+"""Export (issues 14 and 26, GDPR art. 15/20): the statements that read everything kept about
+a user, streamed through a server-side cursor so 100k memories never sit in memory at once.
+
+``eros-export/2`` reads every column of the user's rows except vectors and sketches (the
+embedding, its binary sketch, cell centroids): what a table gains later is exported without a
+change here."""
 
 from __future__ import annotations
 
@@ -7,7 +11,18 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, text
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import Column, Connection, Select, Table, select, text
+from sqlalchemy.dialects.postgresql import BIT
+
+from eros.db.schema import (
+    chat_sessions,
+    classification_runs,
+    consolidation_state,
+    erased_turns,
+    erasure_log,
+    memory_history,
+)
 
 #: rows fetched per round trip from the server-side cursor.
 BATCH = 500
@@ -24,7 +39,8 @@ src AS (
       FROM engine.memory_history h CROSS JOIN LATERAL unnest(h.source_ids) AS s(id)
      WHERE h.user_id = :user_id AND h.result_id IS NOT NULL GROUP BY h.result_id)
 SELECT m.id, m.content, m.category, m.importance, m.instance_id, m.status, m.created_at,
-       m.replaced_at, m.replaced_by, m.session_id, m.metadata, m.model,
+       m.replaced_at, m.replaced_by, m.session_id, m.metadata, m.model, m.sensitivity,
+       m.embedding_model, m.source_seqs, m.source_fallback, m.consolidation_seen_at,
        ARRAY(SELECT DISTINCT unnest(COALESCE(rep.ids, '{}') || COALESCE(src.ids, '{}')))
            AS replaced
   FROM engine.companion_memories m
@@ -51,7 +67,8 @@ SELECT m.session_id, m.role, m.content, m.sent_at, m.seq
 
 def _stream(conn: Connection, stmt: Any, user_id: uuid.UUID) -> Iterator[Any]:
     # per statement, not on the connection: Connection.execution_options changes it in place
-    yield from conn.execute(stmt, {"user_id": user_id},
+    params = {} if isinstance(stmt, Select) else {"user_id": user_id}  # a Select binds it
+    yield from conn.execute(stmt, params,
                             execution_options={"stream_results": True, "yield_per": BATCH})
 
 
@@ -66,3 +83,49 @@ def sessions(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
 def messages(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
     """All the user's turns ordered by session, so they can be grouped while streaming."""
     return _stream(conn, MESSAGES, user_id)
+
+
+def _plain(table: Table) -> list[Column[Any]]:
+    """Every column but vectors and bit sketches."""
+    return [c for c in table.c if not isinstance(c.type, Vector | BIT)]
+
+
+def _user_rows(table: Table, user_id: uuid.UUID, *order: Column[Any]) -> Select[Any]:
+    return select(*_plain(table)).where(table.c.user_id == user_id).order_by(*order)
+
+
+def sessions_v2(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
+    """Every column of the user's sessions: outcomes, attempts, errors (codes), watermarks."""
+    t = chat_sessions
+    return _stream(conn, _user_rows(t, user_id, t.c.created_at, t.c.id), user_id)
+
+
+def history(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
+    """The user's consolidation history, with its details (which hold canonical texts)."""
+    t = memory_history
+    return _stream(conn, _user_rows(t, user_id, t.c.id), user_id)
+
+
+def runs(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
+    """Every classification attempt of the user's sessions."""
+    t = classification_runs
+    return _stream(conn, _user_rows(t, user_id, t.c.id), user_id)
+
+
+def state(conn: Connection, user_id: uuid.UUID) -> Any | None:
+    """The user's consolidation state row, if any."""
+    return conn.execute(_user_rows(consolidation_state, user_id)).first()
+
+
+def erasures(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
+    """The user's erasure_log rows (ids, counts and codes)."""
+    t = erasure_log
+    return _stream(conn, _user_rows(t, user_id, t.c.requested_at, t.c.id), user_id)
+
+
+def tombstones(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
+    """The erased turns of the user's sessions (session, seq, the erasure that did it)."""
+    t = erased_turns
+    stmt = (select(*_plain(t)).join(chat_sessions, chat_sessions.c.id == t.c.session_id)
+            .where(chat_sessions.c.user_id == user_id).order_by(t.c.session_id, t.c.seq))
+    return _stream(conn, stmt, user_id)

@@ -1,20 +1,32 @@
-"""Export everything kept about a user as one JSON document, ``"format": "eros-export/1"``
-(docs/operations.md, "Privacy and erasure"). Written piece by piece as the rows stream from
-the database: memory use does not grow with the number of memories."""
+"""Export everything kept about a user as one JSON document (docs/export.md).
+
+``"format": "eros-export/2"`` (the default, issue 26): every memory with its lineage,
+sensitivity, provenance and metadata; every column of the user's sessions (outcomes,
+attempts, error codes); the consolidation history with its details; every classification
+run; the consolidation state; the user's ``erasure_log`` rows and erased turns; with
+``with_messages`` the chat messages. Everything kept about the user except vectors.
+``eros-export/1`` (issue 14) stays readable: memories and session outcomes only.
+
+Written piece by piece as the rows stream from the database: memory use does not grow with
+the number of memories.
+"""
 
 from __future__ import annotations
 
 import json
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from typing import IO, Any
 
 from sqlalchemy import Engine
 
 from eros.db import export_sql
 
-FORMAT = "eros-export/1"
+FORMAT_1 = "eros-export/1"
+FORMAT = FORMAT_2 = "eros-export/2"
+FORMATS = {1: FORMAT_1, 2: FORMAT_2}
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -34,6 +46,31 @@ def _memory(r: Any) -> dict[str, Any]:
             "lineage": {"replaced_by": _id(r.replaced_by),
                         "replaced": sorted(str(i) for i in r.replaced)},
             "session_id": _id(r.session_id), "model": r.model, "metadata": r.metadata}
+
+
+def _memory_v2(r: Any) -> dict[str, Any]:
+    return {**_memory(r), "sensitivity": r.sensitivity, "embedding_model": r.embedding_model,
+            "source_seqs": list(r.source_seqs) if r.source_seqs is not None else None,
+            "source_fallback": r.source_fallback,
+            "consolidation_seen_at": _iso(r.consolidation_seen_at)}
+
+
+def _json_value(value: Any) -> Any:
+    """A column's value as JSON: times as ISO 8601, ids as strings, numerics as numbers."""
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def _row(r: Any) -> dict[str, Any]:
+    """Every column of a row, by name."""
+    return {k: _json_value(v) for k, v in r._mapping.items()}
 
 
 def _session(r: Any) -> dict[str, Any]:
@@ -69,25 +106,50 @@ def _messages(rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
 
 
 def export_user(engine: Engine, user_id: uuid.UUID, out: IO[str], *,
-                with_messages: bool = False) -> dict[str, int]:
-    """Write the document to ``out``; returns counts (for the CLI's summary on stderr)."""
+                with_messages: bool = False, version: int = 2) -> dict[str, int]:
+    """Write the document (``eros-export/<version>``) to ``out``; returns counts (for the
+    CLI's summary on stderr)."""
+    if version not in FORMATS:
+        raise ValueError(f"unknown export format {version}; expected one of {sorted(FORMATS)}")
     counts = {"memories": 0, "sessions": 0, "transcripts": 0}
-    # one REPEATABLE READ transaction: memories, sessions and messages agree with each other
+    # one REPEATABLE READ transaction: every section agrees with every other
     with engine.connect() as conn, \
             conn.execution_options(isolation_level="REPEATABLE READ").begin():
         out.write("{\n")
-        out.write(f'  "format": {json.dumps(FORMAT)},\n')
+        out.write(f'  "format": {json.dumps(FORMATS[version])},\n')
         out.write(f'  "user_id": {json.dumps(str(user_id))},\n')
         out.write(f'  "exported_at": {json.dumps(datetime.now(UTC).isoformat())},\n')
         out.write(f'  "with_messages": {json.dumps(with_messages)},\n')
         out.write('  "memories": ')
-        counts["memories"] = _array(out, (_memory(r)
+        memory = _memory_v2 if version == 2 else _memory
+        counts["memories"] = _array(out, (memory(r)
                                           for r in export_sql.memories(conn, user_id)))
         out.write(',\n  "sessions": ')
-        counts["sessions"] = _array(out, (_session(r)
-                                          for r in export_sql.sessions(conn, user_id)))
+        if version == 2:
+            counts["sessions"] = _array(out, (_row(r)
+                                              for r in export_sql.sessions_v2(conn, user_id)))
+            counts.update(_v2_sections(conn, user_id, out))
+        else:
+            counts["sessions"] = _array(out, (_session(r)
+                                              for r in export_sql.sessions(conn, user_id)))
         if with_messages:
             out.write(',\n  "transcripts": ')
             counts["transcripts"] = _array(out, _messages(export_sql.messages(conn, user_id)))
         out.write("\n}\n")
+    return counts
+
+
+def _v2_sections(conn: Any, user_id: uuid.UUID, out: IO[str]) -> dict[str, int]:
+    """The sections ``eros-export/2`` adds, in document order."""
+    counts: dict[str, int] = {}
+    for name, rows in (("memory_history", export_sql.history(conn, user_id)),
+                       ("classification_runs", export_sql.runs(conn, user_id)),
+                       ("erasures", export_sql.erasures(conn, user_id)),
+                       ("erased_turns", export_sql.tombstones(conn, user_id))):
+        out.write(f',\n  "{name}": ')
+        counts[name] = _array(out, (_row(r) for r in rows))
+    state = export_sql.state(conn, user_id)
+    out.write(',\n  "consolidation_state": ')
+    out.write(json.dumps(_row(state) if state is not None else None, ensure_ascii=False,
+                         default=str))
     return counts

@@ -39,7 +39,7 @@ def test_export_round_trip_streams_every_memory_and_nothing_of_others(
     mine = _seed(engine, user, 1200, persona) | _seed(engine, user, 3)
     _seed(engine, other, 5)
     out = tmp_path / "u.json"
-    res = cli("export", str(user), "--output", str(out))
+    res = cli("export", str(user), "--output", str(out), "--format", "1")  # still readable
     assert res.code == 0, res.err
     assert "memories=1203" in res.err and res.out == ""
     doc = json.loads(out.read_text())
