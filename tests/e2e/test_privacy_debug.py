@@ -2,7 +2,8 @@
 and the CLI at ``--debug``, with sentinels in turns, in the model's memories, in a recall query,
 in a provider's error body (both fakes echo the request in an error), in an unknown task's
 arguments, in undecodable and invalid messages, and in the provider URL's credentials. No
-sentinel may appear in any output or in any stored error field."""
+sentinel may appear in any output or in any stored error field. On the way, the sensitive
+erasure runs through the worker (task kwarg ``sensitive``)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ SENTINELS = (TURN, MEMORY, QUERY, TASK_ARG, RAW_BODY, URL_PASSWORD, CLI_QUERY)
 def _responder(request: dict[str, Any]) -> Reply:
     return Reply(json.dumps({"memories": [
         {"content": f"Sleeps badly because of {MEMORY}", "category": "fact",
-         "importance": 0.6}]}))
+         "importance": 0.6, "sensitivity": "health"}]}))
 
 
 def _leaks(outputs: dict[str, str]) -> dict[str, list[str]]:
@@ -86,7 +87,11 @@ def test_no_personal_text_at_debug(engine: Engine, start_worker: Starter, start_
     client = Celery(broker=redis_url, backend=redis_url)
     payload = client.send_task("eros.recall", args=[str(user), f"how does {QUERY} sleep"],
                                queue="eros.recall").get(timeout=60)
-    assert any(MEMORY in m["content"] for m in payload["memories"])
+    assert [m["sensitivity"] for m in payload["memories"]] == ["health"]
+    # consent withdrawn for health data, through the worker (the task kwarg `sensitive`)
+    forgot = client.send_task("eros.forget_user", args=[str(user)],
+                              kwargs={"sensitive": "health"}, queue="eros.claim")
+    assert forgot.get(timeout=60)["memories"] == 1
     client.send_task("eros.no_such_task", args=[str(user), TASK_ARG],
                      kwargs={"query": TASK_ARG}, queue="eros.claim")
     _publish_raw(redis_url)
