@@ -200,6 +200,15 @@ class Settings(BaseSettings):
     rate_limit_burst_secs: float = Field(default=10.0, gt=0, le=60)
     #: how long a task may wait in-process for a concurrency slot before it is rescheduled.
     rate_limit_slot_wait_secs: float = Field(default=2.0, ge=0, le=60)
+    # --- retention (docs/operations.md, "Privacy") ------------------------------------------
+    #: delete chat messages this many days after the watermark passed them (the session was
+    #: classified through them and has stayed classified that long); 0 = keep them (default).
+    message_retention_days: int = Field(default=0, ge=0)
+    #: delete merged and superseded memory rows (and their memory_history) this many days
+    #: after they were replaced; 0 = keep them (default).
+    history_retention_days: int = Field(default=0, ge=0)
+    #: seconds between two beat runs of ``eros.apply_retention`` (when either is set).
+    retention_interval_secs: int = Field(default=3600, ge=60)
     #: server-side limits on every worker connection, milliseconds (0 = off); recall and the
     #: consolidation read set their own statement limit per transaction (docs/operations.md).
     database_statement_timeout_ms: int = Field(default=60000, ge=0)

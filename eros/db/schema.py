@@ -160,6 +160,9 @@ companion_memories = Table(
     # the ON DELETE SET NULL lookup of a forget, and lineage (0010)
     Index("ix_companion_memories_replaced_by", "replaced_by",
           postgresql_where=text("replaced_by IS NOT NULL")),
+    # retention of replaced rows (HISTORY_RETENTION_DAYS, 0018): only replaced rows are in it
+    Index("ix_companion_memories_replaced_at", "replaced_at",
+          postgresql_where=text("status <> 'current'")),
     Index("ix_companion_memories_current", "user_id", "created_at",
           postgresql_where=text("status = 'current'")),
     # A user's memories by layer and category (0007): capped counts, selecting an exact

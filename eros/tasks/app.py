@@ -20,6 +20,7 @@ from eros.core.names import (
     FORGET_USER_TASK,
     RECALL_TASK,
     REEMBED_TASK,
+    RETENTION_TASK,
 )
 from eros.settings import HARD_LIMIT_FRACTION, SOFT_LIMIT_FRACTION, Settings
 from eros.tasks.schedule import beat_schedule
@@ -74,6 +75,7 @@ def create_app(settings: Settings) -> Celery:
                      # claim queue, so a backlog here never delays it)
                      CLUSTER_TASK: {"queue": settings.eros_consolidate_queue},
                      REEMBED_TASK: {"queue": settings.eros_consolidate_queue},
+                     RETENTION_TASK: {"queue": settings.eros_consolidate_queue},
                      # a caller waits on recall: never behind slow LLM calls
                      RECALL_TASK: {"queue": settings.eros_recall_queue},
                      # erasure is short database work: never behind LLM calls (issue 14)

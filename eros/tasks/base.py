@@ -143,11 +143,16 @@ class ErosTask(Task):  # type: ignore[misc]
         return RetryPolicy(self.settings.dreaming_retry_backoff_secs,
                            self.settings.dreaming_retry_backoff_max_secs, max_attempts)
 
-    def retry_database(self, err: DBAPIError, *, kwargs: dict[str, Any] | None = None) -> None:
+    def retry_database(self, err: DBAPIError, *, args: tuple[Any, ...] | None = None,
+                       kwargs: dict[str, Any] | None = None) -> None:
         """Raise Celery's Retry for a transient database error: a new message after a backoff
         grown by this message's retry count (an outage backs off instead of hammering the
         server). Return for anything else: retrying an integrity or programming error only
-        repeats it, so the caller records it instead."""
+        repeats it, so the caller records it instead.
+
+        ``args``/``kwargs`` replace the message's (None keeps them). Celery's ``retry(kwargs=…)``
+        keeps the message's positional args: a task called with ``args=[…]`` that passes only
+        kwargs gets them twice, so pass ``args=()`` with every argument in ``kwargs``."""
         if not is_database_transient(err):
             log.error("%s: database error, not retried: %s", self.name,
                       describe_database_error(err))
@@ -159,7 +164,7 @@ class ErosTask(Task):  # type: ignore[misc]
                     describe_database_error(err), attempt, countdown)
         exc = TransientError(f"database error: {describe_database_error(err)}",
                              provider="database")
-        raise self.retry(kwargs=kwargs, countdown=countdown, exc=exc)
+        raise self.retry(args=args, kwargs=kwargs, countdown=countdown, exc=exc)
 
 
 def sqlstate(err: DBAPIError) -> str | None:

@@ -15,6 +15,8 @@
   ethnicity, biometric (GDPR art. 9 special categories); NULL = none. Also a catalogue change;
   the check constraint is added NOT VALID and then validated (every existing row is NULL), so
   writes are not blocked for a scan of the table.
+- ``ix_companion_memories_replaced_at`` (partial: replaced rows only): what the retention of
+  merged and superseded rows (HISTORY_RETENTION_DAYS) reads.
 
 Revision ID: 0018
 Revises: 0017
@@ -77,9 +79,13 @@ def upgrade() -> None:
                f" OR sensitivity IN {LABELS}) NOT VALID")
     op.execute(f"ALTER TABLE {S}.companion_memories VALIDATE CONSTRAINT"
                " ck_companion_memories_sensitivity")
+    op.create_index("ix_companion_memories_replaced_at", "companion_memories", ["replaced_at"],
+                    schema=S, postgresql_where=sa.text("status <> 'current'"))
 
 
 def downgrade() -> None:
+    op.drop_index("ix_companion_memories_replaced_at", table_name="companion_memories",
+                  schema=S)
     op.drop_constraint("ck_companion_memories_sensitivity", "companion_memories", schema=S)
     op.drop_column("companion_memories", "sensitivity", schema=S)
     op.drop_column("chat_sessions", "erased_through_seq", schema=S)
