@@ -1,18 +1,19 @@
 """The cost of the erasure tombstones (issue 26) on the claim path: claim 100 sessions from
 1M, then read each claimed session's new turns (what ``begin_attempt`` does before the
 extraction) — with the turn read as it was before the tombstones (baseline, verbatim copy)
-and as it is now (``repo.READ_NEW_TURNS``: the erasure floor and the ``erased_turns``
-exclusion), in the same run on the same database, alternating.
+and as it is now (``repo.READ_NEW_TURNS``: the erasure floor ``erased_through_seq`` and the
+``erased_seqs`` exclusion), in the same run on the same database, alternating.
 
 Where the check lives: the claim statement (``repo.CLAIM_IDLE``) is unchanged — no path that
 resets the watermark can reach an erased turn because the one statement every extraction
 reads its turns with skips them. So the claim itself can only change through the table's
-width (one BIGINT column); the turn read gains a ``GREATEST`` and an index probe per turn.
+width (two columns, NULL/0 on most rows); the turn read gains two comparisons per turn, on
+columns of the session row it reads anyway.
 
 Data: N sessions as in ``bench.claim_bench`` (1% idle and unclassified, spread over 30 days),
 four turns for every eligible session, an erasure floor on half of them, one erased turn on a
-quarter of them (none with ``--untouched``), and ``--filler`` more ``erased_turns`` rows on classified sessions (a large
-tombstone table). Each repeat runs in a transaction that is rolled back.
+quarter of them (none with ``--untouched``), and ``--filler`` classified sessions with
+tombstoned turns. Each repeat runs in a transaction that is rolled back.
 
     python -m bench.tombstone_bench [--size 1000000] [--repeats 30] [--filler 100000]
                                     [--untouched]
@@ -59,14 +60,12 @@ UPDATE engine.chat_sessions SET erased_through_seq = last_seq - 2
  WHERE classified_at IS NULL AND hashtext(id::text) % 2 = 0
 """)
 ERASED = text("""
-INSERT INTO engine.erased_turns (session_id, seq)
-SELECT m.session_id, max(m.seq) FROM engine.chat_messages m
- WHERE hashtext(m.session_id::text) % 4 = 1 GROUP BY m.session_id
+UPDATE engine.chat_sessions SET erased_seqs = ARRAY[last_seq]
+ WHERE classified_at IS NULL AND hashtext(id::text) % 4 = 1
 """)
 FILLER = text("""
-INSERT INTO engine.erased_turns (session_id, seq)
-SELECT id, 1000000000 + row_number() OVER () FROM engine.chat_sessions
- WHERE classified_at IS NOT NULL LIMIT :n
+UPDATE engine.chat_sessions SET erased_seqs = ARRAY[1, 2, 3]
+ WHERE id IN (SELECT id FROM engine.chat_sessions WHERE classified_at IS NOT NULL LIMIT :n)
 """)
 
 
@@ -80,9 +79,12 @@ def load(engine: Engine, size: int, filler: int, *, claimed_tombstoned: bool) ->
             conn.execute(ERASED)
         conn.execute(FILLER, {"n": filler})
         counts = {t: int(conn.execute(text(f"SELECT count(*) FROM engine.{t}")).scalar_one())
-                  for t in ("chat_sessions", "chat_messages", "erased_turns")}
+                  for t in ("chat_sessions", "chat_messages")}
+        counts["sessions_with_erased_seqs"] = int(conn.execute(text(
+            "SELECT count(*) FROM engine.chat_sessions WHERE erased_seqs IS NOT NULL"))
+            .scalar_one())
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        for t in ("chat_sessions", "chat_messages", "erased_turns"):
+        for t in ("chat_sessions", "chat_messages"):
             conn.execute(text(f"VACUUM ANALYZE engine.{t}"))
     return counts
 

@@ -27,6 +27,7 @@ def test_tombstone_bench(pg_server_url: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     doc = json.loads(out.read_text())
     assert doc["data"]["chat_sessions"] == 10_000 and doc["data"]["chat_messages"] == 400
+    assert doc["data"]["sessions_with_erased_seqs"] > 500
     # 100 claimed sessions, four turns each before; the floors and erased turns skip some
     assert doc["turns_read"]["before"] == 400 > doc["turns_read"]["after"] > 0
     for side in ("before", "after"):
