@@ -139,9 +139,12 @@ RETURNING id
 """)
 
 # The memory tombstone: the forgotten memories' source turns leave every later extraction of
-# their session (``chat_sessions.erased_seqs``, which repo.READ_NEW_TURNS skips). Which turns:
-# the extraction window the memory's metadata records (``source_seq`` [first, last]); without
-# one, every turn the session had. Only turns that exist now: a turn written later is learned
+# their session (``chat_sessions.erased_seqs``, which repo.READ_NEW_TURNS skips). Which turns,
+# for each forgotten memory of the lineage that has a session: its provenance
+# (``source_seqs``, issue 24: the turns it cites, or its extraction window when the citation
+# was missing — ``source_fallback``); for a row written before provenance (NULL), the
+# extraction window its metadata records (``source_seq`` [first, last]); without either, every
+# turn the session had. Only turns that exist now: a turn written later is learned
 # as usual. The sessions are locked already (SOURCE_SESSIONS), so the arrays read here are
 # the ones this UPDATE replaces; RETURNING counts the turns newly tombstoned.
 ERASE_TURNS = text("""
@@ -150,7 +153,8 @@ WITH turns AS (
       FROM engine.companion_memories mem
       JOIN engine.chat_messages c ON c.session_id = mem.session_id
      WHERE mem.id = ANY(CAST(:ids AS uuid[]))
-       AND CASE WHEN jsonb_typeof(mem.metadata -> 'source_seq') = 'array'
+       AND CASE WHEN mem.source_seqs IS NOT NULL THEN c.seq = ANY(mem.source_seqs)
+                WHEN jsonb_typeof(mem.metadata -> 'source_seq') = 'array'
                 THEN c.seq BETWEEN (mem.metadata -> 'source_seq' ->> 0)::bigint
                                AND (mem.metadata -> 'source_seq' ->> -1)::bigint
                 ELSE true END),

@@ -224,7 +224,7 @@ def test_a_forced_run_waiting_for_the_model_writes_nothing_after_a_memory_forget
 def test_a_memory_forget_waits_for_a_classify_that_is_writing(
         pipeline: Pipeline, engine: Engine) -> None:
     """The other order: the classify is inside its write when the forget starts; the forget
-    waits for it (the session row) and then tombstones the turns it read."""
+    waits for it (the session row) and then tombstones the turn the memory came from."""
     user = uuid.uuid4()
     with engine.begin() as conn:
         sid = add_session(conn, [mem_line("fact", 0.7, "Lives in Shanghai"),
@@ -247,8 +247,11 @@ def test_a_memory_forget_waits_for_a_classify_that_is_writing(
         blocker.rollback()
     writer.join(30)
     forgetter.join(30)
-    # both turns were one extraction window (no per-turn sources): both are tombstoned
-    assert out[0]["memories"] == 1 and out[0]["erased_turns"] == 2
+    # provenance (source_seqs): only the turn the memory cites is tombstoned, not the window
+    assert out[0]["memories"] == 1 and out[0]["erased_turns"] == 1
+    attempt = _forced(pipeline, sid)
+    assert attempt is not None and attempt.turns is not None
+    assert [t.content for t in attempt.turns[0]] == ["MEM fact 0.7 Lives in Shanghai"]
     _replay_everything(pipeline, sid)
     assert _contents(engine, user) == ["Lives in Shanghai"]
 
@@ -377,3 +380,20 @@ def test_a_failed_erasure_is_logged_counted_and_leaves_everything(engine: Engine
     assert [(r["id"], r["status"], r["error_code"], r["task_id"], r["counts"]) for r in rows] \
         == [(out[0], "failed", "57014", "task-9", {})]
     assert state is None  # rolled back: nothing was marked
+
+
+def test_a_memory_written_before_provenance_tombstones_its_extraction_window(
+        pipeline: Pipeline, engine: Engine) -> None:
+    """source_seqs NULL (written before issue 24): the window in metadata.source_seq."""
+    user = uuid.uuid4()
+    with engine.begin() as conn:
+        sid = add_session(conn, [mem_line("fact", 0.7, "Lives in Shanghai"),
+                                 mem_line("fact", 0.5, "Has a cat")], user_id=user)
+    assert _sweep(pipeline) == 2
+    with engine.begin() as conn:
+        cat = conn.execute(text(
+            "UPDATE engine.companion_memories SET source_seqs = NULL, source_fallback = false"
+            " WHERE content = 'Has a cat' RETURNING id")).scalar_one()
+    assert forget_memory(engine, cat)["erased_turns"] == 2
+    _replay_everything(pipeline, sid)
+    assert _contents(engine, user) == ["Lives in Shanghai"]
