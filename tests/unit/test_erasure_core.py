@@ -34,7 +34,8 @@ def test_an_error_code_is_a_sqlstate_or_a_class_never_the_message() -> None:
         pass
     secret = "Lives at zqxsecret street"
     assert error_code(ValueError(secret)) == "ValueError"
-    wrapped = OperationalError("UPDATE … " + secret, {"x": secret}, psycopg.OperationalError(secret))
+    wrapped = OperationalError("UPDATE … " + secret, {"x": secret},
+                               psycopg.OperationalError(secret))
     assert error_code(wrapped) == "OperationalError"
     assert psycopg.errors.QueryCanceled.sqlstate == "57014"
     assert error_code(OperationalError("s", {}, Cancelled(secret))) == "57014"
