@@ -13,9 +13,7 @@ import uuid
 import click
 
 from eros.cli import main
-from eros.core.erasure import error_code
 from eros.errors import ErosError
-from eros.services.erasure import record_failed
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -42,7 +40,9 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
     eros.forget_user / eros.forget_memory. Every erasure is recorded in engine.erasure_log
     (`eros erasures`); one that fails is recorded 'failed' and the command exits 1."""
     from eros.cli._common import runtime
+    from eros.core.erasure import error_code
     from eros.services import forget as svc
+    from eros.services.erasure import record_failed
 
     if (user is None) == (memory is None):
         raise click.UsageError("give either USER or --memory ID")
