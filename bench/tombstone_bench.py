@@ -1,8 +1,11 @@
-"""The cost of the erasure tombstones (issue 26) on the claim path: claim 100 sessions from
-1M, then read each claimed session's new turns (what ``begin_attempt`` does before the
-extraction) — with the turn read as it was before the tombstones (baseline, verbatim copy)
-and as it is now (``repo.READ_NEW_TURNS``: the erasure floor ``erased_through_seq`` and the
-``erased_seqs`` exclusion), in the same run on the same database, alternating.
+"""The cost of the erasure tombstones (issue 26) on the claim path, in the same run on the
+same database: (1) claim 100 sessions from 1M — ``repo.CLAIM_IDLE`` on our table against the
+same statement on a copy of the table as it was before migration 0018 (no tombstone columns,
+same rows and indexes), alternating every repeat; (2) read each claimed session's new turns
+(what ``begin_attempt`` does before the extraction) — the turn read as it was before the
+tombstones (baseline, verbatim copy) and as it is now (``repo.READ_NEW_TURNS``: the erasure
+floor ``erased_through_seq`` and the ``erased_seqs`` exclusion), back to back per session.
+Ratios are medians of the paired runs (robust to a shared machine's load).
 
 Where the check lives: the claim statement (``repo.CLAIM_IDLE``) is unchanged — no path that
 resets the watermark can reach an erased turn because the one statement every extraction
@@ -89,57 +92,108 @@ def load(engine: Engine, size: int, filler: int, *, claimed_tombstoned: bool) ->
     return counts
 
 
-def one_pass(conn: Connection, read: TextClause) -> tuple[float, float, int]:
-    """Claim 100, then begin each attempt and read its turns; (claim ms, reads ms, turns)."""
+BASELINE_TABLE = [
+    "CREATE SCHEMA IF NOT EXISTS baseline",
+    "CREATE TABLE baseline.chat_sessions (LIKE engine.chat_sessions INCLUDING ALL)",
+    "ALTER TABLE baseline.chat_sessions DROP COLUMN erased_through_seq,"
+    " DROP COLUMN erased_seqs",
+    "INSERT INTO baseline.chat_sessions SELECT * FROM engine.chat_sessions",
+]
+BASELINE_CLAIM = text(str(CLAIM_IDLE).replace("engine.chat_sessions", "baseline.chat_sessions"))
+
+
+def baseline_table(engine: Engine) -> None:
+    """The sessions table as it was before 0018 (no tombstone columns), same rows and
+    indexes: the claim's baseline."""
+    with engine.begin() as conn:
+        conn.execute(text(BASELINE_TABLE[0]))
+        conn.execute(text(BASELINE_TABLE[1]))
+        conn.execute(text(BASELINE_TABLE[2]))
+        conn.execute(text(BASELINE_TABLE[3].replace("SELECT *", "SELECT " + _columns(conn))))
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM ANALYZE baseline.chat_sessions"))
+
+
+def _columns(conn: Connection) -> str:
+    return ", ".join(conn.execute(text(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = 'baseline'"
+        " AND table_name = 'chat_sessions' ORDER BY ordinal_position")).scalars())
+
+
+def timed_claim(conn: Connection, statement: TextClause) -> float:
     start = time.perf_counter()
+    rows = conn.execute(statement, {"idle_secs": IDLE_SECS, "stale_secs": STALE_SECS,
+                                    "batch": BATCH}).all()
+    elapsed = (time.perf_counter() - start) * 1000
+    conn.rollback()
+    if len(rows) != BATCH:
+        raise RuntimeError(f"claimed {len(rows)} rows, expected {BATCH}")
+    return elapsed
+
+
+def timed_reads(conn: Connection, flip: bool) -> tuple[float, float, int, int]:
+    """Claim 100 and begin each attempt; read each session's turns both ways, back to back
+    (order flipped every session), so both see the same moment of a shared machine.
+    (ms before, ms after, turns before, turns after), rolled back."""
     claims = conn.execute(CLAIM_IDLE, {"idle_secs": IDLE_SECS, "stale_secs": STALE_SECS,
                                        "batch": BATCH}).all()
-    claimed = time.perf_counter()
-    turns = 0
-    for c in claims:
+    ms = {"before": 0.0, "after": 0.0}
+    turns = {"before": 0, "after": 0}
+    sides = {"before": BEFORE_READ, "after": READ_NEW_TURNS}
+    for k, c in enumerate(claims):
         row = conn.execute(BEGIN_ATTEMPT, {"session_id": c.id, "token": c.claim_token}).one()
-        rows = conn.execute(read, {"session_id": c.id,
-                                   "after_seq": row.classified_through_seq}).all()
-        turns += sum(1 for r in rows if r.seq is not None)
-    done = time.perf_counter()
+        params = {"session_id": c.id, "after_seq": row.classified_through_seq}
+        for name in (("before", "after") if (k % 2 == 0) != flip else ("after", "before")):
+            start = time.perf_counter()
+            rows = conn.execute(sides[name], params).all()
+            ms[name] += (time.perf_counter() - start) * 1000
+            turns[name] += sum(1 for r in rows if r.seq is not None)
     conn.rollback()
-    if len(claims) != BATCH:
-        raise RuntimeError(f"claimed {len(claims)} rows, expected {BATCH}")
-    return (claimed - start) * 1000, (done - claimed) * 1000, turns
+    return ms["before"], ms["after"], turns["before"], turns["after"]
 
 
 def measure(engine: Engine, repeats: int) -> dict[str, Any]:
-    sides = {"before": BEFORE_READ, "after": READ_NEW_TURNS}
-    times: dict[str, dict[str, list[float]]] = {k: {"claim": [], "reads": [], "total": []}
-                                                for k in sides}
-    turns: dict[str, int] = {}
+    claims: dict[str, list[float]] = {"before": [], "after": []}
+    reads: dict[str, list[float]] = {"before": [], "after": []}
+    turns = (0, 0)
     with engine.connect() as conn:
-        for name, read in sides.items():
-            for _ in range(3):  # warm caches and plans
-                turns[name] = one_pass(conn, read)[2]
+        for _ in range(3):  # warm caches and plans
+            timed_claim(conn, BASELINE_CLAIM)
+            timed_claim(conn, CLAIM_IDLE)
+            timed_reads(conn, False)
         for i in range(repeats):
-            for name in (("before", "after") if i % 2 == 0 else ("after", "before")):
-                claim_ms, reads_ms, _ = one_pass(conn, sides[name])
-                times[name]["claim"].append(claim_ms)
-                times[name]["reads"].append(reads_ms)
-                times[name]["total"].append(claim_ms + reads_ms)
-    return {"turns_read": turns,
-            "median_ms": {k: {p: statistics.median(v) for p, v in t.items()}
-                          for k, t in times.items()}}
+            order = (("before", BASELINE_CLAIM), ("after", CLAIM_IDLE))
+            for name, statement in (order if i % 2 == 0 else order[::-1]):
+                claims[name].append(timed_claim(conn, statement))
+            b, a, tb, ta = timed_reads(conn, i % 2 == 1)
+            reads["before"].append(b)
+            reads["after"].append(a)
+            turns = (tb, ta)
+    med = {name: {"claim": statistics.median(claims[name]),
+                  "reads": statistics.median(reads[name])} for name in claims}
+    for name in med:
+        med[name]["total"] = med[name]["claim"] + med[name]["reads"]
+    pair = [a / b for a, b in zip(claims["after"], claims["before"], strict=True)]
+    read_pair = [a / b for a, b in zip(reads["after"], reads["before"], strict=True)]
+    return {"turns_read": {"before": turns[0], "after": turns[1]}, "median_ms": med,
+            "median_ratio": {"claim": statistics.median(pair),
+                             "reads": statistics.median(read_pair)}}
 
 
 def report(result: dict[str, Any], counts: dict[str, int], info: dict[str, Any]) -> str:
-    med = result["median_ms"]
-    lines = [f"{'median ms':<28} {'before':>8} {'after':>8} {'after/before':>13}", "-" * 60]
+    med, ratio = result["median_ms"], result["median_ratio"]
+    lines = [f"{'median ms':<34} {'before':>8} {'after':>8} {'after/before':>13}", "-" * 66]
     for part, label in (("claim", "claim of 100 (CLAIM_IDLE)"),
-                        ("reads", "100 begin_attempt + turns"), ("total", "claim path total")):
+                        ("reads", "turn reads of the 100 claimed"),
+                        ("total", "claim + reads")):
         b, a = med["before"][part], med["after"][part]
-        lines.append(f"{label:<28} {b:>8.2f} {a:>8.2f} {a / b:>12.3f}x")
-    ratio = med["after"]["total"] / med["before"]["total"]
+        paired = f" (paired {ratio[part]:.3f}x)" if part in ratio else ""
+        lines.append(f"{label:<34} {b:>8.2f} {a:>8.2f} {a / b:>12.3f}x{paired}")
     lines.append(f"\nturns read per pass: before {result['turns_read']['before']}, after "
                  f"{result['turns_read']['after']} (the tombstoned ones skipped)")
-    lines.append(f"claim path after/before = {ratio:.3f} (target <= 1.05): "
-                 f"{'PASS' if ratio <= 1.05 else 'MISS'}")
+    claim = ratio["claim"]
+    lines.append(f"claim of 100 after/before (median of paired runs) = {claim:.3f}"
+                 f" (target <= 1.05): {'PASS' if claim <= 1.05 else 'MISS'}")
     lines.append(f"data: {counts}")
     lines.append(f"machine: {info}")
     return "\n".join(lines)
@@ -167,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             started = time.monotonic()
             counts = load(engine, args.size, args.filler,
                           claimed_tombstoned=not args.untouched)
+            baseline_table(engine)
             print(f"  loaded in {time.monotonic() - started:.0f}s", flush=True)
             result = measure(engine, args.repeats)
         finally:

@@ -32,4 +32,5 @@ def test_tombstone_bench(pg_server_url: str, tmp_path: Path) -> None:
     assert doc["turns_read"]["before"] == 400 > doc["turns_read"]["after"] > 0
     for side in ("before", "after"):
         assert all(v > 0 for v in doc["median_ms"][side].values())
-    assert "claim path after/before" in proc.stdout
+    assert doc["median_ratio"]["claim"] > 0 and doc["median_ratio"]["reads"] > 0
+    assert "claim of 100 after/before" in proc.stdout
