@@ -262,17 +262,34 @@ def forget_memory(conn: Connection, memory_id: uuid.UUID) -> tuple[uuid.UUID | N
     """Forget one memory, its lineage and the canonicals derived from it; tombstone its
     source turns. Call inside one transaction. Returns the memory's user (None when it did
     not exist) and the counts. Idempotent."""
-    zero: Counts = {"memories": 0, "history": 0, "derived": 0, "restored": 0,
-                    "erased_turns": 0, "sessions_fenced": 0, "cells": 0}
     rows = conn.execute(LINEAGE, {"memory_id": memory_id}).all()
     if not rows:
-        return None, zero
+        return None, dict(ZERO_MEMORY_COUNTS)
     user_id: uuid.UUID = rows[0].user_id
     lock_user(conn, user_id)
     # re-read under the lock: a pass that was writing may have extended the lineage
     ids = [r.id for r in conn.execute(LINEAGE, {"memory_id": memory_id})]
+    return user_id, erase_memories(conn, user_id, ids)
+
+
+#: what :func:`erase_memories` counts.
+ZERO_MEMORY_COUNTS: Counts = {"memories": 0, "history": 0, "derived": 0, "restored": 0,
+                              "erased_turns": 0, "sessions_fenced": 0, "cells": 0}
+
+
+def erase_memories(conn: Connection, user_id: uuid.UUID, ids: Sequence[uuid.UUID]) -> Counts:
+    """Erase these memories of one user for good — the building block of every erasure of
+    chosen memories (``forget --memory``'s lineage, ``forget --sensitive``'s labels): fence a
+    classification in flight on their source sessions, tombstone their source turns
+    (``erased_seqs``), delete them with the canonicals derived from them (restoring those
+    canonicals' other sources for the next consolidation pass) and every history row naming
+    them, and drop the user's recall cells. Call inside one transaction, after
+    :func:`lock_user` (then the set is stable against consolidation)."""
+    counts = dict(ZERO_MEMORY_COUNTS)
+    if not ids:
+        return counts
+    ids = list(ids)
     sessions = [r.id for r in conn.execute(SOURCE_SESSIONS, {"ids": ids})]
-    counts = dict(zero)
     counts["sessions_fenced"] = _n(conn, FENCE_SESSIONS, {"sessions": sessions})
     counts["erased_turns"] = sum(r.n for r in conn.execute(ERASE_TURNS, {"ids": ids}))
     derived = [r.id for r in conn.execute(DERIVED, {"ids": ids})]
@@ -286,7 +303,7 @@ def forget_memory(conn: Connection, memory_id: uuid.UUID) -> tuple[uuid.UUID | N
                   history=_n(conn, DELETE_HISTORY_OF, {"ids": gone}),
                   memories=_n(conn, DELETE_MEMORIES, {"ids": gone}))
     counts["cells"] = drop_cells(conn, user_id) if counts["memories"] else 0
-    return user_id, counts
+    return counts
 
 
 def lineage_ids(conn: Connection, memory_id: uuid.UUID) -> Sequence[uuid.UUID]:
