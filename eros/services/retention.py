@@ -16,7 +16,7 @@ from eros.settings import Settings
 
 log = logging.getLogger(__name__)
 
-#: rows per transaction.
+#: replaced memories per transaction; messages go BATCH // 10 sessions per transaction.
 BATCH = 5000
 
 
@@ -24,13 +24,13 @@ def apply(engine: Engine, settings: Settings, *, batch: int = BATCH) -> dict[str
     """Run both retentions to completion, one batch per transaction; rows deleted by table."""
     deleted = {"chat_messages": 0, "companion_memories": 0, "memory_history": 0}
     if settings.message_retention_days:
-        while True:
+        after: str | None = retention_sql.FIRST
+        while after is not None:
             with engine.begin() as conn:
-                n = retention_sql.delete_messages(conn, days=settings.message_retention_days,
-                                                  batch=batch)
+                after, n = retention_sql.delete_messages(
+                    conn, days=settings.message_retention_days, after=after,
+                    sessions=max(1, batch // 10))
             deleted["chat_messages"] += n
-            if n < batch:
-                break
     if settings.history_retention_days:
         while True:
             with engine.begin() as conn:
