@@ -49,4 +49,3 @@ def test_a_failed_forget_exits_1_and_both_outcomes_are_listed(cli: Cli, engine: 
     lines = table.out.strip().splitlines()
     assert len(lines) == 2 and " done " in lines[0] and " failed " in lines[1]
     assert "sessions_marked_read=1" in lines[0] and "57014" in lines[1]
-    assert cli("erasures", str(uuid.uuid4())).out.strip() == "no erasures"
