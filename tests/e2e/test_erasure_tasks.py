@@ -1,8 +1,9 @@
 """The erasure tasks through a real worker (issue 26).
 
 - Retries keep their arguments: every documented calling form of ``eros.forget_user`` /
-  ``eros.forget_memory`` meets a transient database error — a lock timeout (55P03) or a
-  dropped connection (the waiting backend terminated) — and still completes: one ``done``
+  ``eros.forget_memory`` meets a transient database error — a lock timeout (55P03), a
+  dropped connection (the waiting backend terminated) or a deadlock (40P01, the class of a
+  serialization failure: the transaction lost a race) — and still completes: one ``done``
   row in ``engine.erasure_log`` per request. The failure is forced: this test holds the
   user's consolidation lock (the forget's first lock), and lets go only after the worker's
   log shows the retry.
@@ -13,6 +14,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any
 
@@ -34,6 +36,7 @@ LOCK = "SELECT pg_advisory_xact_lock"
 TIMEOUT = "LockNotAvailable"
 DROPPED = "AdminShutdown"  # the backend terminated: the connection is gone
 CANCELLED = "QueryCanceled"
+DEADLOCK = "DeadlockDetected"
 
 
 def _seed(engine: Engine) -> tuple[uuid.UUID, uuid.UUID, uuid.UUID]:
@@ -80,7 +83,23 @@ CASES: list[tuple[str, str, Any]] = [
     ("eros.forget_user", TIMEOUT, lambda u, p, m: ([str(u)], {"instance_id": str(p)})),
     ("eros.forget_memory", DROPPED, lambda u, p, m: ([str(m)], {})),
     ("eros.forget_memory", TIMEOUT, lambda u, p, m: ([], {"memory_id": str(m)})),
+    ("eros.forget_user", DEADLOCK,
+     lambda u, p, m: ([str(u)], {"instance_id": str(p), "sessions": False})),
 ]
+
+
+def _deadlock(engine: Engine, worker: WorkerProcess, blocker: Connection,
+              user: uuid.UUID) -> None:
+    """The blocker holds the user's session rows; the forget (holding the user's locks) waits
+    for them; the blocker then asks for the forget's first lock: a cycle. The forget waited
+    first, so its deadlock check (deadlock_timeout) finds it and it is the one aborted."""
+    before = _count(worker, DEADLOCK)
+    wait_for_lock_wait(engine, "SELECT id FROM engine.chat_sessions", timeout=30)
+    thread = threading.Thread(target=_hold, args=(blocker, user))
+    thread.start()
+    wait_until(lambda: _count(worker, DEADLOCK) > before, timeout=30,
+               message="a retry after a deadlock")
+    thread.join(30)
 
 
 def _queued_force_after_a_forget(engine: Engine, client: Celery,
@@ -124,9 +143,16 @@ def test_erasure_tasks_survive_transient_errors_and_queued_replays(
         user, persona, memory = _seed(engine)
         args, kwargs = form(user, persona, memory)
         with engine.connect() as blocker:
-            _hold(blocker, user)
+            if error == DEADLOCK:
+                blocker.execute(text("SELECT id FROM engine.chat_sessions WHERE user_id = :u"
+                                     " FOR UPDATE"), {"u": user})
+            else:
+                _hold(blocker, user)
             result = client.send_task(task, args=args, kwargs=kwargs, queue="eros.claim")
-            _break(engine, worker, blocker, error)
+            if error == DEADLOCK:
+                _deadlock(engine, worker, blocker, user)
+            else:
+                _break(engine, worker, blocker, error)
             blocker.rollback()  # let go: the retry now succeeds
         payload = result.get(timeout=60)
         assert payload["outcome"] == "forgotten", (task, error, args, kwargs, payload)
