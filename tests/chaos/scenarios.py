@@ -52,6 +52,29 @@ def redis_restart(stack: Stack, stop: threading.Event) -> None:
     stack.events.append("redis restarted (queue lost)")
 
 
+def _sigkill_one(stack: Stack) -> None:
+    victim = random.Random(7).choice(stack.live_workers())
+    victim.kill()
+    stack.events.append(f"SIGKILL {victim.name}")
+    stack.start_worker()
+
+
+def broker_restart_sigkill(stack: Stack, stop: threading.Event) -> None:
+    """The broker restarted mid-drain, then a worker SIGKILLed once the others are back at
+    work: RabbitMQ (``rabbit`` set) keeps its quorum queues and hands the killed worker's
+    unacked messages out again; Redis (no persistence) loses its queue, and the stale-claim
+    rescue re-claims those sessions."""
+    _wait_for_progress(stack, stop, 150)
+    if stack.rabbit is not None:
+        stack.rabbit.restart(downtime=2.0)
+        stack.events.append("rabbitmq restarted (stop_app/start_app)")
+    else:
+        stack.redis.restart(downtime=2.0)
+        stack.events.append("redis restarted (queue lost)")
+    if _wait_for_progress(stack, stop, 100):
+        _sigkill_one(stack)
+
+
 def postgres_restart(stack: Stack, stop: threading.Event) -> None:
     """Stop PostgreSQL (fast: connections cut) for a few seconds mid-drain."""
     _wait_for_progress(stack, stop, 150)
@@ -108,4 +131,5 @@ SCENARIOS: dict[str, Disruption] = {
     "llm-429-bursts": llm_429_bursts,
     "embedding-500s": embedding_500s,
     "two-beats": two_beats,
+    "broker-restart-sigkill": broker_restart_sigkill,
 }
