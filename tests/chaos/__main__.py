@@ -12,8 +12,8 @@ import argparse
 import sys
 
 from tests.chaos.harness import Servers, run, table
-from tests.chaos.rabbit import RabbitVhost, unavailable_reason
 from tests.chaos.scenarios import SCENARIOS
+from tests.support.rabbit import RabbitVhost, unavailable_reason
 
 
 def main(argv: list[str] | None = None) -> int:

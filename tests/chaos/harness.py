@@ -14,9 +14,9 @@ from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, text
 
-from tests.chaos.rabbit import RabbitVhost
 from tests.chaos.servers import RestartablePostgres, RestartableRedis
 from tests.fakes import FakeLLMServer, FakeVoyageServer
+from tests.support.rabbit import RabbitVhost
 from tests.support.services import alembic_config, with_database
 from tests.support.workers import BeatProcess, WorkerProcess, worker_env
 

@@ -6,12 +6,18 @@ Skipped, with the reason, where 127.0.0.1:5672 does not answer."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from sqlalchemy import Engine, text
 
 from tests.chaos.harness import Servers, run
-from tests.chaos.rabbit import RabbitVhost, unavailable_reason
 from tests.chaos.scenarios import broker_restart_sigkill
 from tests.chaos.test_chaos import RESULTS
+from tests.fakes import FakeLLMServer, FakeVoyageServer, Fault
+from tests.support.data import add_session, mem_line
+from tests.support.rabbit import RabbitVhost, unavailable_reason
+from tests.support.workers import BeatProcess, WorkerProcess, wait_until, worker_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos]
 
@@ -44,3 +50,46 @@ def test_rabbitmq_restart_and_sigkill_classify_every_session_once() -> None:
     assert result.dead_lettered == 0, result
     assert result.lost == result.duplicates == result.wrong == result.twice == 0, result
     assert result.stuck == 0, result
+
+
+def test_a_sub_second_retry_countdown_goes_through_rabbitmq_delayed_delivery(
+        engine: Engine, db_url: str, redis_url: str, llm: FakeLLMServer,
+        voyage: FakeVoyageServer, tmp_path: Path) -> None:
+    """A retry's countdown is parked in RabbitMQ's delayed-delivery queues (never held by the
+    worker, whose quorum-queue prefetch is static), in whole seconds: Celery raises ValueError
+    for 0 < countdown < 1 there, which would have failed the task and stranded its claim."""
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with engine.begin() as conn:
+        sid = add_session(conn, [mem_line("fact", 0.5, "rabbit retry memory")])
+    llm.script([Fault.status(503)])  # the first attempt fails: one retry with a countdown
+    rabbit = RabbitVhost("eros-retry")
+    env = worker_env(db_url, redis_url, llm.url, voyage.url, BROKER_URL=rabbit.url,
+                     DREAMING_TICK_SECS="1", PROVIDER_MAX_RETRIES="0",
+                     DREAMING_RETRY_BACKOFF_SECS="0.2", DREAMING_RETRY_BACKOFF_MAX_SECS="0.5",
+                     DREAMING_CLAIM_STALE_SECS="120", LLM_TIMEOUT_SECS="3",
+                     EMBEDDING_TIMEOUT_SECS="2")
+    worker = WorkerProcess(env, name="rw1", concurrency=2, log_dir=tmp_path)
+    beat = None
+    try:
+        worker.wait_ready(timeout=90)
+        beat = BeatProcess(env, log_dir=tmp_path)
+
+        def runs() -> list[str]:
+            with engine.connect() as conn:
+                return list(conn.execute(text(
+                    "SELECT outcome FROM engine.classification_runs WHERE session_id = :s"
+                    " ORDER BY attempt, id"), {"s": sid}).scalars())
+
+        wait_until(lambda: "memories" in runs(), timeout=60, message="the retried session")
+        queues = rabbit.queues()
+    finally:
+        if beat is not None:
+            beat.stop()
+        worker.stop()
+        rabbit.close()
+    assert runs() == ["retrying", "memories"]
+    assert "countdown must be a positive number" not in worker.log()
+    # the retry travelled through the broker's delayed-delivery queues (quorum as well)
+    assert queues.get("celery_delayed_0", {}).get("type") == "quorum", queues

@@ -1,4 +1,4 @@
-"""The machine's RabbitMQ (127.0.0.1:5672, guest/guest) as a chaos-suite broker: each user of
+"""The machine's RabbitMQ (127.0.0.1:5672, guest/guest) as a test broker: each user of
 it gets a vhost of its own (``rabbitmqctl add_vhost``), deleted afterwards; a restart is
 ``rabbitmqctl stop_app`` / ``start_app`` (the node stays up, every connection is cut, the
 quorum queues come back from their logs)."""
