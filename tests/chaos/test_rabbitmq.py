@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, text
 
+from eros.cli._common import check_brokers
+from eros.ops import health
+from eros.settings import load_settings
 from tests.chaos.harness import Servers, run
 from tests.chaos.scenarios import broker_restart_sigkill
 from tests.chaos.test_chaos import RESULTS
@@ -93,3 +96,18 @@ def test_a_sub_second_retry_countdown_goes_through_rabbitmq_delayed_delivery(
     assert "countdown must be a positive number" not in worker.log()
     # the retry travelled through the broker's delayed-delivery queues (quorum as well)
     assert queues.get("celery_delayed_0", {}).get("type") == "quorum", queues
+
+
+def test_the_machines_rabbitmq_passes_health(redis_url: str) -> None:
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    rabbit = RabbitVhost("eros-health")
+    try:
+        settings = load_settings(redis_url=redis_url, broker_url=rabbit.url)
+        check = health.broker(settings)
+        check_brokers(settings)
+    finally:
+        rabbit.close()
+    assert check.ok, check.detail
+    assert rabbit.vhost in check.detail and "guest:guest" not in check.detail
