@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 
 from tests.chaos.harness import Disruption, Stack
 from tests.fakes import Fault
@@ -65,12 +66,14 @@ def broker_restart_sigkill(stack: Stack, stop: threading.Event) -> None:
     unacked messages out again; Redis (no persistence) loses its queue, and the stale-claim
     rescue re-claims those sessions."""
     _wait_for_progress(stack, stop, 150)
+    began = time.monotonic()
     if stack.rabbit is not None:
         stack.rabbit.restart(downtime=2.0)
-        stack.events.append("rabbitmq restarted (stop_app/start_app)")
+        what = "rabbitmq restarted (stop_app/start_app"
     else:
         stack.redis.restart(downtime=2.0)
-        stack.events.append("redis restarted (queue lost)")
+        what = "redis restarted (queue lost"
+    stack.events.append(f"{what}, down {time.monotonic() - began:.1f}s)")
     if _wait_for_progress(stack, stop, 100):
         _sigkill_one(stack)
 
