@@ -39,6 +39,7 @@ SYNTHETIC = {"up"}
 #: allowed to be absent until their branches are merged — the lead reconciles this list.
 PENDING = {
     "eros_recall_replica_fallbacks_total": "issue 27 (27d): recall read the primary",
+    "eros_sensitive_memories_written_total": "issue 26 (26b): special-category memories",
 }
 #: labelled counters whose first sample is an event this workload cannot cause; each must still
 #: be a metric eros defines (checked against eros.ops.metrics).
