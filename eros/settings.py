@@ -256,7 +256,7 @@ class Settings(BaseSettings):
     @field_validator("broker_url")
     @classmethod
     def _broker_scheme(cls, value: str | None) -> str | None:
-        if value is None or value == "":
+        if not value:
             return None
         if not value.startswith(BROKER_SCHEMES):
             raise ValueError("must be an amqp:// or amqps:// URL (RabbitMQ), or a redis:// URL")
@@ -365,11 +365,6 @@ class Settings(BaseSettings):
     def broker_is_amqp(self) -> bool:
         """RabbitMQ (or another AMQP 0-9-1 broker) rather than Redis."""
         return bool(self.broker_url) and str(self.broker_url).startswith(AMQP_SCHEMES)
-
-    @property
-    def broker_variable(self) -> str:
-        """The variable the broker URL came from, for error messages."""
-        return "BROKER_URL" if self.broker_url else "REDIS_URL"
 
     def redis_client_url(self) -> str:
         """REDIS_URL in redis-py's spelling (kombu's ``redis+socket://…?virtual_host=N``

@@ -22,7 +22,7 @@ def test_redis_stays_the_default_broker() -> None:
         "max_connections": BROKER_MAX_CONNECTIONS}
     assert {q.exchange.type for q in conf.task_queues} == {"direct"}
     assert all(not q.queue_arguments for q in conf.task_queues)
-    assert not settings.broker_is_amqp and settings.broker_variable == "REDIS_URL"
+    assert not settings.broker_is_amqp
 
 
 def test_broker_url_makes_rabbitmq_the_broker_with_quorum_queues_and_confirms() -> None:
@@ -41,7 +41,7 @@ def test_broker_url_makes_rabbitmq_the_broker_with_quorum_queues_and_confirms() 
     assert conf.task_default_queue_type == "quorum"
     assert conf.task_acks_late and conf.worker_prefetch_multiplier == 1
     assert conf.worker_detect_quorum_queues
-    assert settings.broker_is_amqp and settings.broker_variable == "BROKER_URL"
+    assert settings.broker_is_amqp
 
 
 def test_rabbitmq_needs_redis_for_results() -> None:
