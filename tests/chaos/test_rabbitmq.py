@@ -6,6 +6,10 @@ Skipped, with the reason, where 127.0.0.1:5672 does not answer."""
 
 from __future__ import annotations
 
+import json
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,7 +64,8 @@ def test_a_sub_second_retry_countdown_goes_through_rabbitmq_delayed_delivery(
         voyage: FakeVoyageServer, tmp_path: Path) -> None:
     """A retry's countdown is parked in RabbitMQ's delayed-delivery queues (never held by the
     worker, whose quorum-queue prefetch is static), in whole seconds: Celery raises ValueError
-    for 0 < countdown < 1 there, which would have failed the task and stranded its claim."""
+    for 0 < countdown < 1 there, which would have failed the task and stranded its claim. On a
+    gevent worker, the classify kind of the Kubernetes manifests."""
     reason = unavailable_reason()
     if reason:
         pytest.skip(reason)
@@ -73,7 +78,8 @@ def test_a_sub_second_retry_countdown_goes_through_rabbitmq_delayed_delivery(
                      DREAMING_RETRY_BACKOFF_SECS="0.2", DREAMING_RETRY_BACKOFF_MAX_SECS="0.5",
                      DREAMING_CLAIM_STALE_SECS="120", LLM_TIMEOUT_SECS="3",
                      EMBEDDING_TIMEOUT_SECS="2")
-    worker = WorkerProcess(env, name="rw1", concurrency=2, log_dir=tmp_path)
+    # the classify worker kind of deploy/kubernetes/classify.yaml: gevent over py-amqp
+    worker = WorkerProcess(env, name="rw1", concurrency=16, pool="gevent", log_dir=tmp_path)
     beat = None
     try:
         worker.wait_ready(timeout=90)
@@ -87,12 +93,19 @@ def test_a_sub_second_retry_countdown_goes_through_rabbitmq_delayed_delivery(
 
         wait_until(lambda: "memories" in runs(), timeout=60, message="the retried session")
         queues = rabbit.queues()
+        # the liveness probe of the manifests: Celery's remote-control ping, through RabbitMQ
+        probe = subprocess.run([sys.executable, "-m", "eros", "health", "--json", "--worker",
+                                f"rw1@{socket.gethostname()}"], env=env, capture_output=True,
+                               text=True, timeout=120)
     finally:
         if beat is not None:
             beat.stop()
         worker.stop()
         rabbit.close()
     assert runs() == ["retrying", "memories"]
+    assert probe.returncode == 0, probe.stdout + probe.stderr
+    assert {c["name"]: c["ok"] for c in json.loads(probe.stdout)["checks"]} == {
+        "database": True, "broker": True, "worker": True}
     assert "countdown must be a positive number" not in worker.log()
     # the retry travelled through the broker's delayed-delivery queues (quorum as well)
     assert queues.get("celery_delayed_0", {}).get("type") == "quorum", queues
