@@ -16,8 +16,11 @@ import pytest
 from sqlalchemy import Engine, text
 
 from eros.cli._common import check_brokers
+from eros.core.names import CLAIM_TASK, CLASSIFY_TASK
 from eros.ops import health
+from eros.ops.metrics import queue_depths
 from eros.settings import load_settings
+from eros.tasks.app import create_app
 from tests.chaos.harness import Servers, run
 from tests.chaos.scenarios import broker_restart_sigkill
 from tests.chaos.test_chaos import RESULTS
@@ -111,7 +114,7 @@ def test_a_sub_second_retry_countdown_goes_through_rabbitmq_delayed_delivery(
     assert queues.get("celery_delayed_0", {}).get("type") == "quorum", queues
 
 
-def test_the_machines_rabbitmq_passes_health(redis_url: str) -> None:
+def test_the_machines_rabbitmq_passes_health_and_reports_queue_depths(redis_url: str) -> None:
     reason = unavailable_reason()
     if reason:
         pytest.skip(reason)
@@ -120,7 +123,19 @@ def test_the_machines_rabbitmq_passes_health(redis_url: str) -> None:
         settings = load_settings(redis_url=redis_url, broker_url=rabbit.url)
         check = health.broker(settings)
         check_brokers(settings)
+        before = queue_depths(settings)  # no queue declared yet: zeros, not an error
+        app = create_app(settings)
+        for n in range(3):
+            app.send_task(CLASSIFY_TASK, args=[f"00000000-0000-0000-0000-00000000000{n}"])
+        app.send_task(CLAIM_TASK)
+        after = queue_depths(settings)
+        queues = rabbit.queues()
     finally:
         rabbit.close()
     assert check.ok, check.detail
     assert rabbit.vhost in check.detail and "guest:guest" not in check.detail
+    assert before == dict.fromkeys(EROS_QUEUES, 0)
+    # published with confirms, so counted at once; the gauge reads the ready messages
+    assert after == {"eros.claim": 1, "eros.classify": 3, "eros.consolidate": 0,
+                     "eros.recall": 0}, after
+    assert queues["eros.classify"]["type"] == "quorum"
