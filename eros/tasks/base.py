@@ -44,6 +44,7 @@ from eros.providers.ratelimit import make_limiter
 from eros.services.classify import Pipeline
 from eros.services.consolidate import Consolidator
 from eros.settings import Settings
+from eros.tasks.broker import broker_countdown
 
 log = logging.getLogger("eros.worker")
 
@@ -137,6 +138,12 @@ class ErosTask(Task):  # type: ignore[misc]
         soft = limits[1] if len(limits) > 1 else None
         found = soft or self.soft_time_limit or self.app.conf.task_soft_time_limit
         return float(found) if found else None
+
+    def retry(self, *args: Any, countdown: float | None = None, **kwargs: Any) -> Any:
+        """Celery's retry, with a countdown the broker can carry (whole seconds on RabbitMQ:
+        :func:`eros.tasks.broker.broker_countdown`)."""
+        return super().retry(*args, countdown=broker_countdown(self.settings, countdown),
+                             **kwargs)
 
     def policy(self, max_attempts: int) -> RetryPolicy:
         """The one retry policy; each task family brings its own attempt cap."""
