@@ -19,7 +19,6 @@ from eros.db.schema import (
     chat_sessions,
     classification_runs,
     consolidation_state,
-    erased_turns,
     erasure_log,
     memory_history,
 )
@@ -122,10 +121,3 @@ def erasures(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
     t = erasure_log
     return _stream(conn, _user_rows(t, user_id, t.c.requested_at, t.c.id), user_id)
 
-
-def tombstones(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
-    """The erased turns of the user's sessions (session, seq, the erasure that did it)."""
-    t = erased_turns
-    stmt = (select(*_plain(t)).join(chat_sessions, chat_sessions.c.id == t.c.session_id)
-            .where(chat_sessions.c.user_id == user_id).order_by(t.c.session_id, t.c.seq))
-    return _stream(conn, stmt, user_id)

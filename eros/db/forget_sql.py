@@ -314,18 +314,17 @@ SELECT id FROM engine.companion_memories
 """)
 
 
-def forget_sensitive(conn: Connection, user_id: uuid.UUID, label: str | None,
-                     erasure_id: int | None = None) -> Counts:
-    """Every memory of the user with a special-category label (``label``, or any when None),
-    each erased as :func:`forget_memory` erases one (lineage, derived canonicals, source
-    turns tombstoned): consent withdrawn for that category, the rest kept (issue 26)."""
+def forget_sensitive(conn: Connection, user_id: uuid.UUID, label: str | None) -> Counts:
+    """Every memory of the user with a special-category label (``label``, or any when None)
+    and the lineage of each (what it merged or superseded, as ``forget --memory`` takes),
+    erased by :func:`erase_memories` (derived canonicals, tombstoned source turns): consent
+    withdrawn for that category, the rest kept (issue 26). Call inside one transaction."""
     lock_user(conn, user_id)
-    total: dict[str, int] = {}
+    ids: dict[uuid.UUID, None] = {}
     for row in conn.execute(SENSITIVE_MEMORIES, {"user_id": user_id, "label": label}).all():
-        _, counts = forget_memory(conn, row.id, erasure_id)  # a gone row counts zeros
-        for key, value in counts.items():
-            total[key] = total.get(key, 0) + value
-    return total or {"memories": 0}
+        if row.id not in ids:
+            ids.update((r.id, None) for r in conn.execute(LINEAGE, {"memory_id": row.id}))
+    return erase_memories(conn, user_id, list(ids))
 
 
 def lineage_ids(conn: Connection, memory_id: uuid.UUID) -> Sequence[uuid.UUID]:

@@ -60,7 +60,7 @@ def forget_sensitive(engine: Engine, user_id: uuid.UUID, label: str | None = Non
                          f"{', '.join(SENSITIVITY_LABELS)}")
     request = request or erasure.Request("sensitive", user_id=user_id, task_id=task_id)
     with erasure.run(engine, request) as e:
-        e.counts.update(forget_sql.forget_sensitive(e.conn, user_id, label, e.id))
+        e.counts.update(forget_sql.forget_sensitive(e.conn, user_id, label))
     return {**e.counts, "erasure_id": e.id}
 
 

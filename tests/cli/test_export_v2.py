@@ -1,6 +1,6 @@
 """``eros export`` writes ``eros-export/2`` (issue 26): everything kept about the user except
 vectors — memory history with its details, classification runs, consolidation state, every
-session column, the user's erasure_log rows and erased turns, sensitivity — into a file only
+session column, the user's erasure_log rows, sensitivity — into a file only
 its owner can read; ``eros forget USER --sensitive LABEL`` and ``eros recall --no-sensitive``
 through the command line."""
 
