@@ -66,9 +66,20 @@ def _labels(engine: Engine, user: uuid.UUID) -> dict[str, str | None]:
             {"u": user})}
 
 
+def _written(label: str) -> float:
+    from prometheus_client import REGISTRY
+
+    return REGISTRY.get_sample_value("eros_sensitive_memories_written_total",
+                                     {"label": label}) or 0.0
+
+
 def test_labels_are_stored_and_recall_can_leave_them_out(
         engine: Engine, settings: Settings, llm: FakeLLMServer) -> None:
+    before = {label: _written(label) for label in ("health", "crisis", "beliefs")}
     user = _learn(engine, settings, llm)
+    # counted by label, never by text
+    assert {label: _written(label) - n for label, n in before.items()} == {
+        "health": 1, "crisis": 1, "beliefs": 1}
     assert _labels(engine, user) == {
         "Has had insomnia for months": "health", "Spoke of wanting to end it all": "crisis",
         "Goes to church on Sundays": "beliefs", "Likes jazz music": None,
