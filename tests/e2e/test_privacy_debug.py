@@ -3,16 +3,21 @@ and the CLI at ``--debug``, with sentinels in turns, in the model's memories, in
 in a provider's error body (both fakes echo the request in an error), in an unknown task's
 arguments, in undecodable and invalid messages, and in the provider URL's credentials. No
 sentinel may appear in any output or in any stored error field. On the way, the sensitive
-erasure runs through the worker (task kwarg ``sensitive``)."""
+erasure runs through the worker (task kwarg ``sensitive``), and every process talks to Redis
+as the users docs/security.md's ACL example defines (worker and beat as ``eros-worker``, the
+product's client as ``chat-product``): the documented lists are enough, nothing is refused."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from celery import Celery
 from kombu import Connection
 from sqlalchemy import Engine, text
@@ -39,6 +44,30 @@ def _responder(request: dict[str, Any]) -> Reply:
 def _leaks(outputs: dict[str, str]) -> dict[str, list[str]]:
     found = {where: [s for s in SENTINELS if s in out] for where, out in outputs.items()}
     return {where: hits for where, hits in found.items() if hits}
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextlib.contextmanager
+def _acl_users(redis_url: str) -> Iterator[tuple[str, str]]:
+    """The two users of docs/security.md's ACL example, created on the test server (and
+    removed after): the URLs of the worker's and the product's."""
+    lines = [line.split()[1:] for line in (ROOT / "docs" / "security.md").read_text()
+             .splitlines() if line.startswith(("user eros-worker ", "user chat-product "))]
+    assert len(lines) == 2
+    admin = redis.Redis.from_url(redis_url)
+    for line in lines:
+        admin.execute_command("ACL", "SETUSER", *line)
+    admin.execute_command("ACL", "LOG", "RESET")
+    host = redis_url.split("//", 1)[1]
+    try:
+        yield (f"redis://eros-worker:CHANGE-ME-worker@{host}",
+               f"redis://chat-product:CHANGE-ME-product@{host}")
+        refused = [e for e in admin.execute_command("ACL", "LOG") if b"username" in e]
+        assert not refused, refused
+    finally:
+        admin.execute_command("ACL", "DELUSER", "eros-worker", "chat-product")
 
 
 def _publish_raw(redis_url: str) -> None:
@@ -71,8 +100,18 @@ def test_no_personal_text_at_debug(engine: Engine, start_worker: Starter, start_
         for _ in range(3):
             add_session(conn, [("user", f"I cannot sleep, {TURN} keeps me awake"),
                                ("assistant", f"I am sorry about {TURN}")], user_id=user)
+    with _acl_users(redis_url) as (worker_url, product_url):
+        _run(engine, start_worker, start_beat, worker_url, product_url, llm, voyage, db_url,
+             tmp_path, user)
+
+
+def _run(engine: Engine, start_worker: Starter, start_beat: Any, worker_url: str,
+         redis_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer, db_url: str,
+         tmp_path: Path, user: uuid.UUID) -> None:
+    """The test's body: ``redis_url`` is the product's, ``worker_url`` the worker's."""
     base_url = llm.url.replace("http://", f"http://eros:{URL_PASSWORD}@")
-    env = {"EROS_LOG_FORMAT": "text", "EROS_LOG_LEVEL": "DEBUG", "OPENROUTER_BASE_URL": base_url}
+    env = {"EROS_LOG_FORMAT": "text", "EROS_LOG_LEVEL": "DEBUG", "OPENROUTER_BASE_URL": base_url,
+           "REDIS_URL": worker_url}
     worker = start_worker("w1", concurrency=2, loglevel="DEBUG", **env)
     beat = start_beat(loglevel="DEBUG", **env)
 
@@ -101,7 +140,7 @@ def test_no_personal_text_at_debug(engine: Engine, start_worker: Starter, start_
                and "Received invalid task message" in worker.log(),
                timeout=30, message="the worker's error records")
 
-    cli = base_env(tmp_path, DATABASE_URL=db_url, REDIS_URL=redis_url,
+    cli = base_env(tmp_path, DATABASE_URL=db_url, REDIS_URL=worker_url,
                    OPENROUTER_API_KEY="k", OPENROUTER_BASE_URL=base_url,
                    VOYAGE_API_KEY="k", VOYAGE_BASE_URL=voyage.url)
     recalled = run_cli(cli, "--debug", "recall", str(user), f"where is {CLI_QUERY}")
