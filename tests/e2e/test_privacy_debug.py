@@ -126,11 +126,13 @@ def _run(engine: Engine, start_worker: Starter, start_beat: Any, worker_url: str
     client = Celery(broker=redis_url, backend=redis_url)
     payload = client.send_task("eros.recall", args=[str(user), f"how does {QUERY} sleep"],
                                queue="eros.recall").get(timeout=60)
-    assert [m["sensitivity"] for m in payload["memories"]] == ["health"]
-    # consent withdrawn for health data, through the worker (the task kwarg `sensitive`)
+    assert any(MEMORY in m["content"] for m in payload["memories"])
+    labels = [m.get("sensitivity") for m in payload["memories"]]
+    # consent withdrawn for health data, through the worker (the task kwarg `sensitive`);
+    # checked after the logs, so that a leak is what a failure reports first
     forgot = client.send_task("eros.forget_user", args=[str(user)],
                               kwargs={"sensitive": "health"}, queue="eros.claim")
-    assert forgot.get(timeout=60)["memories"] == 1
+    erased = forgot.get(timeout=60, propagate=False)
     client.send_task("eros.no_such_task", args=[str(user), TASK_ARG],
                      kwargs={"query": TASK_ARG}, queue="eros.claim")
     _publish_raw(redis_url)
@@ -163,3 +165,5 @@ def _run(engine: Engine, start_worker: Starter, start_beat: Any, worker_url: str
                     "CLI stderr": recalled.err, "chat_sessions.last_error": stored,
                     "classification_runs.error": runs})
     assert not leaks, leaks
+    assert labels == ["health"]
+    assert isinstance(erased, dict) and erased["memories"] == 1, erased
