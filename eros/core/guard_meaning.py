@@ -115,7 +115,7 @@ def _sigmoid(z: Matrix) -> Matrix:
 
 
 def fit(x: Matrix, y: npt.NDArray[np.int64], *, l2: float = 1e-2,
-        iterations: int = 30) -> tuple[Matrix, float]:
+        iterations: int = 20) -> tuple[Matrix, float]:
     """L2-regularised logistic regression by Newton's method (IRLS), classes weighted equally."""
     n, d = x.shape
     xb = np.hstack([x, np.ones((n, 1))])
@@ -131,7 +131,7 @@ def fit(x: Matrix, y: npt.NDArray[np.int64], *, l2: float = 1e-2,
         hess = (xb * (sample * p * (1 - p))[:, None]).T @ xb + ridge
         step = np.linalg.solve(hess, grad)
         beta -= step
-        if float(np.abs(step).max()) < 1e-6:
+        if float(np.abs(step).max()) < 1e-4:
             break
     return beta[:d], float(beta[d])
 
@@ -171,10 +171,14 @@ def train(vectors: Sequence[Sequence[float]], labels: npt.NDArray[np.int64]) -> 
     """Threshold from the bank's out-of-fold scores, weights from the whole bank."""
     raw = np.asarray(vectors, dtype=np.float64)
     mean, scale = raw.mean(axis=0), raw.std(axis=0) + 1e-6
-    x = (raw - mean) / scale
+    # dimensions that never vary (e5's zero padding) carry nothing: trained without them
+    active = raw.std(axis=0) > 1e-9
+    x = ((raw - mean) / scale)[:, active]
     oof = out_of_fold(x, labels)
     threshold = choose_threshold(oof, labels)
     accuracy = balanced_accuracy(oof, labels, threshold)
-    w, b = fit(x, labels)
+    w_active, b = fit(x, labels)
+    w = np.zeros(raw.shape[1])
+    w[active] = w_active
     return MeaningModel(tuple(float(v) for v in w), b, tuple(float(v) for v in mean),
                         tuple(float(v) for v in scale), threshold, accuracy)

@@ -101,6 +101,13 @@ def _load_or_train(engine: Engine, embedder: Embedder,
 _logged: set[tuple[str, str]] = set()
 
 
+def forget_models() -> None:
+    """Drop the models this process holds (the next use reads the database or trains)."""
+    with _lock:
+        _models.clear()
+        _logged.clear()
+
+
 def _log_once(key: tuple[str, str], message: str) -> None:
     if key not in _logged:
         _logged.add(key)
@@ -197,5 +204,5 @@ def judge_texts(settings: Settings, engine: Engine, embedder: Embedder, texts: S
     return out
 
 
-__all__ = ["KEEP", "Screening", "candidate_text", "guard_for", "judge_texts", "meaning_model",
+__all__ = ["KEEP", "Screening", "candidate_text", "forget_models", "guard_for", "judge_texts", "meaning_model",
            "screen_texts"]
