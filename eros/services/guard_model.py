@@ -204,5 +204,5 @@ def judge_texts(settings: Settings, engine: Engine, embedder: Embedder, texts: S
     return out
 
 
-__all__ = ["KEEP", "Screening", "candidate_text", "forget_models", "guard_for", "judge_texts", "meaning_model",
-           "screen_texts"]
+__all__ = ["KEEP", "Screening", "candidate_text", "forget_models", "guard_for", "judge_texts",
+           "meaning_model", "screen_texts"]

@@ -12,7 +12,7 @@ from importlib import resources
 from eros.core.guard import bundled_sources
 from eros.core.guard_meaning import load_bank
 from eros.core.text import normalise_for_dedup
-from tests.redteam.corpus import HELDOUT, HERE, heldout_corpus, load
+from tests.redteam.corpus import HELDOUT, heldout_corpus, load
 
 NEWEST = list(HELDOUT)[-1]
 TRAINING = ["attacks.toml", "benign.toml", *list(HELDOUT.values())[:-1]]
