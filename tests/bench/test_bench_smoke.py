@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from bench import consolidation_bench, drain_bench, poisoning_bench, privacy_bench, recall_bench
-from tests.redteam.corpus import HELDOUT
+from tests.redteam.corpus import HELDOUT, heldout_corpus
 
 pytestmark = pytest.mark.bench
 
@@ -235,8 +235,10 @@ def test_poisoning_bench(bench_db: str, tmp_path: Path,
     # the guard adds no embedding call: at most one per extraction session
     assert extra["extraction_embedding_calls"] <= extra["extraction_sessions"]
     newest = list(HELDOUT)[-1]
-    assert sum(a for a, _t, _b, _k in extra["breakdown"][newest].values()
-               if False) == 0 and "lang:ja" in extra["breakdown"][newest]
+    per = extra["breakdown"][newest]
+    assert {"lang:ja", "lang:ar", "shape:base64", "shape:fact-rule"} <= set(per)
+    assert per["lang:ja"][0] == sum(1 for c in heldout_corpus(newest)
+                                    if c.lang == "ja" and c.kind == "attack")
     rows = {(r["stage"], r["corpus"], r["path"]): r for r in doc["rows"]}
     assert set(rows) == {(s, c, p) for c in ("main", *HELDOUT)
                          for s, p in (("extraction", "reference"), ("extraction", "eros"),
