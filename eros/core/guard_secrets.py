@@ -2,9 +2,11 @@
 identity number.
 
 - checksummed numbers with ``python-stdnum``: IBAN (mod 97), payment cards (Luhn, an issuer's
-  first digit, 13–19 digits, however grouped: spaces, dots, dashes), the Chinese resident ID
+  first digit, 13–19 digits, however grouped: spaces, dots, dashes — or any 13–19 digits right
+  after a word for "card", as some issuers' numbers fail Luhn), the Chinese resident ID
   (``cn.ric``, ISO 7064 with a final X), the Korean resident registration number (``kr.rrn``),
-  the US social security number (``us.ssn``, dashed, spaced or dotted). A digit run that fails
+  the US social security number (``us.ssn``, dashed, spaced or dotted), and any 6+ digit
+  run announced as an identity number (身份证, 주민번호, SSN, passport, …). A digit run that fails
   its checksum — the digits of pi, a 19-digit order number — is not a secret;
 - a one-time code: a 4–8 digit number next to a phone number (``phonenumbers``) or next to a
   word for "code" in one of the supported languages;
@@ -35,6 +37,20 @@ _DIGIT_RUN = re.compile(r"(?<![\d.,])\d(?:[ .\-]?\d){12,18}(?![\d])")
 _CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])")
 _KR_RRN = re.compile(r"(?<!\d)\d{6}[- ]?\d{7}(?!\d)")
 _SSN = re.compile(r"(?<![\d-])\d{3}([- .])\d{2}\1\d{4}(?![\d-])")
+# a card announced as one: some issuers (China UnionPay among them) print numbers that fail
+# Luhn, so 13-19 digits right after a word for "card" are a card whatever the checksum
+_CARD_WORD = re.compile(
+    r"(?:\b(?:card|credit card|debit card|visa|mastercard|amex|tarjeta|carte|karte|карта|"
+    r"cartão|carta|kart|thẻ)\b|信用卡|银行卡|銀行卡|卡号|卡號|カード|카드)[^\d\n]{0,12}$",
+    re.IGNORECASE)
+# an identity number announced as one is a secret even when its checksum fails (a typo, a
+# scheme stdnum does not know): the word, then a run of 6+ digits within a few characters
+_ID_WORD = re.compile(
+    r"(?:\b(?:ssn|social security(?: number)?|passport(?: number| no\.?)?|national id|"
+    r"id (?:card|number)|dni|nie|cpf|codice fiscale|tc kimlik(?: no)?|personalausweis|"
+    r"паспорт|снилс|инн|cccd|cmnd)\b|身份证号?码?|身份證號?碼?|居民身份证|"
+    r"주민(?:등록)?번호|マイナンバー|個人番号|الرقم الوطني|आधार)[^\d\n]{0,12}\d[\d -]{5,}",
+    re.IGNORECASE)
 _SHORT_CODE = re.compile(r"(?<![\d+\-.:/])\d{4,8}(?![\d\-.:/])")
 _CODE_WORD = re.compile(
     r"\b(?:otp|one[- ]time|verification|security|auth(?:entication)?|login|2fa|sms) ?(?:code|pin)"
@@ -124,8 +140,12 @@ def find_secret(text: str) -> str | None:
     for match in _SSN.finditer(raw):
         if ssn.is_valid(_digits(match.group(0))):
             return "secret.ssn"
-    if any(_card(m.group(0)) for m in _DIGIT_RUN.finditer(raw)):
-        return "secret.card"
+    for match in _DIGIT_RUN.finditer(raw):
+        if _card(match.group(0)) or _CARD_WORD.search(raw[max(0, match.start() - 30):
+                                                          match.start()]):
+            return "secret.card"
+    if _ID_WORD.search(raw):
+        return "secret.id-number"
     if _SHORT_CODE.search(raw) and (_CODE_WORD.search(raw) or _has_phone(raw)):
         return "secret.one-time-code"
     for match in _PASSWORD.finditer(raw):

@@ -22,7 +22,7 @@ def test_guard_check_prints_the_classify_paths_decision_per_input_in_order(
              "",
              json.dumps({"text": INSTRUCTION}, ensure_ascii=False),
              json.dumps({"text": "   "}),
-             "Her IBAN is GB82 WEST 1234 5698 7654 32",
+             "주민등록번호 750315-2345670",
              '{"not": "text"}']
     source = tmp_path / "in.jsonl"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -97,6 +97,10 @@ def test_checksummed_numbers_are_secrets_and_failing_ones_are_not() -> None:
     assert find_secret("knows pi as 3.1415926535897932384") is None
     assert find_secret("order 9876543210987654321 is late") is None
     assert find_secret("IBAN GB82 WEST 1234 5698 7654 33") is None
+    # and the whole guard keeps them (a shape rule used to drop any 13-19 digit run)
+    for text in ("Memorised pi as 3.14159265358979323846", "Order 1029384756102938475 is late",
+                 "Tracking number 4000 1234 5678 9011 2"):
+        assert not dropped(text), text
 
 
 def test_one_time_codes_keys_tokens_and_passwords() -> None:
