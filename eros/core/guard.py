@@ -6,12 +6,16 @@ prompt injection promoted from the user role to the system role, persistent acro
 The guard is the last check before a text becomes a memory: every extracted candidate and every
 canonical text consolidation writes passes through :meth:`Guard.check`.
 
-It judges a *normalised* view (NFKC, which also folds full-width letters; zero-width, bidi and
-other invisible format characters removed; case-folded; whitespace collapsed) and a *compact*
-view of it (letters and digits only) that defeats spacing and punctuation tricks such as
-"i g n o r e" or "忽.略.之.前". The rules are data: one TOML file per language shipped in
+It judges a *normalised* view (:mod:`eros.core.guard_text`: NFKC, invisible characters removed,
+a ``\r`` read as a line break, case-folded, small capitals, combining marks and TR39
+confusables folded), a *compact* view of it (letters and digits only), and the alternate views
+of what obfuscation hides (letters spaced apart joined, leetspeak, rot13, base64 / hex /
+percent-encoded payloads decoded). The rules are data: TOML files shipped in
 ``eros/core/guard_patterns`` plus any ``*.toml`` in the directory ops name
-(``MEMORY_GUARD_PATTERNS_DIR``); see docs/security.md for the format.
+(``MEMORY_GUARD_PATTERNS_DIR``); see docs/security.md for the format. Secrets are found by
+validation (:mod:`eros.core.guard_secrets`). The meaning layer needs the candidate's embedding
+and runs after it (:mod:`eros.services.guard_model`), so ``check()`` is the rules-and-secrets
+part of the guard; ``eros guard check`` gives the whole decision.
 
 Verdicts carry a reason code and a rule id, never the text, so they can be counted and logged.
 """
