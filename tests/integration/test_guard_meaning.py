@@ -153,3 +153,31 @@ def test_second_opinion_off_by_default_and_meaning_drop_counted_on_screen(
                        llm=OpenRouterChat(settings))
     assert [v.layer for v in got.verdicts] == ["meaning", "rules"]
     assert got.llm_calls == 0 and len(llm.requests) == 0
+
+
+def test_a_quarantined_memory_is_never_recalled_even_with_history(
+        db_url: str, engine: Engine, llm: FakeLLMServer) -> None:
+    from eros.services.recall import recall
+
+    settings = _settings(db_url, llm, recall_strategy="decay")
+    embedder = OfflineEmbedder(512)
+    user = uuid.uuid4()
+    texts = ["Lives in Oslo and sings in a choir", "Sings in a choir in Oslo on Sundays",
+             "Moved to Oslo for the choir"]
+    vectors = embedder.embed(texts, input_type="document").vectors
+    with engine.begin() as conn:
+        ids = [conn.execute(text(
+            "INSERT INTO engine.companion_memories (user_id, content, category, embedding,"
+            " embedding_model, status) VALUES (:u, :c, 'fact', :e, :m, :s) RETURNING id"),
+            {"u": user, "c": c, "e": str(v), "m": embedder.name, "s": s}).scalar_one()
+            for c, v, s in zip(texts, vectors, ("current", "current", "superseded"),
+                               strict=True)]
+        assert guard_sql.quarantine(conn, [(ids[1], {"reason": "instruction"})]) == 1
+
+    def recalled(history: bool) -> set[str]:
+        got = recall(engine, embedder, user, "choir in Oslo", include_replaced=history,
+                     settings=settings)
+        return {m.content for m in got.memories}
+
+    assert recalled(False) == {texts[0]}
+    assert recalled(True) == {texts[0], texts[2]}  # history, but not the quarantined row
