@@ -199,3 +199,12 @@ def test_second_opinion_reply_is_read_by_number_and_unreadable_keeps_everything(
     assert parse_opinion('```json\n{"instructions": [2]}\n```', 3) == [False, True, False]
     assert parse_opinion("no idea", 2) == [False, False]
     assert parse_opinion('{"instructions": [true, "1"]}', 2) == [False, False]
+
+
+def test_guard_check_reads_json_lines_and_plain_lines_in_order() -> None:
+    import io
+
+    from eros.cli.guard_cmds import _inputs
+
+    stream = io.StringIO('{"text": "a"}\nplain b\n\n   \n{"text": 3}\n{broken\n{"text": ""}\n')
+    assert list(_inputs(stream)) == ["a", "plain b", '{"text": 3}', "{broken", ""]
