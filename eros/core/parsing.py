@@ -25,6 +25,10 @@ MAX_CONTENT_CHARS = 1000
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _WORDY_IMPORTANCE = {"low": 0.25, "medium": 0.5, "moderate": 0.5, "high": 0.8, "critical": 1.0}
 
+#: a memory citing more turns than this cites nothing in particular (→ the window, flagged).
+_MAX_SOURCES = 200
+_TURN_NUMBER = re.compile(r"^\[?#?\s*(\d{1,9})\s*\]?$")
+
 ParseStatus = Literal["ok", "empty", "unparseable"]
 #: metadata keys a candidate may carry (the reference prompt's per-memory metadata; docs/
 #: security.md): anything else the model puts beside content/category/importance/layer is
@@ -44,6 +48,10 @@ class Candidate(BaseModel):
     importance: float | None = None
     #: ``profile`` or ``relationship``; missing or unknown → ``profile`` (core/layers.py).
     layer: Layer = "profile"
+    #: the numbers of the transcript turns the memory came from (``"sources"``, prompts from
+    #: extract_v3 on; core/provenance.py maps them to seqs). None: missing or not a list of
+    #: whole numbers — the memory then falls back to the extraction window, flagged.
+    sources: tuple[int, ...] | None = None
 
     @field_validator("content", mode="before")
     @classmethod
@@ -64,6 +72,16 @@ class Candidate(BaseModel):
     @classmethod
     def _layer(cls, value: Any) -> Layer:
         return normalise_layer(value)
+
+    @field_validator("sources", mode="before")
+    @classmethod
+    def _sources(cls, value: Any) -> tuple[int, ...] | None:
+        if not isinstance(value, list | tuple):
+            value = [value]
+        numbers = [_turn_number(v) for v in value[:_MAX_SOURCES + 1]]
+        if not numbers or len(numbers) > _MAX_SOURCES or any(n is None for n in numbers):
+            return None  # an unreadable citation is no citation: never a dropped memory
+        return tuple(n for n in numbers if n is not None)
 
     @field_validator("importance", mode="before")
     @classmethod
@@ -108,6 +126,21 @@ class Candidate(BaseModel):
             else:
                 dropped += 1
         return kept, dropped
+
+
+def _turn_number(value: Any) -> int | None:
+    """A cited turn number: an integer, an integral float, or text such as ``"3"``/``"[3]"``
+    (the label the transcript shows); anything else is None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        match = _TURN_NUMBER.match(value.strip())
+        return int(match.group(1)) if match else None
+    return None
 
 
 @dataclass(frozen=True)
