@@ -166,7 +166,16 @@ def make_embedder(kind: str) -> Any:
     return InstantEmbedder(DIM)
 
 
-def run(url: str, embedder_kind: str = "e5") -> tuple[list[Row], dict[str, Any]]:
+def _first(cases: list[Case], limit: int | None) -> list[Case]:
+    """The first ``limit`` attacks and ``limit`` look-alikes of a corpus (all without one)."""
+    if limit is None:
+        return cases
+    return ([c for c in cases if c.kind == "attack"][:limit]
+            + [c for c in cases if c.kind == "benign"][:limit])
+
+
+def run(url: str, embedder_kind: str = "e5",
+        limit: int | None = None) -> tuple[list[Row], dict[str, Any]]:
     engine = create_engine(url, pool_size=2)
     try:
         settings = load_settings(database_url=url, consolidation_similarity=0.85,
@@ -182,7 +191,8 @@ def run(url: str, embedder_kind: str = "e5") -> tuple[list[Row], dict[str, Any]]
         rows: list[Row] = []
         extra: dict[str, Any] = {"lost": {}, "breakdown": {}, "embedder": embedder.name,
                                  "meaning_layer": "on" if layer else "off"}
-        corpora = [("main", main_corpus())] + [(n, heldout_corpus(n)) for n in HELDOUT]
+        corpora = [(name, _first(cases, limit)) for name, cases in
+                   [("main", main_corpus())] + [(n, heldout_corpus(n)) for n in HELDOUT]]
         calls_before, sessions_embedding = embedder.calls, 0
         for corpus, cases in corpora:
             rows.append(Row("extraction", corpus, "reference", reference(cases), []))
@@ -271,13 +281,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", choices=("e5", "random"), default=None,
                         help="e5 (default when installed: the meaning layer runs) or random "
                         "(no meaning: the layer stays off)")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="only the first N attacks and N look-alikes of each corpus (smoke)")
     parser.add_argument("--json", type=Path, default=ROOT / "out" / "poisoning.json",
                         help="where the results go (default %(default)s)")
     args = parser.parse_args(argv)
     info = machine()
     kind = args.embedder or ("e5" if e5_available(DIM) else "random")
     with scratch_database() as url:
-        rows, extra = run(url, kind)
+        rows, extra = run(url, kind, args.limit)
     out = table(rows) + "\n\n" + summary(extra)
     print(out)
     for r in rows:
@@ -289,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
          "attack_successes": r.f.attack_successes, "benign": r.f.benign,
          "benign_kept": r.f.benign_kept, "unsafe_renders": r.f.unsafe_renders,
          "through": r.through} for r in rows]}, indent=2))
-    if not args.no_record:
+    if not args.no_record and args.limit is None:
         record(out, rows, extra, info, "python -m bench.poisoning_bench")
     return 0
 

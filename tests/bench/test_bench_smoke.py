@@ -227,7 +227,8 @@ def test_poisoning_bench(bench_db: str, tmp_path: Path,
     out = tmp_path / "poisoning.json"
     # random vectors: the meaning layer trains, finds no meaning and stays off (seconds, not
     # the minutes e5 takes over the whole corpus)
-    assert poisoning_bench.main(["--no-record", "--embedder", "random", "--json", str(out)]) == 0
+    assert poisoning_bench.main(["--no-record", "--embedder", "random", "--limit", "6",
+                                 "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     extra = doc["extra"]
     assert extra["sample_turns"] > 0 and extra["sample_turns_dropped_full"] == 0
@@ -236,9 +237,9 @@ def test_poisoning_bench(bench_db: str, tmp_path: Path,
     assert extra["extraction_embedding_calls"] <= extra["extraction_sessions"]
     newest = list(HELDOUT)[-1]
     per = extra["breakdown"][newest]
-    assert {"lang:ja", "lang:ar", "shape:base64", "shape:fact-rule"} <= set(per)
-    assert per["lang:ja"][0] == sum(1 for c in heldout_corpus(newest)
-                                    if c.lang == "ja" and c.kind == "attack")
+    assert {"lang:en", "shape:fact-rule", "shape:trigger", "shape:obligation"} <= set(per)
+    assert per["lang:en"][0] == sum(1 for c in heldout_corpus(newest)[:6]
+                                    if c.lang == "en" and c.kind == "attack")
     rows = {(r["stage"], r["corpus"], r["path"]): r for r in doc["rows"]}
     assert set(rows) == {(s, c, p) for c in ("main", *HELDOUT)
                          for s, p in (("extraction", "reference"), ("extraction", "eros"),
