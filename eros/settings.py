@@ -88,6 +88,15 @@ class Settings(BaseSettings):
     #: normalisation, and a directory of extra ``*.toml`` pattern files added to the bundled ones.
     memory_guard_max_chars: int = Field(default=300, ge=20, le=10000)
     memory_guard_patterns_dir: Path | None = None
+    #: the guard's meaning layer (issue 25): ``auto`` runs it when the embedder carries meaning
+    #: (e5, a live provider) and not with the hash embedder; ``on`` / ``off`` force it.
+    memory_guard_classifier: Literal["auto", "on", "off"] = "auto"
+    #: a model's second opinion on candidates in the classifier's uncertain band: one batched
+    #: LLM call per session, its tokens counted like every other call (default off).
+    memory_guard_llm: Literal["on", "off"] = "off"
+    #: metadata keys a candidate may carry (comma-separated); others are dropped and counted.
+    memory_guard_metadata_keys: str = ("domain,evidence_type,temporality,persistence,"
+                                       "confidence")
     dreaming_retry_backoff_secs: float = Field(default=5.0, gt=0)
     dreaming_retry_backoff_max_secs: float = Field(default=240.0, gt=0)
     #: path of a beat schedule file in the format of ``celerybeat-schedule.example``.

@@ -143,7 +143,9 @@ companion_memories = Table(
     #: taken to be on EMBEDDING_MODEL. Recall never ranks two models' vectors together.
     Column("embedding_model", Text, nullable=True),
     # -- consolidation (real dreaming): nothing is hard-deleted --------------------------------
-    #: ``current``, or ``merged`` / ``superseded`` once consolidation replaced it.
+    #: ``current``, or ``merged`` / ``superseded`` once consolidation replaced it, or
+    #: ``quarantined`` when ``eros rescreen`` found the memory guard would drop it (0017; never
+    #: recalled, ``eros rescreen --restore ID`` makes it current again).
     Column("status", Text, nullable=False, server_default=text("'current'")),
     Column("replaced_by", UUID(as_uuid=True),
            ForeignKey(f"{SCHEMA}.companion_memories.id", ondelete="SET NULL"), nullable=True),
@@ -159,7 +161,7 @@ companion_memories = Table(
     Column("source_fallback", Boolean, nullable=False, server_default=text("false")),
     #: special category (GDPR art. 9, 0018): one of SENSITIVITY_LABELS; NULL = none.
     Column("sensitivity", Text, nullable=True),
-    CheckConstraint("status IN ('current', 'merged', 'superseded')",
+    CheckConstraint("status IN ('current', 'merged', 'superseded', 'quarantined')",
                     name="ck_companion_memories_status"),
     CheckConstraint(f"category IN {CATEGORIES!r}", name="ck_companion_memories_category"),
     CheckConstraint("importance IS NULL OR (importance >= 0 AND importance <= 1)",
@@ -231,6 +233,22 @@ memory_sketches = Table(
           postgresql_include=["memory_id", "sketch"]),
     Index("ix_memory_sketches_category", "user_id", "instance_id", "category", "status", "cell",
           postgresql_include=["memory_id", "sketch"]),
+)
+
+#: the memory guard's meaning classifier per (embedding model, exemplar bank) (0017): trained
+#: at first use from the bank shipped in the package, then read by every worker.
+guard_classifiers = Table(
+    "guard_classifiers", metadata,
+    Column("embedding_model", Text, primary_key=True),
+    Column("bank_hash", Text, primary_key=True),
+    Column("weights", ARRAY(Float), nullable=False),
+    Column("bias", Float, nullable=False),
+    Column("mean", ARRAY(Float), nullable=False),
+    Column("scale", ARRAY(Float), nullable=False),
+    Column("threshold", Float, nullable=False),
+    #: out-of-fold balanced accuracy on the bank; below 0.8 the layer stays off.
+    Column("balanced_accuracy", Float, nullable=False),
+    _now("trained_at"),
 )
 
 event.listen(memory_cells, "after_create", DDL(  # type: ignore[no-untyped-call]
