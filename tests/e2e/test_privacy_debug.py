@@ -121,7 +121,7 @@ def _run(engine: Engine, start_worker: Starter, start_beat: Any, worker_url: str
                 "SELECT count(*) FILTER (WHERE outcome IS NOT NULL) = 3 AND"
                 " count(*) FILTER (WHERE memory_count > 0) = 1"
                 " FROM engine.chat_sessions WHERE user_id = :u"), {"u": user}).scalar_one())
-    wait_until(done, timeout=60, message="two sessions failed, one classified")
+    wait_until(done, timeout=120, message="two sessions failed, one classified")
 
     client = Celery(broker=redis_url, backend=redis_url)
     payload = client.send_task("eros.recall", args=[str(user), f"how does {QUERY} sleep"],
@@ -140,7 +140,7 @@ def _run(engine: Engine, start_worker: Starter, start_beat: Any, worker_url: str
                and "Can't decode message body" in worker.log()
                and "Received and deleted unknown message" in worker.log()
                and "Received invalid task message" in worker.log(),
-               timeout=30, message="the worker's error records")
+               timeout=60, message="the worker's error records")
 
     cli = base_env(tmp_path, DATABASE_URL=db_url, REDIS_URL=worker_url,
                    OPENROUTER_API_KEY="k", OPENROUTER_BASE_URL=base_url,
