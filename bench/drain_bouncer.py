@@ -12,7 +12,8 @@ client backends on the clone every 50 ms (the bench's own, ``application_name`` 
 left out) and reports the peak: what the workers cost PostgreSQL in connections.
 
     python -m bench.drain_bouncer [--pool gevent] [--concurrency 128] [--rounds 8]
-        [--bouncer-pool 10] [--llm-ms 2000] [--embed-ms 100] [--json F]
+        [--bouncer-pool 10] [--llm-ms 2000] [--embed-ms 100] [--modes direct,pgbouncer,pooled]
+        [--json F]
 
 Target: through PgBouncer at most 10 % slower than direct (sessions per second, steady).
 """
@@ -90,6 +91,11 @@ def modes(bouncer: PgBouncer) -> list[tuple[str, Callable[[str], dict[str, str]]
             ("pgbouncer, client pool", through(None))]
 
 
+#: ``--modes`` names: direct, pgbouncer (no client pool), pooled (pgbouncer, client pool)
+MODE_NAMES = {"direct": "direct", "pgbouncer": "pgbouncer, no client pool",
+              "pooled": "pgbouncer, client pool"}
+
+
 def report(rows: list[tuple[str, Result, int]], bouncer_pool: int, args: argparse.Namespace,
            info: dict[str, object]) -> str:
     base = rows[0][1]
@@ -131,9 +137,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-ms", type=float, default=2000.0)
     parser.add_argument("--embed-ms", type=float, default=100.0)
     parser.add_argument("--timeout", type=float, default=None)
+    parser.add_argument("--modes", default="direct,pgbouncer,pooled",
+                        help="which drains, in order (direct is the baseline and comes first)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--log-dir", type=Path, default=None)
     args = parser.parse_args(argv)
+    wanted = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not wanted or wanted[0] != "direct" or any(m not in MODE_NAMES for m in wanted):
+        parser.error("--modes: a list of direct, pgbouncer, pooled starting with direct")
     sessions = args.rounds * args.concurrency * args.workers
     run_args = argparse.Namespace(
         **vars(args), sessions=sessions, db_pool=0, metrics=False,
@@ -143,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     with environment(run_args) as (templates, redis_url, llm, voyage, log_dir), \
             pgbouncer(templates.server_url, pool_size=args.bouncer_pool) as bouncer, \
             Watch(templates.server_url).running() as watch:
-        for name, worker_db in modes(bouncer):
+        chosen = {MODE_NAMES[m] for m in wanted}
+        for name, worker_db in [m for m in modes(bouncer) if m[0] in chosen]:
             result = run_ours(argparse.Namespace(**vars(run_args), label=name), templates,
                               redis_url, llm, voyage, log_dir, worker_db=worker_db,
                               on_database=watch.watch)
