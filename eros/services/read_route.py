@@ -48,7 +48,7 @@ class ReadRoute:
 
     def __init__(self, primary: Engine, settings: Settings,
                  replica: Engine | None = None) -> None:
-        self._primary = primary
+        self.primary = primary
         self._settings = settings
         self._replica = replica if replica is not None else get_replica_engine(settings)
         self._decided = self._replica is None
@@ -77,7 +77,7 @@ class ReadRoute:
                         _mark_down(replica)
                     self.source = "primary"
                     self._fall_back(reason)
-        with self._primary.connect() as conn, conn.begin():
+        with self.primary.connect() as conn, conn.begin():
             return work(conn)
 
     def _caught_up(self, conn: Connection) -> bool:

@@ -163,8 +163,8 @@ def _recall_one(route: ReadRoute, embedder: Embedder, query: str, user_id: uuid.
     embed_ms = (time.perf_counter() - started) * 1000
     if len(vectors) != 1:
         raise RecallError(f"the embedder returned {len(vectors)} vectors for one query")
-    result = _by_vector(route, user_id, vectors[0], embedding_model=model,
-                        legacy_model=legacy, **kwargs)
+    result = recall_by_vector(route.primary, user_id, vectors[0], embedding_model=model,
+                              legacy_model=legacy, route=route, **kwargs)
     result.timings["embed"] = embed_ms
     result.timings["total"] += embed_ms
     return result
@@ -189,28 +189,19 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
                      strategy: Strategy | None = None, k: int | None = None,
                      include_replaced: bool = False, settings: Settings | None = None,
                      now: datetime | None = None, embedding_model: str | None = None,
-                     legacy_model: str | None = None) -> RecallResult:
+                     legacy_model: str | None = None,
+                     route: ReadRoute | None = None) -> RecallResult:
     """:func:`recall` for a query vector computed elsewhere (benchmarks, batch callers).
 
     ``now`` fixes the clock of the recency terms (tests); it defaults to the current time.
     ``embedding_model`` limits the search to that model's rows (NULL rows counting as
     ``legacy_model``'s), always by an exact scan: only a user mid re-embed needs it.
     ``engine`` is the primary; with DATABASE_REPLICA_URL set the search reads the replica
-    while it answers and keeps up (services/read_route.py).
+    while it answers and keeps up (services/read_route.py); ``route`` is the one a
+    :func:`recall` call already chose.
     """
     cfg = settings or get_settings()
-    return _by_vector(ReadRoute(engine, cfg), user_id, vector, instance_id=instance_id,
-                      scope=scope, strategy=strategy, k=k, include_replaced=include_replaced,
-                      settings=cfg, now=now, embedding_model=embedding_model,
-                      legacy_model=legacy_model)
-
-
-def _by_vector(route: ReadRoute, user_id: uuid.UUID | str, vector: Sequence[float], *,
-               instance_id: uuid.UUID | str | None, scope: Scope, strategy: Strategy | None,
-               k: int | None, include_replaced: bool, settings: Settings | None,
-               now: datetime | None = None, embedding_model: str | None = None,
-               legacy_model: str | None = None) -> RecallResult:
-    cfg = settings or get_settings()
+    route = route or ReadRoute(engine, cfg)
     if embedding_model is not None:  # sketches and cells carry no model: scan exactly
         cfg = cfg.model_copy(update={"recall_exact_scan_below": 2**62})
     started = time.perf_counter()
