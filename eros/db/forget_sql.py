@@ -45,8 +45,10 @@ LOCK_SESSIONS = text(f"SELECT id FROM engine.chat_sessions WHERE {_SCOPE} ORDER 
                      " FOR UPDATE")
 
 # "Read through the last turn": the watermark moves to the newest message, the claim (token)
-# is dropped, and every bookkeeping field that could quote text is cleared. Turns arriving
-# later reset classified_at through the chat_messages trigger and are learned as usual.
+# is dropped, and every bookkeeping field that could quote text is cleared. The erasure floor
+# (the tombstone, issue 26) moves there too: a force or requeue --from-start later resets the
+# watermark to the floor, never below it. Turns arriving later reset classified_at through
+# the chat_messages trigger and are learned as usual.
 # last_seq is the session's newest seq, kept by the seq trigger under the session row lock
 # (0009), so it is exact here and re-read after any lock wait.
 MARK_READ = text("""
@@ -54,6 +56,7 @@ UPDATE engine.chat_sessions AS s
    SET classified_at = now(), classification_claimed_at = NULL, claim_token = NULL,
        next_attempt_at = NULL, attempts = 0, dead_lettered_at = NULL,
        classified_through_seq = GREATEST(s.classified_through_seq, s.last_seq),
+       erased_through_seq = GREATEST(s.erased_through_seq, s.last_seq),
        outcome = 'forgotten', outcome_at = now(), memory_count = 0, last_error = NULL
  WHERE s.user_id = :user_id
    AND (CAST(:instance_id AS uuid) IS NULL OR s.instance_id = CAST(:instance_id AS uuid))
@@ -84,6 +87,79 @@ down(id) AS (
          WHERE h.result_id = down.id) AS x)
 SELECT d.id, m.user_id FROM down d JOIN engine.companion_memories m ON m.id = d.id
 """)
+
+# Canonicals derived from a forgotten memory (issue 26): from the lineage, up every
+# replaced_by link whose target says what its source said — the source was *merged* into it,
+# or the target is a row consolidation wrote (metadata ``consolidated_from``: the model's
+# text, rewritten from its sources, superseded ones included). A kept member (a memory whose
+# own extracted text became the canonical) is not derived from what it superseded.
+DERIVED = text("""
+WITH RECURSIVE d(id) AS (
+    SELECT t.id FROM engine.companion_memories m
+      JOIN engine.companion_memories t ON t.id = m.replaced_by
+     WHERE m.id = ANY(CAST(:ids AS uuid[]))
+       AND (m.status = 'merged' OR t.metadata ? 'consolidated_from')
+    UNION
+    SELECT t.id FROM d JOIN engine.companion_memories m ON m.id = d.id
+      JOIN engine.companion_memories t ON t.id = m.replaced_by
+     WHERE m.status = 'merged' OR t.metadata ? 'consolidated_from')
+SELECT id FROM d WHERE NOT (id = ANY(CAST(:ids AS uuid[])))
+""")
+
+# The other sources of a derived canonical that goes: current again, and back in the
+# consolidation backlog, so the next pass rewrites them without the forgotten memory through
+# the normal path (the canonical's text may carry the forgotten fact; theirs does not).
+RESTORE = text("""
+UPDATE engine.companion_memories
+   SET status = 'current', replaced_by = NULL, replaced_at = NULL, consolidation_seen_at = NULL
+ WHERE replaced_by = ANY(CAST(:derived AS uuid[])) AND NOT (id = ANY(CAST(:ids AS uuid[])))
+RETURNING id, user_id, created_at
+""")
+REBACKLOG = text("""
+INSERT INTO engine.consolidation_backlog (memory_id, user_id, created_at)
+SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:users AS uuid[]),
+                     CAST(:created AS timestamptz[]))
+ON CONFLICT DO NOTHING
+""")
+
+# The sessions a memory was learned from, locked (a classify writing one is waited for) and
+# their claims dropped, in statements of their own: a classify that read the source turns
+# before the forget committed then finds its token gone and writes nothing; one that reads
+# later no longer sees them (ERASE_TURNS). The session is claimable again at once.
+SOURCE_SESSIONS = text("""
+SELECT id FROM engine.chat_sessions
+ WHERE id IN (SELECT session_id FROM engine.companion_memories
+               WHERE id = ANY(CAST(:ids AS uuid[])) AND session_id IS NOT NULL)
+ ORDER BY id FOR UPDATE
+""")
+FENCE_SESSIONS = text("""
+UPDATE engine.chat_sessions SET claim_token = NULL, classification_claimed_at = NULL
+ WHERE id = ANY(CAST(:sessions AS uuid[])) AND claim_token IS NOT NULL
+RETURNING id
+""")
+
+# The memory tombstone: the forgotten memories' source turns leave every later extraction of
+# their session (repo.READ_NEW_TURNS skips them). Which turns: the extraction window the
+# memory's metadata records (``source_seq`` [first, last]); without one, every turn the
+# session had. Only turns that exist now: a turn written later is learned as usual.
+ERASE_TURNS = text("""
+INSERT INTO engine.erased_turns (session_id, seq, erasure_id)
+SELECT DISTINCT c.session_id, c.seq, CAST(:erasure_id AS bigint)
+  FROM engine.companion_memories mem
+  JOIN engine.chat_messages c ON c.session_id = mem.session_id
+ WHERE mem.id = ANY(CAST(:ids AS uuid[]))
+   AND CASE WHEN jsonb_typeof(mem.metadata -> 'source_seq') = 'array'
+            THEN c.seq BETWEEN (mem.metadata -> 'source_seq' ->> 0)::bigint
+                           AND (mem.metadata -> 'source_seq' ->> -1)::bigint
+            ELSE true END
+ON CONFLICT DO NOTHING
+RETURNING seq
+""")
+
+# Recall cells whose centroids were computed from forgotten vectors: dropped (every sketch of
+# the user is scanned until the next cells pass re-clusters them, see recall_cells.due).
+UNCELL_SKETCHES = text("UPDATE engine.memory_sketches SET cell = NULL"
+                       " WHERE user_id = :user_id AND cell IS NOT NULL")
 
 DELETE_HISTORY_OF = text("""
 DELETE FROM engine.memory_history
@@ -150,6 +226,7 @@ def forget_user(conn: Connection, user_id: uuid.UUID, *, instance_id: uuid.UUID 
         ids = [r.id for r in conn.execute(SCOPE_MEMORIES, p)]
         counts["history"] = _n(conn, DELETE_HISTORY_OF, {"ids": ids})
         counts["memories"] = _n(conn, DELETE_MEMORIES, {"ids": ids})
+        counts["cells"] = drop_cells(conn, user_id) if counts["memories"] else 0
         conn.execute(CLEAR_STATE_ERROR, p)
     counts["runs"] = _n(conn, DELETE_RUNS, {**p, "sessions": session_ids})
     counts["messages"] = counts["sessions_deleted"] = 0
@@ -160,17 +237,46 @@ def forget_user(conn: Connection, user_id: uuid.UUID, *, instance_id: uuid.UUID 
     return counts
 
 
-def forget_memory(conn: Connection, memory_id: uuid.UUID) -> Counts:
-    """Forget one memory and its lineage; call inside one transaction. Idempotent."""
+def drop_cells(conn: Connection, user_id: uuid.UUID) -> int:
+    """Drop the user's recall cells (their centroids averaged vectors now forgotten); every
+    sketch is scanned until the next cells pass. Call with :func:`lock_user` held."""
+    dropped = _n(conn, DELETE_CELLS, {"user_id": user_id})
+    if dropped:
+        conn.execute(UNCELL_SKETCHES, {"user_id": user_id})
+    return dropped
+
+
+def forget_memory(conn: Connection, memory_id: uuid.UUID,
+                  erasure_id: int | None = None) -> tuple[uuid.UUID | None, Counts]:
+    """Forget one memory, its lineage and the canonicals derived from it; tombstone its
+    source turns (``erasure_id`` is the erasure_log row they point at). Call inside one
+    transaction. Returns the memory's user (None when it did not exist) and the counts.
+    Idempotent."""
+    zero: Counts = {"memories": 0, "history": 0, "derived": 0, "restored": 0,
+                    "erased_turns": 0, "sessions_fenced": 0, "cells": 0}
     rows = conn.execute(LINEAGE, {"memory_id": memory_id}).all()
     if not rows:
-        return {"memories": 0, "history": 0}
-    lock_user(conn, rows[0].user_id)
+        return None, zero
+    user_id: uuid.UUID = rows[0].user_id
+    lock_user(conn, user_id)
     # re-read under the lock: a pass that was writing may have extended the lineage
-    rows = conn.execute(LINEAGE, {"memory_id": memory_id}).all()
-    ids = [r.id for r in rows]
-    return {"history": _n(conn, DELETE_HISTORY_OF, {"ids": ids}),
-            "memories": _n(conn, DELETE_MEMORIES, {"ids": ids})}
+    ids = [r.id for r in conn.execute(LINEAGE, {"memory_id": memory_id})]
+    sessions = [r.id for r in conn.execute(SOURCE_SESSIONS, {"ids": ids})]
+    counts = dict(zero)
+    counts["sessions_fenced"] = _n(conn, FENCE_SESSIONS, {"sessions": sessions})
+    counts["erased_turns"] = _n(conn, ERASE_TURNS, {"ids": ids, "erasure_id": erasure_id})
+    derived = [r.id for r in conn.execute(DERIVED, {"ids": ids})]
+    restored = conn.execute(RESTORE, {"derived": derived, "ids": ids}).all()
+    if restored:
+        conn.execute(REBACKLOG, {"ids": [r.id for r in restored],
+                                 "users": [r.user_id for r in restored],
+                                 "created": [r.created_at for r in restored]})
+    gone = [*ids, *derived]
+    counts.update(derived=len(derived), restored=len(restored),
+                  history=_n(conn, DELETE_HISTORY_OF, {"ids": gone}),
+                  memories=_n(conn, DELETE_MEMORIES, {"ids": gone}))
+    counts["cells"] = drop_cells(conn, user_id) if counts["memories"] else 0
+    return user_id, counts
 
 
 def lineage_ids(conn: Connection, memory_id: uuid.UUID) -> Sequence[uuid.UUID]:

@@ -72,6 +72,12 @@ def _build() -> dict[str, Any]:
                                       "Consolidation passes by outcome", ["outcome"]),
         "CONSOLIDATED": Counter("eros_consolidated_memories", "Memories merged or superseded",
                                 ["action"]),
+        "ERASURES": Counter("eros_erasures", "Erasures done (engine.erasure_log)", ["scope"]),
+        "ERASURES_FAILED": Counter("eros_erasures_failed",
+                                   "Erasures that failed for good (status 'failed' in"
+                                   " engine.erasure_log)", ["scope"]),
+        "RETENTION_DELETED": Counter("eros_retention_deleted",
+                                     "Rows deleted by the retention task", ["table"]),
         "NEAR_DUP_SHARE": Histogram("eros_near_duplicate_share",
                                     "Near-duplicate share of a consolidated user's memories",
                                     ["when"], buckets=(0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1)),
@@ -121,6 +127,18 @@ def record_guard_drops(stage: str, reasons: dict[str, int]) -> None:
 def record_replica_fallback(reason: str) -> None:
     """A recall read the primary instead of DATABASE_REPLICA_URL, and why."""
     _metrics()["REPLICA_FALLBACKS"].labels(reason).inc()
+
+
+def record_erasure(scope: str, *, failed: bool = False) -> None:
+    """Count an erasure that ended (``eros_erasures_total`` / ``eros_erasures_failed_total``)."""
+    _metrics()["ERASURES_FAILED" if failed else "ERASURES"].labels(scope).inc()
+
+
+def record_retention(deleted: dict[str, int]) -> None:
+    """Count what a retention pass deleted, by table."""
+    for table, count in deleted.items():
+        if count:
+            _metrics()["RETENTION_DELETED"].labels(table).inc(count)
 
 
 class DatabaseGauges:
