@@ -139,21 +139,33 @@ RETURNING id
 """)
 
 # The memory tombstone: the forgotten memories' source turns leave every later extraction of
-# their session (repo.READ_NEW_TURNS skips them). Which turns: the extraction window the
-# memory's metadata records (``source_seq`` [first, last]); without one, every turn the
-# session had. Only turns that exist now: a turn written later is learned as usual.
+# their session (``chat_sessions.erased_seqs``, which repo.READ_NEW_TURNS skips). Which turns,
+# for each forgotten memory of the lineage that has a session: its provenance
+# (``source_seqs``, issue 24: the turns it cites, or its extraction window when the citation
+# was missing — ``source_fallback``); for a row written before provenance (NULL), the
+# extraction window its metadata records (``source_seq`` [first, last]); without either, every
+# turn the session had. Only turns that exist now: a turn written later is learned
+# as usual. The sessions are locked already (SOURCE_SESSIONS), so the arrays read here are
+# the ones this UPDATE replaces; RETURNING counts the turns newly tombstoned.
 ERASE_TURNS = text("""
-INSERT INTO engine.erased_turns (session_id, seq, erasure_id)
-SELECT DISTINCT c.session_id, c.seq, CAST(:erasure_id AS bigint)
-  FROM engine.companion_memories mem
-  JOIN engine.chat_messages c ON c.session_id = mem.session_id
- WHERE mem.id = ANY(CAST(:ids AS uuid[]))
-   AND CASE WHEN jsonb_typeof(mem.metadata -> 'source_seq') = 'array'
-            THEN c.seq BETWEEN (mem.metadata -> 'source_seq' ->> 0)::bigint
-                           AND (mem.metadata -> 'source_seq' ->> -1)::bigint
-            ELSE true END
-ON CONFLICT DO NOTHING
-RETURNING seq
+WITH turns AS (
+    SELECT DISTINCT c.session_id, c.seq
+      FROM engine.companion_memories mem
+      JOIN engine.chat_messages c ON c.session_id = mem.session_id
+     WHERE mem.id = ANY(CAST(:ids AS uuid[]))
+       AND CASE WHEN mem.source_seqs IS NOT NULL THEN c.seq = ANY(mem.source_seqs)
+                WHEN jsonb_typeof(mem.metadata -> 'source_seq') = 'array'
+                THEN c.seq BETWEEN (mem.metadata -> 'source_seq' ->> 0)::bigint
+                               AND (mem.metadata -> 'source_seq' ->> -1)::bigint
+                ELSE true END),
+fresh AS (
+    SELECT t.session_id, array_agg(t.seq ORDER BY t.seq) AS seqs
+      FROM turns t JOIN engine.chat_sessions s ON s.id = t.session_id
+     WHERE s.erased_seqs IS NULL OR t.seq <> ALL(s.erased_seqs)
+     GROUP BY t.session_id)
+UPDATE engine.chat_sessions s SET erased_seqs = COALESCE(s.erased_seqs, '{}') || f.seqs
+  FROM fresh f WHERE s.id = f.session_id
+RETURNING cardinality(f.seqs) AS n
 """)
 
 # Recall cells whose centroids were computed from forgotten vectors: dropped (every sketch of
@@ -246,25 +258,40 @@ def drop_cells(conn: Connection, user_id: uuid.UUID) -> int:
     return dropped
 
 
-def forget_memory(conn: Connection, memory_id: uuid.UUID,
-                  erasure_id: int | None = None) -> tuple[uuid.UUID | None, Counts]:
+def forget_memory(conn: Connection, memory_id: uuid.UUID) -> tuple[uuid.UUID | None, Counts]:
     """Forget one memory, its lineage and the canonicals derived from it; tombstone its
-    source turns (``erasure_id`` is the erasure_log row they point at). Call inside one
-    transaction. Returns the memory's user (None when it did not exist) and the counts.
-    Idempotent."""
-    zero: Counts = {"memories": 0, "history": 0, "derived": 0, "restored": 0,
-                    "erased_turns": 0, "sessions_fenced": 0, "cells": 0}
+    source turns. Call inside one transaction. Returns the memory's user (None when it did
+    not exist) and the counts. Idempotent."""
     rows = conn.execute(LINEAGE, {"memory_id": memory_id}).all()
     if not rows:
-        return None, zero
+        return None, dict(ZERO_MEMORY_COUNTS)
     user_id: uuid.UUID = rows[0].user_id
     lock_user(conn, user_id)
     # re-read under the lock: a pass that was writing may have extended the lineage
     ids = [r.id for r in conn.execute(LINEAGE, {"memory_id": memory_id})]
+    return user_id, erase_memories(conn, user_id, ids)
+
+
+#: what :func:`erase_memories` counts.
+ZERO_MEMORY_COUNTS: Counts = {"memories": 0, "history": 0, "derived": 0, "restored": 0,
+                              "erased_turns": 0, "sessions_fenced": 0, "cells": 0}
+
+
+def erase_memories(conn: Connection, user_id: uuid.UUID, ids: Sequence[uuid.UUID]) -> Counts:
+    """Erase these memories of one user for good — the building block of every erasure of
+    chosen memories (``forget --memory``'s lineage, ``forget --sensitive``'s labels): fence a
+    classification in flight on their source sessions, tombstone their source turns
+    (``erased_seqs``), delete them with the canonicals derived from them (restoring those
+    canonicals' other sources for the next consolidation pass) and every history row naming
+    them, and drop the user's recall cells. Call inside one transaction, after
+    :func:`lock_user` (then the set is stable against consolidation)."""
+    counts = dict(ZERO_MEMORY_COUNTS)
+    if not ids:
+        return counts
+    ids = list(ids)
     sessions = [r.id for r in conn.execute(SOURCE_SESSIONS, {"ids": ids})]
-    counts = dict(zero)
     counts["sessions_fenced"] = _n(conn, FENCE_SESSIONS, {"sessions": sessions})
-    counts["erased_turns"] = _n(conn, ERASE_TURNS, {"ids": ids, "erasure_id": erasure_id})
+    counts["erased_turns"] = sum(r.n for r in conn.execute(ERASE_TURNS, {"ids": ids}))
     derived = [r.id for r in conn.execute(DERIVED, {"ids": ids})]
     restored = conn.execute(RESTORE, {"derived": derived, "ids": ids}).all()
     if restored:
@@ -276,7 +303,7 @@ def forget_memory(conn: Connection, memory_id: uuid.UUID,
                   history=_n(conn, DELETE_HISTORY_OF, {"ids": gone}),
                   memories=_n(conn, DELETE_MEMORIES, {"ids": gone}))
     counts["cells"] = drop_cells(conn, user_id) if counts["memories"] else 0
-    return user_id, counts
+    return counts
 
 
 def lineage_ids(conn: Connection, memory_id: uuid.UUID) -> Sequence[uuid.UUID]:

@@ -86,6 +86,9 @@ chat_sessions = Table(
     #: last_seq; no extraction ever reads a turn at or below it again, whatever resets the
     #: watermark (force, requeue --from-start). Turns written later are read as usual.
     Column("erased_through_seq", BigInteger, nullable=False, server_default=text("0")),
+    #: the memory tombstone (0018): turns a memory forget took out of every later extraction
+    #: (the forgotten memory's source turns); NULL = none.
+    Column("erased_seqs", ARRAY(BigInteger), nullable=True),
     # Serves the claim: only sessions with unextracted content are in it, oldest first, so a
     # claim reads O(batch) index entries however many sessions are done or archived.
     Index("ix_chat_sessions_claimable", "last_active_at",
@@ -167,6 +170,9 @@ companion_memories = Table(
     # the ON DELETE SET NULL lookup of a forget, and lineage (0010)
     Index("ix_companion_memories_replaced_by", "replaced_by",
           postgresql_where=text("replaced_by IS NOT NULL")),
+    # retention of replaced rows (HISTORY_RETENTION_DAYS, 0018): only replaced rows are in it
+    Index("ix_companion_memories_replaced_at", "replaced_at",
+          postgresql_where=text("status <> 'current'")),
     Index("ix_companion_memories_current", "user_id", "created_at",
           postgresql_where=text("status = 'current'")),
     # A user's memories by layer and category (0007): capped counts, selecting an exact
@@ -311,16 +317,4 @@ erasure_log = Table(
     CheckConstraint(f"status IN {STATUSES!r}", name="ck_erasure_log_status"),
     Index("ix_erasure_log_user", "user_id", "requested_at"),
     Index("ix_erasure_log_failed", "requested_at", postgresql_where=text("status = 'failed'")),
-)
-
-#: turns a memory erasure took out of every future extraction (0018): the forgotten memory's
-#: source turns (``source_seqs``, else its extraction window). The tombstone of the user and
-#: persona scopes is ``chat_sessions.erased_through_seq``.
-erased_turns = Table(
-    "erased_turns", metadata,
-    Column("session_id", UUID(as_uuid=True),
-           ForeignKey(f"{SCHEMA}.chat_sessions.id", ondelete="CASCADE"), primary_key=True),
-    Column("seq", BigInteger, primary_key=True),
-    Column("erasure_id", BigInteger,
-           ForeignKey(f"{SCHEMA}.erasure_log.id", ondelete="SET NULL"), nullable=True),
 )

@@ -4,7 +4,8 @@ Prefork pool processes update counters and histograms in prometheus-client's mul
 (files in ``PROMETHEUS_MULTIPROC_DIR``, a directory the worker prepares when it starts); the
 worker's main process serves them, together with gauges read from the database at scrape time
 (backlog, in flight, dead letters), on ``EROS_METRICS_PORT``. Importing this module has no
-side effect: the metric objects are built on first use.
+side effect: the metric objects are built on first use. The broker's queue depths
+(``eros_queue_messages``) are read from Redis or RabbitMQ at scrape time as well.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 40, 60, 120)
+#: recall runs on every chat turn: milliseconds matter
+RECALL_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
 
 
 def prepare_multiprocess_dir() -> None:
@@ -84,6 +87,9 @@ def _build() -> dict[str, Any]:
         "REPLICA_FALLBACKS": Counter("eros_recall_replica_fallbacks",
                                      "Recalls that read the primary although a read replica "
                                      "is configured (lag, down, conflict)", ["reason"]),
+        "RECALL_LATENCY": Histogram("eros_recall_latency_seconds",
+                                    "Recall latency (database search and ranking) by plan",
+                                    ["plan", "strategy"], buckets=RECALL_BUCKETS),
     }
 
 
@@ -129,6 +135,11 @@ def record_replica_fallback(reason: str) -> None:
     _metrics()["REPLICA_FALLBACKS"].labels(reason).inc()
 
 
+def record_recall(plan: str, strategy: str, seconds: float) -> None:
+    """One recall's latency, labelled by the search plan and the ranking strategy."""
+    _metrics()["RECALL_LATENCY"].labels(plan, strategy).observe(seconds)
+
+
 def record_erasure(scope: str, *, failed: bool = False) -> None:
     """Count an erasure that ended (``eros_erasures_total`` / ``eros_erasures_failed_total``)."""
     _metrics()["ERASURES_FAILED" if failed else "ERASURES"].labels(scope).inc()
@@ -171,6 +182,60 @@ class DatabaseGauges:
                                 value=snap.dead_letters)
 
 
+class BrokerGauges:
+    """Messages ready in each eros queue, read from the broker at scrape time: ``LLEN`` on
+    Redis, a passive ``queue.declare`` on RabbitMQ (ready messages; unacked ones are the
+    workers' and not counted by either)."""
+
+    def __init__(self, settings: Any) -> None:
+        self._settings = settings
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        try:
+            depths = queue_depths(self._settings)
+        except Exception as err:  # a scrape must not crash the worker
+            log.warning("metrics: broker queue depths unavailable: %s", type(err).__name__)
+            return
+        family = GaugeMetricFamily("eros_queue_messages",
+                                   "Messages waiting in an eros queue of the broker",
+                                   labels=["queue"])
+        for queue, depth in depths.items():
+            family.add_metric([queue], depth)
+        yield family
+
+
+def queue_depths(settings: Any) -> dict[str, int]:
+    """Ready messages per eros queue (a queue not declared yet counts 0)."""
+    queues = (settings.eros_claim_queue, settings.eros_classify_queue,
+              settings.eros_consolidate_queue, settings.eros_recall_queue)
+    if settings.broker_is_amqp:
+        from amqp.exceptions import NotFound  # type: ignore[import-untyped]
+        from kombu.connection import Connection
+
+        depths: dict[str, int] = {}
+        with Connection(settings.broker_url, connect_timeout=3) as conn:  # type: ignore[no-untyped-call]
+            for queue in queues:
+                channel = conn.channel()
+                try:
+                    depths[queue] = int(channel.queue_declare(queue, passive=True).message_count)
+                except NotFound:  # the broker closes the channel on a missing queue
+                    depths[queue] = 0
+                finally:
+                    channel.close()
+        return depths
+    import redis
+
+    client = redis.Redis.from_url(settings.redis_client_url() if not settings.broker_url
+                                  else settings.broker_url.replace("redis+socket://", "unix://"),
+                                  socket_timeout=3, socket_connect_timeout=3)
+    try:
+        return {queue: int(client.llen(queue)) for queue in queues}
+    finally:
+        client.close()
+
+
 def serve(port: int, engine: Any, settings: Any) -> None:
     """Serve this host's worker metrics (all pool processes) on ``port``."""
     prepare_multiprocess_dir()
@@ -181,6 +246,7 @@ def serve(port: int, engine: Any, settings: Any) -> None:
     if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     registry.register(DatabaseGauges(engine, settings))  # type: ignore[arg-type]
+    registry.register(BrokerGauges(settings))  # type: ignore[arg-type]
     start_http_server(port, registry=registry)
     log.info("metrics on :%d/metrics", port)
 

@@ -53,6 +53,6 @@ def forget_memory(engine: Engine, memory_id: uuid.UUID, *, task_id: str | None =
     tombstoned; recall never returns them again. Counts and ``erasure_id``."""
     request = request or memory_request(memory_id, task_id=task_id)
     with erasure.run(engine, request) as e:
-        e.user_id, counts = forget_sql.forget_memory(e.conn, memory_id, e.id)
+        e.user_id, counts = forget_sql.forget_memory(e.conn, memory_id)
         e.counts.update(counts)
     return {**e.counts, "erasure_id": e.id}

@@ -5,16 +5,19 @@
   --message``), ``user_id``, ``instance_id``, ``memory_id``, ``requested_at``,
   ``completed_at``, ``status`` (``done`` | ``failed``), ``counts`` (jsonb: rows removed per
   table), ``task_id``, ``error_code`` — ids, counts and codes only, never text.
-- Tombstones. ``chat_sessions.erased_through_seq`` (the floor a user or persona forget sets to
-  the session's last_seq: no extraction reads a turn at or below it again, whatever resets the
-  watermark) and ``erased_turns`` (the source turns of a forgotten memory, taken out of every
-  later extraction of their session). Both columns/tables only grow the read of a session's
-  turns; the claim does not change. ADD COLUMN with a constant default is a catalogue change
+- Tombstones, two columns of ``chat_sessions``: ``erased_through_seq`` (the floor a user or
+  persona forget sets to the session's last_seq: no extraction reads a turn at or below it
+  again, whatever resets the watermark) and ``erased_seqs`` (BIGINT[] NULL: the source turns of
+  a forgotten memory, taken out of every later extraction of their session). Columns of the
+  row the turn read joins anyway, not a table: the check is two comparisons per turn, no
+  extra index probe; the claim does not change. ADD COLUMN with a constant default is a catalogue change
   (no table rewrite, PostgreSQL >= 11).
 - ``companion_memories.sensitivity``: TEXT NULL, one of health, crisis, sexuality, beliefs,
   ethnicity, biometric (GDPR art. 9 special categories); NULL = none. Also a catalogue change;
   the check constraint is added NOT VALID and then validated (every existing row is NULL), so
   writes are not blocked for a scan of the table.
+- ``ix_companion_memories_replaced_at`` (partial: replaced rows only): what the retention of
+  merged and superseded rows (HISTORY_RETENTION_DAYS) reads.
 
 Revision ID: 0018
 Revises: 0017
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 
 revision = "0018"
 down_revision = "0017"
@@ -58,17 +61,10 @@ def upgrade() -> None:
     op.create_index("ix_erasure_log_user", "erasure_log", ["user_id", "requested_at"], schema=S)
     op.create_index("ix_erasure_log_failed", "erasure_log", ["requested_at"], schema=S,
                     postgresql_where=sa.text("status = 'failed'"))
-    op.create_table(
-        "erased_turns",
-        sa.Column("session_id", UUID(as_uuid=True),
-                  sa.ForeignKey(f"{S}.chat_sessions.id", ondelete="CASCADE"), primary_key=True),
-        sa.Column("seq", sa.BigInteger, primary_key=True),
-        sa.Column("erasure_id", sa.BigInteger,
-                  sa.ForeignKey(f"{S}.erasure_log.id", ondelete="SET NULL"), nullable=True),
-        schema=S,
-    )
     op.add_column("chat_sessions", sa.Column("erased_through_seq", sa.BigInteger,
                                              nullable=False, server_default=sa.text("0")),
+                  schema=S)
+    op.add_column("chat_sessions", sa.Column("erased_seqs", ARRAY(sa.BigInteger), nullable=True),
                   schema=S)
     op.add_column("companion_memories", sa.Column("sensitivity", sa.Text, nullable=True),
                   schema=S)
@@ -77,13 +73,17 @@ def upgrade() -> None:
                f" OR sensitivity IN {LABELS}) NOT VALID")
     op.execute(f"ALTER TABLE {S}.companion_memories VALIDATE CONSTRAINT"
                " ck_companion_memories_sensitivity")
+    op.create_index("ix_companion_memories_replaced_at", "companion_memories", ["replaced_at"],
+                    schema=S, postgresql_where=sa.text("status <> 'current'"))
 
 
 def downgrade() -> None:
+    op.drop_index("ix_companion_memories_replaced_at", table_name="companion_memories",
+                  schema=S)
     op.drop_constraint("ck_companion_memories_sensitivity", "companion_memories", schema=S)
     op.drop_column("companion_memories", "sensitivity", schema=S)
+    op.drop_column("chat_sessions", "erased_seqs", schema=S)
     op.drop_column("chat_sessions", "erased_through_seq", schema=S)
-    op.drop_table("erased_turns", schema=S)
     op.drop_index("ix_erasure_log_failed", table_name="erasure_log", schema=S)
     op.drop_index("ix_erasure_log_user", table_name="erasure_log", schema=S)
     op.drop_table("erasure_log", schema=S)
