@@ -77,11 +77,13 @@ def _timeouts_per_transaction(engine: Engine, settings: Settings) -> None:
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Any) -> None:
-        if conn.get_isolation_level() == "AUTOCOMMIT":
+        driver = conn.connection.driver_connection
+        if driver.autocommit:  # an attribute, no round trip (get_isolation_level is two)
             return
-        # on the driver connection: psycopg opens the transaction with this statement, and
-        # SQLAlchemy's own execute would re-enter the begin being dispatched
-        conn.connection.driver_connection.execute(statement)
+        # on the driver connection: psycopg opens the transaction (with the isolation level
+        # SQLAlchemy set on it) with this statement, and SQLAlchemy's own execute would
+        # re-enter the begin being dispatched
+        driver.execute(statement)
 
 
 def _ping_when_idle(engine: Engine) -> None:

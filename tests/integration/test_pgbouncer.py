@@ -98,6 +98,15 @@ def test_transaction_mode_sends_no_options_and_sets_the_timeouts_per_transaction
                 " current_setting('idle_in_transaction_session_timeout')")).one()
             conn.commit()
         assert tuple(shown) == ("4321ms", "1234ms", "5678ms")
+        # a transaction at another isolation level (export, the consolidation read) keeps it
+        with engine.connect() as conn, \
+                conn.execution_options(isolation_level="REPEATABLE READ").begin():
+            assert tuple(conn.execute(text(
+                "SELECT current_setting('transaction_isolation'),"
+                " current_setting('statement_timeout')")).one()) == ("repeatable read", "4321ms")
+        # an AUTOCOMMIT connection (CREATE INDEX CONCURRENTLY) is left alone
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            assert conn.execute(text("SHOW statement_timeout")).scalar_one() == "0"
         # nothing stayed on the server connections for the next client
         plain = create_engine(url, pool_size=1, connect_args={"prepare_threshold": None})
         for _ in range(POOL * 2):
