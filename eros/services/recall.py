@@ -38,19 +38,19 @@ from eros.core.cells import probe_count
 from eros.core.ranking import STRATEGIES, Candidate, Layer, RankParams, Strategy, pool_is_exact
 from eros.core.ranking import rank as rank_candidates
 from eros.core.render import Labels, LabelSet, render_memories
-from eros.db import cells_sql
+from eros.db import cells_sql, reembed_sql
 from eros.db import recall_sql as sql
 from eros.db.recall_sql import SCOPES, Scope, ScopeFilter
 from eros.db.timeouts import set_statement_timeout
 from eros.errors import RecallError
 from eros.ops import metrics
 from eros.providers.base import Embedder
+from eros.services.read_route import ReadRoute, Source
 from eros.services.recall_args import as_uuid, check_vector, scope_filter
 from eros.services.recall_models import (
     EmbedderFor,
     embedder_factory,
     interleave,
-    user_model_names,
 )
 from eros.services.recall_plan import choose_search, count_kwargs, hnsw_params, sketches
 from eros.settings import Settings, get_settings
@@ -94,10 +94,12 @@ class RecallResult:
     #: an HNSW scan gave up (``hnsw.max_scan_tuples``) and that part was redone exactly.
     fallback: bool = False
     timings: dict[str, float] = field(default_factory=dict)
+    #: the database that answered: ``replica`` (DATABASE_REPLICA_URL) or ``primary``.
+    source: Source = "primary"
 
     def to_dict(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "scope": self.scope, "k": self.k, "plan": self.plan,
-                "exact": self.exact, "fallback": self.fallback,
+                "exact": self.exact, "fallback": self.fallback, "source": self.source,
                 "timings_ms": {k: round(v, 3) for k, v in self.timings.items()},
                 "memories": [m.to_dict() for m in self.memories]}
 
@@ -131,25 +133,28 @@ def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: 
     if not query.strip():
         raise RecallError("the recall query is empty")
     uid = as_uuid(user_id, "user id")
+    route = ReadRoute(engine, cfg)
     started = time.perf_counter()
-    models = user_model_names(engine, uid, legacy=embedder.name)
+    # NULL (rows from before 0012) is read as the caller's embedder's model
+    models = sorted({m or embedder.name
+                     for m in route.run(lambda conn: reembed_sql.user_models(conn, uid))})
     lookup_ms = (time.perf_counter() - started) * 1000
     pick = embedder_for or embedder_factory(cfg, embedder)
     kwargs: dict[str, Any] = {"instance_id": instance_id, "scope": scope, "strategy": strategy,
                               "k": k, "include_replaced": include_replaced, "settings": cfg}
     if len(models) > 1:  # mid re-embed: one search per model, never one ranking of both
-        results = [_recall_one(engine, pick(m), query, uid, kwargs, model=m,
+        results = [_recall_one(route, pick(m), query, uid, kwargs, model=m,
                                legacy=embedder.name) for m in models]
         result = _combine(results)
     else:
-        result = _recall_one(engine, pick(models[0]) if models else embedder, query, uid,
+        result = _recall_one(route, pick(models[0]) if models else embedder, query, uid,
                              kwargs)
     result.timings["models"] = lookup_ms
     result.timings["total"] += lookup_ms
     return result
 
 
-def _recall_one(engine: Engine, embedder: Embedder, query: str, user_id: uuid.UUID,
+def _recall_one(route: ReadRoute, embedder: Embedder, query: str, user_id: uuid.UUID,
                 kwargs: dict[str, Any], model: str | None = None,
                 legacy: str | None = None) -> RecallResult:
     """Embed the query with ``embedder`` and search the rows of its model (all rows when
@@ -159,8 +164,8 @@ def _recall_one(engine: Engine, embedder: Embedder, query: str, user_id: uuid.UU
     embed_ms = (time.perf_counter() - started) * 1000
     if len(vectors) != 1:
         raise RecallError(f"the embedder returned {len(vectors)} vectors for one query")
-    result = recall_by_vector(engine, user_id, vectors[0], embedding_model=model,
-                              legacy_model=legacy, **kwargs)
+    result = recall_by_vector(route.primary, user_id, vectors[0], embedding_model=model,
+                              legacy_model=legacy, route=route, **kwargs)
     result.timings["embed"] = embed_ms
     result.timings["total"] += embed_ms
     return result
@@ -177,7 +182,7 @@ def _combine(results: list[RecallResult]) -> RecallResult:
             timings[name] = timings.get(name, 0.0) + value
     return RecallResult(memories, first.strategy, first.scope, first.k, "models",
                         all(r.exact for r in results), any(r.fallback for r in results),
-                        timings)
+                        timings, results[-1].source)
 
 
 def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[float], *,
@@ -185,14 +190,19 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
                      strategy: Strategy | None = None, k: int | None = None,
                      include_replaced: bool = False, settings: Settings | None = None,
                      now: datetime | None = None, embedding_model: str | None = None,
-                     legacy_model: str | None = None) -> RecallResult:
+                     legacy_model: str | None = None,
+                     route: ReadRoute | None = None) -> RecallResult:
     """:func:`recall` for a query vector computed elsewhere (benchmarks, batch callers).
 
     ``now`` fixes the clock of the recency terms (tests); it defaults to the current time.
     ``embedding_model`` limits the search to that model's rows (NULL rows counting as
     ``legacy_model``'s), always by an exact scan: only a user mid re-embed needs it.
+    ``engine`` is the primary; with DATABASE_REPLICA_URL set the search reads the replica
+    while it answers and keeps up (services/read_route.py); ``route`` is the one a
+    :func:`recall` call already chose.
     """
     cfg = settings or get_settings()
+    route = route or ReadRoute(engine, cfg)
     if embedding_model is not None:  # sketches and cells carry no model: scan exactly
         cfg = cfg.model_copy(update={"recall_exact_scan_below": 2**62})
     started = time.perf_counter()
@@ -214,13 +224,16 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
                         default_importance=cfg.recall_default_importance)
     timings: dict[str, float] = {}
     n = max(cfg.recall_candidates, 5 * k_eff)
-    with engine.connect() as conn, conn.begin():
+
+    def search(conn: Connection) -> _Found:
+        timings.clear()  # a step rerun on the primary times only the rerun
         if cfg.recall_statement_timeout_ms:  # recall's own budget, not the worker's
             set_statement_timeout(conn, cfg.recall_statement_timeout_ms)
         if chosen == "grouped":
-            found = _search_grouped(conn, flt, query, k_eff, n, cfg, timings)
-        else:
-            found = _pool(conn, flt, query, n, cfg, timings)
+            return _search_grouped(conn, flt, query, k_eff, n, cfg, timings)
+        return _pool(conn, flt, query, n, cfg, timings)
+
+    found = route.run(search)
     t = time.perf_counter()
     ranked = rank_candidates(chosen, found.candidates, k=k_eff,
                              per_category_k=k_eff, params=params)
@@ -234,7 +247,7 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
                                s.candidate.created_at, s.candidate.layer, s.similarity, s.score)
                 for s in ranked]
     return RecallResult(memories, chosen, flt.effective_scope, k_eff, found.plan, exact,
-                        found.fallback, timings)
+                        found.fallback, timings, route.source)
 
 
 # --- searching ------------------------------------------------------------------------------
