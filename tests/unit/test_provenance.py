@@ -122,3 +122,11 @@ def test_fake_model_cites_the_turn_of_each_mem_line() -> None:
     assert extract_memories(text) == [
         {"content": "Lives in Lyon", "category": "fact", "importance": 0.7, "sources": [1]},
         {"content": "b", "category": "a", "importance": 0.5}]
+
+
+def test_merged_is_the_union_flagged_by_any_member_and_none_when_nothing_is_known() -> None:
+    from eros.core.provenance import merged
+
+    assert merged([Provenance((5, 7)), None, Provenance((3, 7))]) == Provenance((3, 5, 7))
+    assert merged([Provenance((1,)), Provenance((2,), True)]) == Provenance((1, 2), True)
+    assert merged([None, None]) is None and merged([]) is None
