@@ -12,7 +12,7 @@ import uuid
 
 from sqlalchemy import Engine
 
-from eros.db import forget_sql
+from eros.db import forget_sql, provenance_sql
 
 log = logging.getLogger(__name__)
 
@@ -36,4 +36,29 @@ def forget_memory(engine: Engine, memory_id: uuid.UUID) -> dict[str, int]:
         counts = forget_sql.forget_memory(conn, memory_id)
     log.info("forgot memory %s: memories=%d history=%d", memory_id, counts["memories"],
              counts["history"])
+    return counts
+
+
+def forget_message(engine: Engine, message_id: uuid.UUID) -> dict[str, int]:
+    """One chat message and every memory derived from it (issue 24): the memories whose
+    ``source_seqs`` hold its seq — each erased as ``forget_memory`` erases one, with its
+    lineage — and a classification in flight that may have read it commits nothing. One
+    transaction; idempotent (an unknown or already erased message removes nothing)."""
+    counts = {"messages": 0, "memories": 0, "history": 0, "claims_released": 0}
+    with engine.begin() as conn:
+        message = provenance_sql.find_message(conn, message_id)
+        if message is None:
+            return counts
+        # the user's consolidation/cells lock first (as every forget), then the session row
+        forget_sql.lock_user(conn, message.user_id)
+        counts["claims_released"] = int(provenance_sql.release_if_reading(
+            conn, message.session_id, message.seq))
+        counts["messages"] = provenance_sql.delete_message(conn, message_id)
+        for memory_id in provenance_sql.derived_from(conn, message.user_id,
+                                                     message.session_id, message.seq):
+            erased = forget_sql.forget_memory(conn, memory_id)
+            counts["memories"] += erased["memories"]
+            counts["history"] += erased["history"]
+    log.info("forgot message %s: memories=%d history=%d claims_released=%d", message_id,
+             counts["memories"], counts["history"], counts["claims_released"])
     return counts

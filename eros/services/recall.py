@@ -38,7 +38,7 @@ from eros.core.cells import probe_count
 from eros.core.ranking import STRATEGIES, Candidate, Layer, RankParams, Strategy, pool_is_exact
 from eros.core.ranking import rank as rank_candidates
 from eros.core.render import Labels, LabelSet, render_memories
-from eros.db import cells_sql
+from eros.db import cells_sql, provenance_sql
 from eros.db import recall_sql as sql
 from eros.db.recall_sql import SCOPES, Scope, ScopeFilter
 from eros.db.timeouts import set_statement_timeout
@@ -51,6 +51,7 @@ from eros.services.recall_models import (
     interleave,
     user_model_names,
 )
+from eros.services.recall_models import provenance_fields as _provenance
 from eros.services.recall_plan import choose_search, count_kwargs, hnsw_params, sketches
 from eros.settings import Settings, get_settings
 
@@ -72,12 +73,19 @@ class RecalledMemory:
     layer: Layer
     similarity: float
     score: float
+    #: provenance ("why do you remember this?"): the ``chat_messages.seq`` values it came
+    #: from, sorted; None = not recorded (written before provenance, or not fetched).
+    sources: tuple[int, ...] | None = None
+    #: the model's citation was missing or invalid: ``sources`` is the extraction window.
+    source_fallback: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": str(self.id), "content": self.content, "category": self.category,
                 "importance": self.importance, "created_at": self.created_at.isoformat(),
                 "layer": self.layer, "similarity": round(self.similarity, 6),
-                "score": round(self.score, 6)}
+                "score": round(self.score, 6),
+                "sources": None if self.sources is None else list(self.sources),
+                "source_fallback": self.source_fallback}
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,7 @@ def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: 
            instance_id: uuid.UUID | str | None = None, scope: Scope = "both",
            strategy: Strategy | None = None, k: int | None = None,
            include_replaced: bool = False, settings: Settings | None = None,
-           embedder_for: EmbedderFor | None = None) -> RecallResult:
+           embedder_for: EmbedderFor | None = None, sources: bool = True) -> RecallResult:
     """Recall the memories that matter for ``query`` (the user's turn).
 
     ``k`` is the per-category K for ``grouped`` and the global K otherwise; ``None`` takes
@@ -124,7 +132,8 @@ def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: 
     provider built for another); a user on
     several models (mid re-embed) gets one search per model, interleaved by rank. Raises
     :class:`~eros.errors.RecallError` for invalid arguments and the provider's errors for a
-    failed embedding call.
+    failed embedding call. Each memory carries its ``sources`` (provenance) unless
+    ``sources=False``.
     """
     cfg = settings or get_settings()
     if not query.strip():
@@ -135,7 +144,8 @@ def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: 
     lookup_ms = (time.perf_counter() - started) * 1000
     pick = embedder_for or embedder_factory(cfg, embedder)
     kwargs: dict[str, Any] = {"instance_id": instance_id, "scope": scope, "strategy": strategy,
-                              "k": k, "include_replaced": include_replaced, "settings": cfg}
+                              "k": k, "include_replaced": include_replaced, "settings": cfg,
+                              "sources": sources}
     if len(models) > 1:  # mid re-embed: one search per model, never one ranking of both
         results = [_recall_one(engine, pick(m), query, uid, kwargs, model=m,
                                legacy=embedder.name) for m in models]
@@ -184,10 +194,12 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
                      strategy: Strategy | None = None, k: int | None = None,
                      include_replaced: bool = False, settings: Settings | None = None,
                      now: datetime | None = None, embedding_model: str | None = None,
-                     legacy_model: str | None = None) -> RecallResult:
+                     legacy_model: str | None = None, sources: bool = True) -> RecallResult:
     """:func:`recall` for a query vector computed elsewhere (benchmarks, batch callers).
 
     ``now`` fixes the clock of the recency terms (tests); it defaults to the current time.
+    ``sources``: read each returned memory's provenance — the final K rows only, by primary
+    key, in the search's transaction (never the candidate pool).
     ``embedding_model`` limits the search to that model's rows (NULL rows counting as
     ``legacy_model``'s), always by an exact scan: only a user mid re-embed needs it.
     """
@@ -220,17 +232,23 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
             found = _search_grouped(conn, flt, query, k_eff, n, cfg, timings)
         else:
             found = _pool(conn, flt, query, n, cfg, timings)
-    t = time.perf_counter()
-    ranked = rank_candidates(chosen, found.candidates, k=k_eff,
-                             per_category_k=k_eff, params=params)
-    exact = found.exact and pool_is_exact(
-        chosen, found.candidates, ranked, k_eff, pool_complete=found.complete, params=params)
-    timings["rank"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        ranked = rank_candidates(chosen, found.candidates, k=k_eff,
+                                 per_category_k=k_eff, params=params)
+        exact = found.exact and pool_is_exact(
+            chosen, found.candidates, ranked, k_eff, pool_complete=found.complete,
+            params=params)
+        timings["rank"] = (time.perf_counter() - t) * 1000
+        ids = [uuid.UUID(s.candidate.id) for s in ranked]
+        t = time.perf_counter()
+        provenance = provenance_sql.sources(conn, ids) if sources and ids else {}
+        if sources:
+            timings["sources"] = (time.perf_counter() - t) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
-    memories = [RecalledMemory(uuid.UUID(s.candidate.id), s.candidate.content,
-                               s.candidate.category, s.candidate.importance,
-                               s.candidate.created_at, s.candidate.layer, s.similarity, s.score)
-                for s in ranked]
+    memories = [RecalledMemory(i, s.candidate.content, s.candidate.category,
+                               s.candidate.importance, s.candidate.created_at, s.candidate.layer,
+                               s.similarity, s.score, *_provenance(provenance.get(i)))
+                for i, s in zip(ids, ranked, strict=True)]
     return RecallResult(memories, chosen, flt.effective_scope, k_eff, found.plan, exact,
                         found.fallback, timings)
 

@@ -11,7 +11,7 @@ from typing import Any
 from celery import shared_task
 from sqlalchemy.exc import DBAPIError
 
-from eros.core.names import FORGET_MEMORY_TASK, FORGET_USER_TASK
+from eros.core.names import FORGET_MEMORY_TASK, FORGET_MESSAGE_TASK, FORGET_USER_TASK
 from eros.services import forget
 from eros.tasks.base import ErosTask, describe_database_error
 
@@ -57,3 +57,18 @@ def forget_memory(self: ErosTask, memory_id: str) -> dict[str, Any]:
         self.retry_database(err)
         return {"outcome": "error", "error": describe_database_error(err)}
     return {"outcome": "forgotten", "memory_id": str(mid), **counts}
+
+
+@shared_task(base=ErosTask, bind=True, name=FORGET_MESSAGE_TASK, ignore_result=False)
+def forget_message(self: ErosTask, message_id: str) -> dict[str, Any]:
+    """Erase one chat message (``chat_messages.id``) and every memory derived from it."""
+    mid = _uuid(message_id)
+    if mid is None:
+        log.error("forget_message: message_id must be a UUID")
+        return {"outcome": "invalid_argument"}
+    try:
+        counts = forget.forget_message(self.resources.engine, mid)
+    except DBAPIError as err:
+        self.retry_database(err)
+        return {"outcome": "error", "error": describe_database_error(err)}
+    return {"outcome": "forgotten", "message_id": str(mid), **counts}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import Engine, text
@@ -118,3 +119,34 @@ def test_memories_written_before_provenance_have_null_sources(engine: Engine) ->
                           " category) SELECT id, user_id, 'old', 'fact'"
                           " FROM engine.chat_sessions WHERE id = :s"), {"s": sid})
     assert _provenance(engine, sid) == {"old": (None, False)}
+
+
+@pytest.mark.parametrize("strategy", ["grouped", "decay", "composite"])
+def test_recall_returns_each_memory_s_sources(engine: Engine, strategy: str) -> None:
+    from eros.recall import recall_by_vector
+    from eros.settings import load_settings as settings_for
+    from tests.support.memories import QUERY, Mem, add, at_cosine
+
+    user, now = uuid.uuid4(), datetime.now(UTC)
+    with engine.begin() as conn:
+        cited, window, old = add(conn, now, Mem(user, "Lives in Lyon", "fact", at_cosine(0.9, 1)),
+                                 Mem(user, "Likes jazz", "preference", at_cosine(0.8, 2)),
+                                 Mem(user, "Has a cat", "fact", at_cosine(0.7, 3)))
+        conn.execute(text("UPDATE engine.companion_memories SET source_seqs = :s,"
+                          " source_fallback = :f WHERE id = :i"),
+                     [{"i": cited, "s": [12, 15], "f": False},
+                      {"i": window, "s": [3, 4, 5], "f": True}])
+    cfg = settings_for(embedding_dim=512)
+    result = recall_by_vector(engine, user, QUERY, strategy=strategy,  # type: ignore[arg-type]
+                              settings=cfg)
+    got = {m.id: (m.sources, m.source_fallback) for m in result.memories}
+    assert got == {cited: ((12, 15), False), window: ((3, 4, 5), True), old: (None, False)}
+    assert "sources" in result.timings
+    as_dict = {m["id"]: (m["sources"], m["source_fallback"])
+               for m in result.to_dict()["memories"]}
+    assert as_dict[str(cited)] == ([12, 15], False) and as_dict[str(old)] == (None, False)
+    json.dumps(result.to_dict())  # the eros.recall task's JSON result
+    bare = recall_by_vector(engine, user, QUERY, strategy=strategy,  # type: ignore[arg-type]
+                            settings=cfg, sources=False)
+    assert [m.id for m in bare.memories] == [m.id for m in result.memories]
+    assert all(m.sources is None for m in bare.memories) and "sources" not in bare.timings
