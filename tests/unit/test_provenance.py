@@ -130,3 +130,17 @@ def test_merged_is_the_union_flagged_by_any_member_and_none_when_nothing_is_know
     assert merged([Provenance((5, 7)), None, Provenance((3, 7))]) == Provenance((3, 5, 7))
     assert merged([Provenance((1,)), Provenance((2,), True)]) == Provenance((1, 2), True)
     assert merged([None, None]) is None and merged([]) is None
+
+
+def test_read_turns_reads_back_the_numbers_a_reply_writer_cites() -> None:
+    from eros.core.transcript import ReadTurn, read_turns
+
+    t = build_transcript(_turns(("user", "I live in Lyon"), ("assistant", "Nice!\nReally"),
+                                ("user", "bye")), budget_chars=10_000, numbered=True)
+    message = f"preamble\n{t.text}\nReply with the JSON object only."
+    assert read_turns(message) == [ReadTurn(1, "user", "I live in Lyon"),
+                                   ReadTurn(2, "assistant", "Nice!\nReally"),
+                                   ReadTurn(3, "user", "bye")]
+    # what the observation replay does: the turn it knows by seq, cited by its number
+    assert cite(t.seqs, [t.seqs[2]]) == [3]
+    assert read_turns("user: plain")[0] == ReadTurn(None, "user", "plain")
