@@ -48,8 +48,10 @@ def test_recall_json(cli: Cli, engine: Engine) -> None:
     assert len(out["memories"]) == 2
     assert {m["layer"] for m in out["memories"]} <= {"profile", "relationship"}
     assert set(out["memories"][0]) == {"id", "content", "category", "importance",
-                                       "created_at", "layer", "similarity", "score"}
-    assert {"embed", "count", "search", "rank", "total"} <= set(out["timings_ms"])
+                                       "created_at", "layer", "similarity", "score",
+                                       "sources", "source_fallback"}
+    assert out["memories"][0]["sources"] is None  # written without provenance
+    assert {"embed", "count", "search", "rank", "sources", "total"} <= set(out["timings_ms"])
 
 
 def test_recall_render_and_scopes(cli: Cli, engine: Engine) -> None:
