@@ -38,7 +38,7 @@ from eros.core.cells import probe_count
 from eros.core.ranking import STRATEGIES, Candidate, Layer, RankParams, Strategy, pool_is_exact
 from eros.core.ranking import rank as rank_candidates
 from eros.core.render import Labels, LabelSet, render_memories
-from eros.db import cells_sql, provenance_sql
+from eros.db import cells_sql
 from eros.db import recall_sql as sql
 from eros.db.recall_sql import SCOPES, Scope, ScopeFilter
 from eros.db.timeouts import set_statement_timeout
@@ -51,7 +51,6 @@ from eros.services.recall_models import (
     interleave,
     user_model_names,
 )
-from eros.services.recall_models import provenance_fields as _provenance
 from eros.services.recall_plan import choose_search, count_kwargs, hnsw_params, sketches
 from eros.settings import Settings, get_settings
 
@@ -74,7 +73,7 @@ class RecalledMemory:
     similarity: float
     score: float
     #: provenance ("why do you remember this?"): the ``chat_messages.seq`` values it came
-    #: from, sorted; None = not recorded (written before provenance, or not fetched).
+    #: from, sorted; None = not recorded (written before provenance, or not read).
     sources: tuple[int, ...] | None = None
     #: the model's citation was missing or invalid: ``sources`` is the extraction window.
     source_fallback: bool = False
@@ -198,8 +197,8 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
     """:func:`recall` for a query vector computed elsewhere (benchmarks, batch callers).
 
     ``now`` fixes the clock of the recency terms (tests); it defaults to the current time.
-    ``sources``: read each returned memory's provenance — the final K rows only, by primary
-    key, in the search's transaction (never the candidate pool).
+    ``sources``: each memory's provenance is read with the search (two more columns of the
+    rows it fetches anyway, no extra statement); False leaves them out.
     ``embedding_model`` limits the search to that model's rows (NULL rows counting as
     ``legacy_model``'s), always by an exact scan: only a user mid re-embed needs it.
     """
@@ -218,7 +217,8 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
         raise RecallError(f"k must be at least 1, got {k_eff}")
     query = check_vector(vector, cfg.embedding_dim)
     flt = replace(scope_filter(user_id, instance_id, scope, include_replaced),
-                  embedding_model=embedding_model, legacy_model=legacy_model)
+                  embedding_model=embedding_model, legacy_model=legacy_model,
+                  sources=sources)
     params = RankParams(now=now or datetime.now(UTC), decay_lambda=cfg.recall_decay_lambda,
                         decay_tau_days=cfg.recall_decay_tau_days,
                         composite_tau_days=cfg.recall_composite_tau_days,
@@ -232,23 +232,18 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
             found = _search_grouped(conn, flt, query, k_eff, n, cfg, timings)
         else:
             found = _pool(conn, flt, query, n, cfg, timings)
-        t = time.perf_counter()
-        ranked = rank_candidates(chosen, found.candidates, k=k_eff,
-                                 per_category_k=k_eff, params=params)
-        exact = found.exact and pool_is_exact(
-            chosen, found.candidates, ranked, k_eff, pool_complete=found.complete,
-            params=params)
-        timings["rank"] = (time.perf_counter() - t) * 1000
-        ids = [uuid.UUID(s.candidate.id) for s in ranked]
-        t = time.perf_counter()
-        provenance = provenance_sql.sources(conn, ids) if sources and ids else {}
-        if sources:
-            timings["sources"] = (time.perf_counter() - t) * 1000
+    t = time.perf_counter()
+    ranked = rank_candidates(chosen, found.candidates, k=k_eff,
+                             per_category_k=k_eff, params=params)
+    exact = found.exact and pool_is_exact(
+        chosen, found.candidates, ranked, k_eff, pool_complete=found.complete, params=params)
+    timings["rank"] = (time.perf_counter() - t) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
-    memories = [RecalledMemory(i, s.candidate.content, s.candidate.category,
-                               s.candidate.importance, s.candidate.created_at, s.candidate.layer,
-                               s.similarity, s.score, *_provenance(provenance.get(i)))
-                for i, s in zip(ids, ranked, strict=True)]
+    memories = [RecalledMemory(uuid.UUID(s.candidate.id), s.candidate.content,
+                               s.candidate.category, s.candidate.importance,
+                               s.candidate.created_at, s.candidate.layer, s.similarity, s.score,
+                               s.candidate.sources, s.candidate.source_fallback)
+                for s in ranked]
     return RecallResult(memories, chosen, flt.effective_scope, k_eff, found.plan, exact,
                         found.fallback, timings)
 

@@ -16,7 +16,6 @@ from typing import Protocol, TypeVar
 
 from sqlalchemy import Engine
 
-from eros.core.provenance import Provenance
 from eros.db import reembed_sql
 from eros.providers import make_embedder
 from eros.providers.base import Embedder
@@ -82,7 +81,3 @@ def interleave(lists: Sequence[Sequence[R]], *, k: int, per_category: bool) -> l
                 merged.append(ranked[position])
     return merged
 
-
-def provenance_fields(provenance: Provenance | None) -> tuple[tuple[int, ...] | None, bool]:
-    """A recalled memory's ``sources`` and ``source_fallback`` (None, False: not recorded)."""
-    return (provenance.seqs, provenance.fallback) if provenance else (None, False)

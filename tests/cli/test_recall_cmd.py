@@ -51,7 +51,7 @@ def test_recall_json(cli: Cli, engine: Engine) -> None:
                                        "created_at", "layer", "similarity", "score",
                                        "sources", "source_fallback"}
     assert out["memories"][0]["sources"] is None  # written without provenance
-    assert {"embed", "count", "search", "rank", "sources", "total"} <= set(out["timings_ms"])
+    assert {"embed", "count", "search", "rank", "total"} <= set(out["timings_ms"])
 
 
 def test_recall_render_and_scopes(cli: Cli, engine: Engine) -> None:
