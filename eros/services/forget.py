@@ -1,64 +1,93 @@
-"""Forget a user, one relationship or one memory (GDPR art. 17, PIPL art. 47).
+"""Forget a user, one relationship, one memory or one chat message (GDPR art. 17, PIPL
+art. 47).
 
 One transaction each (see :mod:`eros.db.forget_sql` for why the statement order makes it
-race-free against classification and consolidation in flight). Idempotent: forgetting again
-removes nothing more and reports zeros. Results carry ids and counts, never text.
+race-free against classification and consolidation in flight), recorded in
+``engine.erasure_log`` in that same transaction (:mod:`eros.services.erasure`) together with
+its tombstone: no replay re-learns from the turns the erasure covered. Idempotent: forgetting
+again removes nothing more and reports zeros (and logs one more ``done`` row). Results carry
+ids and counts, never text.
+
+A failure propagates to the caller, who decides: a task retries a transient database error
+and records the rest with :func:`eros.services.erasure.record_failed`; the CLI records it
+and exits non-zero.
 """
 
 from __future__ import annotations
 
-import logging
 import uuid
+from typing import Any
 
 from sqlalchemy import Engine
 
 from eros.db import forget_sql, provenance_sql
+from eros.services import erasure
 
-log = logging.getLogger(__name__)
+
+def user_request(user_id: uuid.UUID, *, instance_id: uuid.UUID | None = None,
+                 task_id: str | None = None) -> erasure.Request:
+    """The erasure_log request of a user (scope ``user``) or persona (``persona``) forget."""
+    return erasure.Request("persona" if instance_id else "user", user_id=user_id,
+                           instance_id=instance_id, task_id=task_id)
+
+
+def memory_request(memory_id: uuid.UUID, *, task_id: str | None = None) -> erasure.Request:
+    return erasure.Request("memory", memory_id=memory_id, task_id=task_id)
 
 
 def forget_user(engine: Engine, user_id: uuid.UUID, *, instance_id: uuid.UUID | None = None,
-                sessions: bool = False) -> dict[str, int]:
+                sessions: bool = False, task_id: str | None = None,
+                request: erasure.Request | None = None) -> dict[str, Any]:
     """Every memory of the user (or, with ``instance_id``, that persona's relationship layer),
-    its lineage and bookkeeping; sessions marked read, or deleted with ``sessions``."""
-    with engine.begin() as conn:
-        counts = forget_sql.forget_user(conn, user_id, instance_id=instance_id,
-                                        sessions=sessions)
-    log.info("forgot user %s%s: %s", user_id,
-             f" persona {instance_id}" if instance_id else "",
-             " ".join(f"{k}={v}" for k, v in sorted(counts.items())))
-    return counts
+    its lineage and bookkeeping; sessions marked read (and their turns tombstoned), or deleted
+    with ``sessions``. Returns the counts and the erasure_log row's ``erasure_id``."""
+    request = request or user_request(user_id, instance_id=instance_id, task_id=task_id)
+    with erasure.run(engine, request) as e:
+        e.counts.update(forget_sql.forget_user(e.conn, user_id, instance_id=instance_id,
+                                               sessions=sessions))
+    return {**e.counts, "erasure_id": e.id}
 
 
-def forget_memory(engine: Engine, memory_id: uuid.UUID) -> dict[str, int]:
-    """One memory and everything in its lineage; recall never returns them again."""
-    with engine.begin() as conn:
-        counts = forget_sql.forget_memory(conn, memory_id)
-    log.info("forgot memory %s: memories=%d history=%d", memory_id, counts["memories"],
-             counts["history"])
-    return counts
+def forget_memory(engine: Engine, memory_id: uuid.UUID, *, task_id: str | None = None,
+                  request: erasure.Request | None = None) -> dict[str, Any]:
+    """One memory, its lineage and the canonicals derived from it; its source turns are
+    tombstoned; recall never returns them again. Counts and ``erasure_id``."""
+    request = request or memory_request(memory_id, task_id=task_id)
+    with erasure.run(engine, request) as e:
+        e.user_id, counts = forget_sql.forget_memory(e.conn, memory_id)
+        e.counts.update(counts)
+    return {**e.counts, "erasure_id": e.id}
 
 
-def forget_message(engine: Engine, message_id: uuid.UUID) -> dict[str, int]:
+def message_request(*, task_id: str | None = None) -> erasure.Request:
+    """The erasure_log request of a message forget (scope ``message``; the user is filled in
+    once the message is found — the log keeps ids and counts, the message's id is not one of
+    its columns)."""
+    return erasure.Request("message", task_id=task_id)
+
+
+def forget_message(engine: Engine, message_id: uuid.UUID, *, task_id: str | None = None,
+                   request: erasure.Request | None = None) -> dict[str, Any]:
     """One chat message and every memory derived from it (issue 24): the memories whose
-    ``source_seqs`` hold its seq — each erased as ``forget_memory`` erases one, with its
-    lineage — and a classification in flight that may have read it commits nothing. One
-    transaction; idempotent (an unknown or already erased message removes nothing)."""
-    counts = {"messages": 0, "memories": 0, "history": 0, "claims_released": 0}
-    with engine.begin() as conn:
-        message = provenance_sql.find_message(conn, message_id)
-        if message is None:
-            return counts
-        # the user's consolidation/cells lock first (as every forget), then the session row
-        forget_sql.lock_user(conn, message.user_id)
-        counts["claims_released"] = int(provenance_sql.release_if_reading(
-            conn, message.session_id, message.seq))
-        counts["messages"] = provenance_sql.delete_message(conn, message_id)
-        for memory_id in provenance_sql.derived_from(conn, message.user_id,
-                                                     message.session_id, message.seq):
-            erased = forget_sql.forget_memory(conn, memory_id)
-            counts["memories"] += erased["memories"]
-            counts["history"] += erased["history"]
-    log.info("forgot message %s: memories=%d history=%d claims_released=%d", message_id,
-             counts["memories"], counts["history"], counts["claims_released"])
-    return counts
+    ``source_seqs`` hold its seq, each with its lineage, erased as ``forget_memory`` erases
+    (:func:`eros.db.forget_sql.erase_memories`: derived canonicals, tombstoned source turns,
+    cells), and a classification in flight that may have read the message commits nothing.
+    One transaction, recorded in erasure_log; idempotent (an unknown or already erased
+    message removes nothing). Counts and ``erasure_id``."""
+    request = request or message_request(task_id=task_id)
+    with erasure.run(engine, request) as e:
+        e.counts.update({"messages": 0, "claims_released": 0, **forget_sql.ZERO_MEMORY_COUNTS})
+        message = provenance_sql.find_message(e.conn, message_id)
+        if message is not None:
+            e.user_id = message.user_id
+            # the user's consolidation/cells lock first (as every forget), then the session
+            forget_sql.lock_user(e.conn, message.user_id)
+            e.counts["claims_released"] = int(provenance_sql.release_if_reading(
+                e.conn, message.session_id, message.seq))
+            derived = provenance_sql.derived_from(e.conn, message.user_id,
+                                                  message.session_id, message.seq)
+            lineage = {i for d in derived for i in forget_sql.lineage_ids(e.conn, d)}
+            e.counts.update(forget_sql.erase_memories(e.conn, message.user_id,
+                                                      sorted(lineage, key=str)))
+            e.counts["messages"] = provenance_sql.delete_message(e.conn, message_id)
+    return {**e.counts, "erasure_id": e.id}

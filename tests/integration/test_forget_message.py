@@ -64,6 +64,11 @@ def _contents(engine: Engine, user: uuid.UUID) -> list[str]:
                                         " WHERE user_id = :u"), {"u": user}).scalars())
 
 
+def _main(counts: dict[str, Any]) -> tuple[int, int, int, int]:
+    return (counts["messages"], counts["memories"], counts["history"],
+            counts["claims_released"])
+
+
 def test_erasing_a_message_erases_what_cites_it_and_nothing_else(pipeline: Pipeline,
                                                                  engine: Engine) -> None:
     user = uuid.uuid4()
@@ -74,14 +79,18 @@ def test_erasing_a_message_erases_what_cites_it_and_nothing_else(pipeline: Pipel
     assert _classify(pipeline, sid).memories_written == 2
     lyon, jazz, nice = _messages(engine, sid)
     counts = forget_message(engine, lyon.id)
-    assert counts == {"messages": 1, "memories": 1, "history": 0, "claims_released": 0}
+    assert _main(counts) == (1, 1, 0, 0)
     assert _contents(engine, user) == ["Likes jazz"]
     assert [m.id for m in _messages(engine, sid)] == [jazz.id, nice.id]
     assert rows_mentioning(engine, [lyon.id]) == {}
+    with engine.connect() as conn:  # recorded in the erasure log: ids and counts only
+        log = conn.execute(text("SELECT scope, user_id, status, counts FROM engine.erasure_log"
+                                " WHERE id = :i"), {"i": counts["erasure_id"]}).one()
+    assert (log.scope, log.user_id, log.status) == ("message", user, "done")
+    assert log.counts["messages"] == 1 and log.counts["memories"] == 1
     # idempotent; an unknown message removes nothing
-    zero = {"messages": 0, "memories": 0, "history": 0, "claims_released": 0}
-    assert forget_message(engine, lyon.id) == zero
-    assert forget_message(engine, uuid.uuid4()) == zero
+    assert _main(forget_message(engine, lyon.id)) == (0, 0, 0, 0)
+    assert _main(forget_message(engine, uuid.uuid4())) == (0, 0, 0, 0)
     assert _contents(engine, user) == ["Likes jazz"]
 
 
