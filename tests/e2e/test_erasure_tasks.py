@@ -4,10 +4,9 @@
   ``eros.forget_memory`` (and ``eros.forget_message``) meets a transient database error — a
   lock timeout (55P03), a dropped connection (the waiting backend terminated) or a deadlock
   (40P01, the class of a serialization failure: the transaction lost a race) — and still
-  completes: one ``done``
-  row in ``engine.erasure_log`` per request. The failure is forced: this test holds the
-  user's consolidation lock (the forget's first lock), and lets go only after the worker's
-  log shows the retry.
+  completes: one ``done`` row in ``engine.erasure_log`` per request. The failure is forced:
+  this test holds the user's consolidation lock (the forget's first lock), and lets go only
+  after the worker's log shows the retry.
 - A non-transient failure (the statement cancelled, 57014) ends ``failed`` in the log.
 - A ``classify_session`` message with ``force=true`` queued before a forget and delivered
   after it learns nothing back.
