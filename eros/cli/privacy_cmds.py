@@ -30,25 +30,34 @@ def _counts(counts: dict[str, int]) -> str:
                    "marked read through their last turn, so they are never extracted again).")
 @click.option("--memory", "memory", type=click.UUID, default=None,
               help="Forget one memory and its lineage (what it merged or superseded).")
+@click.option("--message", "message", type=click.UUID, default=None,
+              help="Erase one chat message (chat_messages.id) and every memory derived "
+                   "from it (their sources hold its seq), each with its lineage.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
-           memory: uuid.UUID | None, yes: bool, as_json: bool) -> None:
+           memory: uuid.UUID | None, message: uuid.UUID | None, yes: bool,
+           as_json: bool) -> None:
     """Erase what eros keeps about USER (every memory, its lineage and bookkeeping), one
-    relationship (--persona), or one memory (--memory ID). Immediate and idempotent; a
-    classification or consolidation in flight commits nothing. The same as the tasks
-    eros.forget_user / eros.forget_memory. Every erasure is recorded in engine.erasure_log
-    (`eros erasures`); one that fails is recorded 'failed' and the command exits 1."""
+    relationship (--persona), one memory (--memory ID), or one chat message and the memories
+    derived from it (--message ID). Immediate and idempotent; a classification or
+    consolidation in flight commits nothing. The same as the tasks eros.forget_user /
+    eros.forget_memory / eros.forget_message. Every erasure is recorded in
+    engine.erasure_log (`eros erasures`); one that fails is recorded 'failed' and the command
+    exits 1."""
     from eros.cli._common import runtime
     from eros.core.erasure import error_code
     from eros.services import forget as svc
     from eros.services.erasure import record_failed
 
-    if (user is None) == (memory is None):
-        raise click.UsageError("give either USER or --memory ID")
-    if memory is not None and (instance is not None or sessions):
-        raise click.UsageError("--persona and --sessions apply to a USER, not to --memory")
-    if memory is not None:
+    if sum(x is not None for x in (user, memory, message)) != 1:
+        raise click.UsageError("give one of USER, --memory ID or --message ID")
+    if (memory is not None or message is not None) and (instance is not None or sessions):
+        raise click.UsageError("--persona and --sessions apply to a USER, not to --memory "
+                               "or --message")
+    if message is not None:
+        what = f"message {message} and the memories derived from it"
+    elif memory is not None:
         what = f"memory {memory} and its lineage"
     elif instance is not None:
         what = f"user {user}'s relationship with persona {instance}"
@@ -59,13 +68,17 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
     if not yes:
         click.confirm(f"Permanently forget {what}?", abort=True, err=True)
     with runtime() as rt:
-        if memory is not None:
+        if message is not None:
+            request = svc.message_request()
+        elif memory is not None:
             request = svc.memory_request(memory)
         else:
             assert user is not None
             request = svc.user_request(user, instance_id=instance)
         try:
-            if memory is not None:
+            if message is not None:
+                counts = svc.forget_message(rt.engine, message, request=request)
+            elif memory is not None:
                 counts = svc.forget_memory(rt.engine, memory, request=request)
             else:
                 assert user is not None

@@ -45,6 +45,10 @@ class Candidate:
     layer: Layer
     #: pgvector's cosine distance ``embedding <=> query``, in [0, 2].
     distance: float
+    #: provenance, read with the row (``source_seqs``/``source_fallback``); None = not
+    #: recorded or not read.
+    sources: tuple[int, ...] | None = None
+    source_fallback: bool = False
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ src AS (
      WHERE h.user_id = :user_id AND h.result_id IS NOT NULL GROUP BY h.result_id)
 SELECT m.id, m.content, m.category, m.importance, m.instance_id, m.status, m.created_at,
        m.replaced_at, m.replaced_by, m.session_id, m.metadata, m.model,
+       m.source_seqs, m.source_fallback,
        ARRAY(SELECT DISTINCT unnest(COALESCE(rep.ids, '{}') || COALESCE(src.ids, '{}')))
            AS replaced
   FROM engine.companion_memories m

@@ -73,12 +73,19 @@ class RecalledMemory:
     layer: Layer
     similarity: float
     score: float
+    #: provenance ("why do you remember this?"): the ``chat_messages.seq`` values it came
+    #: from, sorted; None = not recorded (written before provenance, or not read).
+    sources: tuple[int, ...] | None = None
+    #: the model's citation was missing or invalid: ``sources`` is the extraction window.
+    source_fallback: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": str(self.id), "content": self.content, "category": self.category,
                 "importance": self.importance, "created_at": self.created_at.isoformat(),
                 "layer": self.layer, "similarity": round(self.similarity, 6),
-                "score": round(self.score, 6)}
+                "score": round(self.score, 6),
+                "sources": None if self.sources is None else list(self.sources),
+                "source_fallback": self.source_fallback}
 
 
 @dataclass(frozen=True)
@@ -117,7 +124,7 @@ def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: 
            instance_id: uuid.UUID | str | None = None, scope: Scope = "both",
            strategy: Strategy | None = None, k: int | None = None,
            include_replaced: bool = False, settings: Settings | None = None,
-           embedder_for: EmbedderFor | None = None) -> RecallResult:
+           embedder_for: EmbedderFor | None = None, sources: bool = True) -> RecallResult:
     """Recall the memories that matter for ``query`` (the user's turn).
 
     ``k`` is the per-category K for ``grouped`` and the global K otherwise; ``None`` takes
@@ -127,7 +134,8 @@ def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: 
     provider built for another); a user on
     several models (mid re-embed) gets one search per model, interleaved by rank. Raises
     :class:`~eros.errors.RecallError` for invalid arguments and the provider's errors for a
-    failed embedding call.
+    failed embedding call. Each memory carries its ``sources`` (provenance) unless
+    ``sources=False``.
     """
     cfg = settings or get_settings()
     if not query.strip():
@@ -141,7 +149,8 @@ def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: 
     lookup_ms = (time.perf_counter() - started) * 1000
     pick = embedder_for or embedder_factory(cfg, embedder)
     kwargs: dict[str, Any] = {"instance_id": instance_id, "scope": scope, "strategy": strategy,
-                              "k": k, "include_replaced": include_replaced, "settings": cfg}
+                              "k": k, "include_replaced": include_replaced, "settings": cfg,
+                              "sources": sources}
     if len(models) > 1:  # mid re-embed: one search per model, never one ranking of both
         results = [_recall_one(route, pick(m), query, uid, kwargs, model=m,
                                legacy=embedder.name) for m in models]
@@ -190,11 +199,13 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
                      strategy: Strategy | None = None, k: int | None = None,
                      include_replaced: bool = False, settings: Settings | None = None,
                      now: datetime | None = None, embedding_model: str | None = None,
-                     legacy_model: str | None = None,
+                     legacy_model: str | None = None, sources: bool = True,
                      route: ReadRoute | None = None) -> RecallResult:
     """:func:`recall` for a query vector computed elsewhere (benchmarks, batch callers).
 
     ``now`` fixes the clock of the recency terms (tests); it defaults to the current time.
+    ``sources``: each memory's provenance is read with the search (two more columns of the
+    rows it fetches anyway, no extra statement); False leaves them out.
     ``embedding_model`` limits the search to that model's rows (NULL rows counting as
     ``legacy_model``'s), always by an exact scan: only a user mid re-embed needs it.
     ``engine`` is the primary; with DATABASE_REPLICA_URL set the search reads the replica
@@ -217,7 +228,8 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
         raise RecallError(f"k must be at least 1, got {k_eff}")
     query = check_vector(vector, cfg.embedding_dim)
     flt = replace(scope_filter(user_id, instance_id, scope, include_replaced),
-                  embedding_model=embedding_model, legacy_model=legacy_model)
+                  embedding_model=embedding_model, legacy_model=legacy_model,
+                  sources=sources)
     params = RankParams(now=now or datetime.now(UTC), decay_lambda=cfg.recall_decay_lambda,
                         decay_tau_days=cfg.recall_decay_tau_days,
                         composite_tau_days=cfg.recall_composite_tau_days,
@@ -244,7 +256,8 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
     metrics.record_recall(found.plan, chosen, timings["total"] / 1000)
     memories = [RecalledMemory(uuid.UUID(s.candidate.id), s.candidate.content,
                                s.candidate.category, s.candidate.importance,
-                               s.candidate.created_at, s.candidate.layer, s.similarity, s.score)
+                               s.candidate.created_at, s.candidate.layer, s.similarity, s.score,
+                               s.candidate.sources, s.candidate.source_fallback)
                 for s in ranked]
     return RecallResult(memories, chosen, flt.effective_scope, k_eff, found.plan, exact,
                         found.fallback, timings, route.source)
