@@ -35,13 +35,14 @@ import os
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
 
 from bench.claim_bench import machine
 from bench.drain_reference import reference_drain
@@ -62,6 +63,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LLM_MS = 300.0
 EMBED_MS = 30.0
 MEMORIES_PER_SESSION = 3
+#: ``application_name`` of the bench's own database connections (seeding, polling).
+BENCH_APP = "eros-bench"
 
 SEED_SESSIONS = text("""
 INSERT INTO engine.chat_sessions (user_id, last_active_at)
@@ -186,9 +189,17 @@ def environment(args: argparse.Namespace
 
 
 def run_ours(args: argparse.Namespace, templates: TemplateDatabases, redis_url: str,
-             llm: FakeServer, voyage: FakeServer, log_dir: Path) -> Result:
+             llm: FakeServer, voyage: FakeServer, log_dir: Path,
+             worker_db: Callable[[str], dict[str, str]] | None = None,
+             on_database: Callable[[str], None] | None = None) -> Result:
+    """One drain. ``worker_db(db_url)``: environment that reroutes the workers' database
+    (bench/drain_bouncer.py: through PgBouncer); ``on_database(name)`` is told the clone's
+    name before the workers start. The bench's own connections say ``application_name``
+    ``eros-bench``, so a connection count can leave them out."""
     db_url = templates.clone()
-    engine = create_engine(db_url, pool_size=2)
+    if on_database is not None:
+        on_database(str(make_url(db_url).database))
+    engine = create_engine(db_url, pool_size=2, connect_args={"application_name": BENCH_APP})
     seed(engine, args.sessions)
     run = uuid.uuid4().hex[:8]
     env = worker_env(db_url, redis_url, llm.url, voyage.url,
@@ -197,7 +208,8 @@ def run_ours(args: argparse.Namespace, templates: TemplateDatabases, redis_url: 
                      DREAMING_MAX_IN_FLIGHT=str(max(500, 3 * args.workers * args.concurrency)),
                      **({"DATABASE_POOL_SIZE": str(args.db_pool)} if args.db_pool else {}),
                      EROS_CLAIM_QUEUE=f"bench-{run}.claim",
-                     EROS_CLASSIFY_QUEUE=f"bench-{run}.classify")
+                     EROS_CLASSIFY_QUEUE=f"bench-{run}.classify",
+                     **(worker_db(db_url) if worker_db is not None else {}))
     concurrency = args.workers * args.concurrency
     with ExitStack() as cleanup:
         workers = []
@@ -243,8 +255,9 @@ def run_ours(args: argparse.Namespace, templates: TemplateDatabases, redis_url: 
     verification = verify(engine, args.sessions)
     engine.dispose()
     seconds = times[-1] - t0
-    label = f"ours: {args.workers}x {args.pool} -c {args.concurrency}" + (
-        f" db {args.db_pool}" if args.db_pool else "")
+    label = getattr(args, "label", None) or (
+        f"ours: {args.workers}x {args.pool} -c {args.concurrency}"
+        + (f" db {args.db_pool}" if args.db_pool else ""))
     return Result(label, args.sessions,
                   seconds, args.sessions / seconds, steady_rate(times), concurrency,
                   llm_calls / args.sessions, embed_calls / args.sessions, peak_rss, peak_pss,

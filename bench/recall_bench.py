@@ -74,7 +74,11 @@ from eros.settings import Settings, load_settings
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "grouped": ("grouped", {}), "decay": ("decay", {}), "composite": ("composite", {}),
     "decay, all sketches": ("decay", {"recall_cell_probe_share": 1.0}),
-    "decay, HNSW": ("decay", {"recall_quantized_scan": False})}
+    "decay, HNSW": ("decay", {"recall_quantized_scan": False}),
+    "grouped, no sources": ("grouped", {})}
+#: method → keyword arguments of the call: the same search without reading provenance, the
+#: baseline of what returning each memory's ``sources`` costs (issue 24).
+CALL_KWARGS: dict[str, dict[str, Any]] = {"grouped, no sources": {"sources": False}}
 METHODS = ("reference", *VARIANTS)
 
 
@@ -115,7 +119,7 @@ def run_queries(engine: Engine, pop: rd.Population, users: list[int], n: int, cf
             result = recall_by_vector(engine, pop.user_ids[user], q,
                                       instance_id=pop.instances[user][0], scope="both",
                                       strategy=strategy,  # type: ignore[arg-type]
-                                      settings=settings)
+                                      settings=settings, **CALL_KWARGS.get(method, {}))
             return len(result.memories), result.plan
         return call
 
@@ -148,7 +152,7 @@ def quality(engine: Engine, pop: rd.Population, users: list[int], n: int, cfg: S
         q = rd.query_vectors(pop, user, 1, seed * 7919 + i)[0]
         for method, (strategy, overrides) in VARIANTS.items():
             kwargs: dict[str, Any] = {"instance_id": pop.instances[user][0], "scope": "both",
-                                      "strategy": strategy}
+                                      "strategy": strategy, **CALL_KWARGS.get(method, {})}
             got = {m.id for m in recall_by_vector(
                 engine, pop.user_ids[user], q, settings=cfg.model_copy(update=overrides),
                 **kwargs).memories}

@@ -37,6 +37,11 @@ class Settings(BaseSettings):
     # --- services -------------------------------------------------------------------------
     #: never in a repr (they may carry a password): print ``eros.db.engine.safe_url`` instead.
     database_url: str | None = Field(default=None, repr=False)
+    #: a direct (not pooled) URL for migrations (``eros migrate``, alembic); unset = DATABASE_URL.
+    database_migrate_url: str | None = Field(default=None, repr=False)
+    #: a streaming read replica that recall reads (docs/operations.md, "Production topology");
+    #: unset = recall reads DATABASE_URL.
+    database_replica_url: str | None = Field(default=None, repr=False)
     redis_url: str | None = Field(default=None, repr=False)
     #: the Celery broker when it is not REDIS_URL: ``amqp://user:pass@host:5672/vhost`` for
     #: RabbitMQ (quorum queues, publisher confirms; docs/operations.md "RabbitMQ as broker").
@@ -248,6 +253,13 @@ class Settings(BaseSettings):
     #: PgBouncer in transaction mode (docs/operations.md, "Database connections").
     database_pool_size: int = Field(default=5, ge=0, le=1000)
     database_max_overflow: int = Field(default=5, ge=0, le=1000)
+    #: ``transaction`` when DATABASE_URL goes through PgBouncer in transaction mode: no
+    #: server-side prepared statements, no libpq ``options`` (the DATABASE_*_TIMEOUT_MS limits
+    #: are set per transaction with ``SET LOCAL`` instead), every lock transaction-scoped.
+    database_pool_mode: Literal["session", "transaction"] = "session"
+    #: recall reads the primary instead of DATABASE_REPLICA_URL while the replica's replay lag
+    #: is above this many milliseconds (eros_recall_replica_fallbacks_total{reason="lag"}).
+    recall_max_replica_lag_ms: int = Field(default=5000, ge=0)
     #: Prometheus metrics port of a worker's main process (0 = off).
     eros_metrics_port: int = Field(default=0, ge=0, le=65535)
     #: price table, US dollars per million tokens (Claude Haiku 4.5 and voyage-3.5-lite list
@@ -258,7 +270,7 @@ class Settings(BaseSettings):
     #: texts per re-embedding request (``eros reembed``): Voyage's maximum inputs per call.
     reembed_batch: int = Field(default=1000, ge=1, le=1000)
 
-    @field_validator("database_url")
+    @field_validator("database_url", "database_migrate_url", "database_replica_url")
     @classmethod
     def _psycopg_driver(cls, value: str | None) -> str | None:
         """Accept ``postgres://`` and ``postgresql://`` URLs; SQLAlchemy needs the driver."""
@@ -377,6 +389,10 @@ class Settings(BaseSettings):
             raise ConfigError("DATABASE_URL is not set (e.g. postgresql://user@host/db); "
                               "`eros run` starts an embedded PostgreSQL when it is unset")
         return self.database_url
+
+    def migration_url(self) -> str:
+        """Where migrations run: DATABASE_MIGRATE_URL (direct, past PgBouncer) when set."""
+        return self.database_migrate_url or self.require_database_url()
 
     def require_redis_url(self) -> str:
         if not self.redis_url:

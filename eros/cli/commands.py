@@ -29,17 +29,19 @@ _PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True,
 def migrate(sql: bool) -> None:
     """Upgrade the database schema to the latest version (alembic upgrade head).
 
-    With DATABASE_URL unset this migrates the embedded database (which `eros run` also does
-    by itself).
+    Runs against DATABASE_MIGRATE_URL when set (a direct connection past PgBouncer), else
+    DATABASE_URL. With neither set this migrates the embedded database (which `eros run` also
+    does by itself).
     """
     from eros.db.migrate import upgrade
 
     settings = load_settings()
     if sql:
-        upgrade(settings.database_url or _DIALECT_ONLY_URL, sql=True)
+        upgrade(settings.database_migrate_url or settings.database_url or _DIALECT_ONLY_URL,
+                sql=True)
         return
-    if settings.database_url:
-        upgrade(settings.database_url)
+    if settings.database_url or settings.database_migrate_url:
+        upgrade(settings.database_migrate_url or settings.require_database_url())
         click.echo("database schema is up to date", err=True)
         return
     from eros.cli._common import runtime

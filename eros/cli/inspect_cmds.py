@@ -191,14 +191,18 @@ def _print_status(r: dict[str, Any]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per memory, in a list.")
 @click.option("--history", is_flag=True,
               help="Lineage: what each memory replaced and what replaced it (implies --all).")
+@click.option("--sources", "sources", is_flag=True,
+              help="Provenance: the chat turns each memory came from (seq, role, text).")
 def memories(user: uuid.UUID, category: str | None, instance: uuid.UUID | None,
              layer: str | None, include_all: bool, limit: int, as_json: bool,
-             history: bool) -> None:
+             history: bool, sources: bool) -> None:
     """List a user's memories, newest first: content, category, importance, layer, created_at,
     and the special-category label (sensitivity: health, crisis, …; empty = none).
 
     Layer is `profile` (shared by every persona) or `relationship:<instance>`. Find user ids
-    with `eros users`.
+    with `eros users`. With --sources each memory is followed by the turns it came from
+    (`chat_messages.seq`); "window" marks a memory whose model gave no valid citation, so
+    its sources are every turn the model read.
     """
     from eros.cli._common import runtime
     from eros.db.queries import MemoryFilter, list_memories
@@ -211,6 +215,15 @@ def memories(user: uuid.UUID, category: str | None, instance: uuid.UUID | None,
             from eros.db.lineage_sql import lineage
 
             lineages = lineage(conn, user, [r["id"] for r in rows])
+        if sources:
+            from eros.db.provenance_sql import turns
+
+            stored = turns(conn, user, [s for r in rows for s in r["source_seqs"] or ()])
+    if sources:
+        click.echo(json.dumps([{**_memory_json(r), **_sources_json(r, stored)} for r in rows],
+                              ensure_ascii=False, indent=2) if as_json
+                   else render_sources(rows, stored) or f"no memories for user {user}")
+        return
     if history:
         click.echo(json.dumps([{**_memory_json(r), **lineage_json(lineages.get(r["id"]))}
                                for r in rows], ensure_ascii=False, indent=2) if as_json
@@ -239,6 +252,40 @@ def _memory_json(row: dict[str, Any]) -> dict[str, Any]:
             "session_id": str(row["session_id"]) if row["session_id"] else None,
             "embedding_model": row.get("embedding_model"),
             "sensitivity": row.get("sensitivity")}
+
+
+def _sources_json(row: dict[str, Any], stored: dict[int, Any]) -> dict[str, Any]:
+    seqs = row["source_seqs"]
+    return {"sources": None if seqs is None else [int(s) for s in seqs],
+            "source_fallback": row["source_fallback"],
+            "source_turns": [_turn_json(int(s), stored.get(int(s))) for s in seqs or ()]}
+
+
+def _turn_json(seq: int, turn: Any) -> dict[str, Any]:
+    if turn is None:  # forgotten (eros forget --message) or deleted by the product
+        return {"seq": seq, "stored": False}
+    return {"seq": seq, "stored": True, "session_id": str(turn.session_id), "role": turn.role,
+            "sent_at": turn.sent_at.isoformat(), "content": turn.content}
+
+
+def render_sources(rows: list[dict[str, Any]], stored: dict[int, Any]) -> str:
+    """Each memory, then the turns it came from, indented."""
+    lines: list[str] = []
+    for r in rows:
+        lines.append(f"{r['created_at'].astimezone(UTC):%Y-%m-%d %H:%M}  {r['category']}  "
+                     f"{_layer(r['instance_id'])}  {' '.join(r['content'].split())}")
+        seqs = r["source_seqs"]
+        if seqs is None:
+            lines.append("    sources: not recorded (written before provenance)")
+            continue
+        how = "window (no valid citation)" if r["source_fallback"] else "cited"
+        lines.append(f"    sources ({how}): seq {', '.join(str(s) for s in seqs)}")
+        for seq in seqs:
+            turn = stored.get(int(seq))
+            text = "(message no longer stored)" if turn is None else \
+                f"{turn.role}: {' '.join(turn.content.split())}"
+            lines.append(f"      [{seq}] {text}")
+    return "\n".join(lines)
 
 
 def render_memories(rows: list[dict[str, Any]], *, show_status: bool = False) -> str:

@@ -49,6 +49,9 @@ def _counts(counts: dict[str, int]) -> str:
                    "marked read through their last turn, so they are never extracted again).")
 @click.option("--memory", "memory", type=click.UUID, default=None,
               help="Forget one memory and its lineage (what it merged or superseded).")
+@click.option("--message", "message", type=click.UUID, default=None,
+              help="Erase one chat message (chat_messages.id) and every memory derived "
+                   "from it (their sources hold its seq), each with its lineage.")
 @click.option("--sensitive", "sensitive", is_flag=False, flag_value="all", default=None,
               type=click.Choice(["all", *SENSITIVITY_LABELS]), metavar="[LABEL]",
               help="Forget only USER's memories with a special-category label (LABEL: "
@@ -57,27 +60,34 @@ def _counts(counts: dict[str, int]) -> str:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
-           memory: uuid.UUID | None, sensitive: str | None, yes: bool, as_json: bool) -> None:
+           memory: uuid.UUID | None, message: uuid.UUID | None, sensitive: str | None,
+           yes: bool, as_json: bool) -> None:
     """Erase what eros keeps about USER (every memory, its lineage and bookkeeping), one
-    relationship (--persona), or one memory (--memory ID). Immediate and idempotent; a
-    classification or consolidation in flight commits nothing. The same as the tasks
-    eros.forget_user / eros.forget_memory. Every erasure is recorded in engine.erasure_log
-    (`eros erasures`); one that fails is recorded 'failed' and the command exits 1."""
+    relationship (--persona), one memory (--memory ID), or one chat message and the memories
+    derived from it (--message ID). Immediate and idempotent; a classification or
+    consolidation in flight commits nothing. The same as the tasks eros.forget_user /
+    eros.forget_memory / eros.forget_message. Every erasure is recorded in
+    engine.erasure_log (`eros erasures`); one that fails is recorded 'failed' and the command
+    exits 1."""
     from eros.cli._common import runtime
     from eros.core.erasure import error_code
     from eros.services import forget as svc
     from eros.services.erasure import Request, record_failed
 
-    if (user is None) == (memory is None):
-        raise click.UsageError("give either USER or --memory ID")
-    if memory is not None and (instance is not None or sessions):
-        raise click.UsageError("--persona and --sessions apply to a USER, not to --memory")
-    if sensitive is not None and (memory is not None or instance is not None or sessions):
-        raise click.UsageError("--sensitive applies to a USER alone (no --memory, --persona "
-                               "or --sessions)")
+    if sum(x is not None for x in (user, memory, message)) != 1:
+        raise click.UsageError("give one of USER, --memory ID or --message ID")
+    if (memory is not None or message is not None) and (instance is not None or sessions):
+        raise click.UsageError("--persona and --sessions apply to a USER, not to --memory "
+                               "or --message")
+    if sensitive is not None and (memory is not None or message is not None
+                                  or instance is not None or sessions):
+        raise click.UsageError("--sensitive applies to a USER alone (no --memory, --message, "
+                               "--persona or --sessions)")
     if sensitive is not None:
         what = (f"user {user}'s memories labelled " +
                 ("with any special category" if sensitive == "all" else repr(sensitive)))
+    elif message is not None:
+        what = f"message {message} and the memories derived from it"
     elif memory is not None:
         what = f"memory {memory} and its lineage"
     elif instance is not None:
@@ -92,6 +102,8 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
         if sensitive is not None:
             assert user is not None
             request = Request("sensitive", user_id=user)
+        elif message is not None:
+            request = svc.message_request()
         elif memory is not None:
             request = svc.memory_request(memory)
         else:
@@ -103,6 +115,8 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
                 counts = svc.forget_sensitive(rt.engine, user,
                                               None if sensitive == "all" else sensitive,
                                               request=request)
+            elif message is not None:
+                counts = svc.forget_message(rt.engine, message, request=request)
             elif memory is not None:
                 counts = svc.forget_memory(rt.engine, memory, request=request)
             else:

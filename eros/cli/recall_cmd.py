@@ -81,7 +81,8 @@ def _human(result: RecallResult) -> str:
     timings = ", ".join(f"{name} {ms:.1f} ms" for name, ms in result.timings.items())
     head = (f"{len(result.memories)} memories · strategy {result.strategy} · scope "
             f"{result.scope} · k {result.k} · plan {result.plan}"
-            f"{' (exact)' if result.exact else ''} · {timings}")
+            f"{' (exact)' if result.exact else ''}"
+            f"{' · from the read replica' if result.source == 'replica' else ''} · {timings}")
     if not rows:
         return head + "\n(no memories in this scope)"
     return head + "\n" + table(["#", "category", "layer", "sim", "score", "imp", "age",

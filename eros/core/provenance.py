@@ -59,3 +59,13 @@ def resolve_sources(cited: Sequence[int] | None, window: Sequence[int]) -> Prove
 def union(seqs: Iterable[int]) -> tuple[int, ...]:
     """Seqs sorted and distinct — the form stored in ``companion_memories.source_seqs``."""
     return tuple(sorted(set(seqs)))
+
+
+def merged(members: Iterable[Provenance | None]) -> Provenance | None:
+    """A consolidated memory's provenance: the union of its members' seqs, flagged when any
+    member was a fallback. Members written before provenance (None) add nothing; None when
+    every member is such a memory."""
+    known = [p for p in members if p is not None]
+    if not known:
+        return None
+    return Provenance(union(s for p in known for s in p.seqs), any(p.fallback for p in known))

@@ -47,6 +47,10 @@ class Candidate:
     distance: float
     #: special category (core/sensitivity.py); None = none.
     sensitivity: str | None = None
+    #: provenance, read with the row (``source_seqs``/``source_fallback``); None = not
+    #: recorded or not read.
+    sources: tuple[int, ...] | None = None
+    source_fallback: bool = False
 
 
 @dataclass(frozen=True)

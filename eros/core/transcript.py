@@ -9,6 +9,7 @@ citations with it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +19,8 @@ from eros.core.text import clean_text
 EXTRACTED_ROLES = ("user", "assistant")
 _HEADER_RESERVE = 200
 _TRIM_NOTE = "[{n} earlier turns omitted]"
+#: the first line of a turn: ``role: text``, or ``[n] role: text`` in a numbered transcript.
+_TURN_LINE = re.compile(r"^(?:\[(\d+)\] )?(user|assistant)\s*:\s?(.*)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -102,3 +105,39 @@ def build_transcript(turns: Sequence[Turn], *, budget_chars: int,
         lines.append(line)
     return Transcript("\n".join(lines), len(kept), trimmed, usable[0].seq, usable[-1].seq,
                       tuple(t.seq for t in kept))
+
+
+@dataclass(frozen=True)
+class ReadTurn:
+    """A turn read back from a transcript's text (:func:`read_turns`)."""
+
+    #: ``[n]`` of a numbered transcript; None in a plain one.
+    number: int | None
+    role: str
+    text: str
+
+
+def read_turns(text: str) -> list[ReadTurn]:
+    """The turns of a transcript as :func:`build_transcript` writes it (the header, trim note
+    or anything else around it is skipped): what a reply-writer that sees only the text — the
+    offline extractor, the LoCoMo observation replay — needs to cite turns by number.
+
+    A turn is a ``role:`` line plus its two-space continuation lines (joined with newlines);
+    any other line ends it, so text around a transcript is never credited to a speaker.
+    """
+    turns: list[ReadTurn] = []
+    current: tuple[int | None, str, list[str]] | None = None
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for line in [*lines, ""]:  # the final "" flushes a turn still open at the end
+        if line.startswith("  "):  # continuation, even a blank one inside a message
+            if current is not None and line.strip():
+                current[2].append(line.strip())
+            continue
+        if current is not None:
+            turns.append(ReadTurn(current[0], current[1], "\n".join(current[2])))
+            current = None
+        match = _TURN_LINE.match(line)
+        if match:
+            number = int(match.group(1)) if match.group(1) else None
+            current = (number, match.group(2).lower(), [match.group(3).strip()])
+    return turns

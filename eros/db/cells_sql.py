@@ -258,7 +258,8 @@ def _probe_top(flt: ScopeFilter, limit: str) -> str:
 
 def probed_pool_sql(flt: ScopeFilter) -> str:
     """The statement of :func:`probed_pool` (exposed so tests can EXPLAIN it)."""
-    return rerank_sql(f"SELECT c.id FROM ({_probe_top(flt, ':m')}) c", ":n")
+    return rerank_sql(f"SELECT c.id FROM ({_probe_top(flt, ':m')}) c", ":n",
+                      sources=flt.sources)
 
 
 def probed_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: int,
@@ -309,7 +310,8 @@ def probed_grouped_sql(flt: ScopeFilter) -> str:
             f" {CELLS_TABLE} c WHERE c.user_id = :user_id ORDER BY c.centroid <=> :q) AS cells,"
             " CAST(:probes AS integer) AS probes)"
             " SELECT x.* FROM unnest(:categories) AS cat(c) CROSS JOIN LATERAL"
-            f" ({rerank_sql(f'SELECT c.id FROM ({_walk_top(flt)}) c', ':k')}) x")
+            f" ({rerank_sql(f'SELECT c.id FROM ({_walk_top(flt)}) c', ':k', sources=flt.sources)})"
+            " x")
 
 
 def probed_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],

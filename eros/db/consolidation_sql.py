@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +20,7 @@ from sqlalchemy import Connection, func, insert, text
 
 from eros.core.consolidation import Memory, Pair
 from eros.core.consolidation_plan import Change, HistoryEntry, NewRow
+from eros.core.provenance import Provenance
 from eros.core.sensitivity import SENSITIVITY_ORDER
 from eros.db.schema import EMBEDDING_DIM, companion_memories, memory_history
 
@@ -344,9 +345,13 @@ def lock_current(conn: Connection, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
 def insert_canonical(conn: Connection, user_id: uuid.UUID,
                      rows: Sequence[tuple[NewRow, list[float]]], *, model: str,
                      prompt_version: str, pass_id: str,
-                     embedding_model: str | None = None) -> None:
+                     embedding_model: str | None = None,
+                     sources: Mapping[uuid.UUID, Provenance | None] | None = None) -> None:
+    """The new canonical rows; ``sources`` gives each its provenance (the union of its
+    members', core/provenance.py ``merged``), by row id."""
     if not rows:
         return
+    known = sources or {}
     conn.execute(insert(companion_memories).values([{
         "id": row.id, "user_id": user_id, "instance_id": row.instance_id, "session_id": None,
         "content": row.content, "category": row.category, "importance": row.importance,
@@ -355,9 +360,16 @@ def insert_canonical(conn: Connection, user_id: uuid.UUID,
         "metadata": {"consolidated_from": [str(i) for i in row.source_ids],
                      "prompt_version": prompt_version, "consolidation_pass": pass_id},
         "consolidation_seen_at": func.now(),
+        **_provenance_values(known.get(row.id)),
     } for row, vector in rows]))
     # its neighbourhood was the cluster (overflow members come back and meet it): compared
     stamp_compared(conn, [row.id for row, _ in rows])
+
+
+def _provenance_values(provenance: Provenance | None) -> dict[str, Any]:
+    if provenance is None:
+        return {"source_seqs": None, "source_fallback": False}
+    return {"source_seqs": list(provenance.seqs), "source_fallback": provenance.fallback}
 
 
 def apply_changes(conn: Connection, changes: Sequence[Change]) -> int:

@@ -12,31 +12,46 @@ from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from eros.db import repo
-from eros.db.timeouts import connect_options
+from eros.db.timeouts import connect_options, local_timeouts
 from eros.errors import ConfigError, ServiceUnavailable
 from eros.settings import Settings
 
-_engines: dict[tuple[int, str, str], Engine] = {}
+_engines: dict[tuple[int, str, str, str], Engine] = {}
 
 #: a gevent worker's pool when DATABASE_POOL_SIZE is not set. Its greenlets share the process's
 #: connections; a pool below their peak demand opens and closes overflow connections all the
 #: time (a backend start each). Drain bench, 128 in flight: 24 held instead of 5 cut
 #: PostgreSQL's CPU per session by about a third and raised throughput 17–42 %.
 GREEN_POOL_SIZE = 24
+#: libpq's connect timeout (seconds) to the primary, and to the read replica: a replica that
+#: does not answer must not hold a recall for long (libpq rounds anything below 2 up to 2).
+CONNECT_TIMEOUT_SECS = 10
+REPLICA_CONNECT_TIMEOUT_SECS = 2
 #: a pooled connection idle longer than this is pinged before use (see ``_ping_when_idle``).
 PING_IDLE_SECS = 1.0
 _CHECKIN = "eros_checkin"
 
 
 def make_engine(url: str, *, pool_size: int | None = None, max_overflow: int | None = None,
-                settings: Settings | None = None) -> Engine:
+                settings: Settings | None = None,
+                connect_timeout: int = CONNECT_TIMEOUT_SECS) -> Engine:
     """A pooled engine; with ``settings`` its connections carry the DATABASE_* timeouts and
     the pool is sized by DATABASE_POOL_SIZE / DATABASE_MAX_OVERFLOW (explicit arguments win).
 
     Pool size 0 means no pool (``NullPool``: a connection per transaction, closed after it),
-    for PgBouncer in transaction mode, which does the pooling across every worker instead."""
-    connect_args: dict[str, object] = {"connect_timeout": 10}
-    if settings is not None:
+    for PgBouncer in transaction mode, which does the pooling across every worker instead.
+    DATABASE_POOL_MODE=transaction (PgBouncer in transaction mode, where consecutive
+    transactions of one client may run on different server connections) turns off psycopg's
+    server-side prepared statements (``prepare_threshold=None``: a statement prepared on a
+    server connection would meet the next client's, SQLSTATE 42P05) and sends no libpq
+    ``options`` (PgBouncer 1.18 refuses that startup parameter): the timeouts are set at the
+    start of every transaction with ``SET LOCAL`` instead (:func:`_timeouts_per_transaction`).
+    """
+    connect_args: dict[str, object] = {"connect_timeout": connect_timeout}
+    pooled = settings is not None and settings.database_pool_mode == "transaction"
+    if pooled:
+        connect_args["prepare_threshold"] = None
+    elif settings is not None:
         connect_args["options"] = connect_options(settings)
     size = pool_size if pool_size is not None else (
         configured_pool_size(settings) if settings is not None else 5)
@@ -48,7 +63,27 @@ def make_engine(url: str, *, pool_size: int | None = None, max_overflow: int | N
                            # an error's message never carries a statement's parameters (text)
                            hide_parameters=True)
     _ping_when_idle(engine)
+    if pooled and settings is not None:
+        _timeouts_per_transaction(engine, settings)
     return engine
+
+
+def _timeouts_per_transaction(engine: Engine, settings: Settings) -> None:
+    """Behind PgBouncer in transaction mode: the DATABASE_*_TIMEOUT_MS limits, ``SET LOCAL``
+    as each transaction begins (one round trip), so they bind this client's transaction and
+    never leak to the next client of the server connection. An AUTOCOMMIT connection (the
+    ``CREATE INDEX CONCURRENTLY`` of a dimension change) runs without them."""
+    statement = local_timeouts(settings)
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Any) -> None:
+        driver = conn.connection.driver_connection
+        if driver.autocommit:  # an attribute, no round trip (get_isolation_level is two)
+            return
+        # on the driver connection: psycopg opens the transaction (with the isolation level
+        # SQLAlchemy set on it) with this statement, and SQLAlchemy's own execute would
+        # re-enter the begin being dispatched
+        driver.execute(statement)
 
 
 def _ping_when_idle(engine: Engine) -> None:
@@ -101,13 +136,24 @@ def configured_pool_size(settings: Settings) -> int:
 
 def get_engine(settings: Settings) -> Engine:
     """This process's engine for ``DATABASE_URL`` (a forked child builds its own)."""
-    url = settings.require_database_url()
-    key = (os.getpid(), url, connect_options(settings))
+    return _cached(settings.require_database_url(), settings, CONNECT_TIMEOUT_SECS)
+
+
+def get_replica_engine(settings: Settings) -> Engine | None:
+    """This process's engine for ``DATABASE_REPLICA_URL``, None when it is not set."""
+    if not settings.database_replica_url:
+        return None
+    return _cached(settings.database_replica_url, settings, REPLICA_CONNECT_TIMEOUT_SECS)
+
+
+def _cached(url: str, settings: Settings, connect_timeout: int) -> Engine:
+    key = (os.getpid(), url, connect_options(settings), settings.database_pool_mode)
     engine = _engines.get(key)
     if engine is None:
         for stale in [k for k in _engines if k[0] != os.getpid()]:
             _engines.pop(stale).dispose(close=False)
-        engine = _engines[key] = make_engine(url, settings=settings)
+        engine = _engines[key] = make_engine(url, settings=settings,
+                                             connect_timeout=connect_timeout)
     return engine
 
 

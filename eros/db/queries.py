@@ -146,7 +146,8 @@ def list_memories(conn: Connection, f: MemoryFilter) -> list[dict[str, Any]]:
     """A user's memories, newest first (current ones only unless ``include_all``)."""
     m = companion_memories.c
     stmt = (select(m.id, m.content, m.category, m.importance, m.created_at, m.instance_id,
-                   m.status, m.session_id, m.replaced_by, m.embedding_model, m.sensitivity)
+                   m.status, m.session_id, m.replaced_by, m.embedding_model,
+                   m.source_seqs, m.source_fallback, m.sensitivity)
             .where(m.user_id == f.user_id)
             .order_by(m.created_at.desc(), m.category, m.id).limit(f.limit))
     if f.category:

@@ -70,6 +70,8 @@ class ScopeFilter:
     legacy_model: str | None = None
     #: False: memories with a special-category label (``sensitivity``) are left out.
     include_sensitive: bool = True
+    #: also read each row's provenance (``source_seqs``, ``source_fallback``).
+    sources: bool = False
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -114,6 +116,12 @@ class ScopeFilter:
 _COLUMNS = ("m.id, m.content, m.category, m.importance, m.created_at,"
             " CASE WHEN m.instance_id IS NULL THEN 'profile' ELSE 'relationship' END AS layer,"
             " m.sensitivity")
+#: provenance (issue 24): two more columns of the heap row the search reads anyway.
+_PROVENANCE = ", m.source_seqs, m.source_fallback"
+
+
+def _columns(sources: bool) -> str:
+    return _COLUMNS + _PROVENANCE if sources else _COLUMNS
 _CATEGORIES = bindparam("categories", type_=ARRAY(Text))
 
 
@@ -128,6 +136,13 @@ def search_statement(sql: str, dim: int, *, categories: bool = False) -> TextCla
 
 
 def to_candidates(rows: Sequence[Any]) -> list[Candidate]:
+    if rows and "source_seqs" in rows[0]._fields:
+        return [Candidate(id=str(r.id), content=r.content, category=r.category,
+                          importance=r.importance, created_at=r.created_at,
+                          layer=_layer(r.layer), distance=float(r.distance),
+                          sources=None if r.source_seqs is None else tuple(r.source_seqs),
+                          source_fallback=bool(r.source_fallback),
+                          sensitivity=r.sensitivity) for r in rows]
     return [Candidate(id=str(r.id), content=r.content, category=r.category,
                       importance=r.importance, created_at=r.created_at,
                       layer=_layer(r.layer), distance=float(r.distance),
@@ -190,7 +205,8 @@ def _capped_count(flt: ScopeFilter, extra: str = "") -> tuple[str, str]:
 def _scoped(flt: ScopeFilter, extra: str = "") -> str:
     """Every row in scope with its distance to ``:q``, one index range per layer."""
     return " UNION ALL ".join(
-        f"SELECT {_COLUMNS}, m.embedding <=> :q AS distance FROM {_TABLE} m WHERE {where}{extra}"
+        f"SELECT {_columns(flt.sources)}, m.embedding <=> :q AS distance FROM {_TABLE} m"
+        f" WHERE {where}{extra}"
         for where in flt.layer_wheres())
 
 
@@ -274,7 +290,8 @@ def configure_hnsw(conn: Connection, params: HnswParams, *, at_least: int = 0) -
 
 def hnsw_pool_sql(flt: ScopeFilter) -> str:
     """The statement of :func:`hnsw_pool` (exposed so tests can EXPLAIN it)."""
-    return (f"WITH near AS MATERIALIZED (SELECT {_COLUMNS}, m.embedding <=> :q AS distance"
+    return (f"WITH near AS MATERIALIZED (SELECT {_columns(flt.sources)},"
+            " m.embedding <=> :q AS distance"
             f" FROM {_TABLE} m WHERE {flt.where()} ORDER BY m.embedding <=> :q LIMIT :n)"
             " SELECT * FROM near ORDER BY distance, id")
 
@@ -292,7 +309,7 @@ def hnsw_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: int
 def hnsw_grouped_sql(flt: ScopeFilter) -> str:
     """The statement of :func:`hnsw_grouped` (exposed so tests can EXPLAIN it)."""
     return ("SELECT x.* FROM unnest(:categories) AS cat(c) CROSS JOIN LATERAL"
-            f" (SELECT {_COLUMNS}, m.embedding <=> :q AS distance FROM {_TABLE} m"
+            f" (SELECT {_columns(flt.sources)}, m.embedding <=> :q AS distance FROM {_TABLE} m"
             f" WHERE {flt.where()} AND m.category = cat.c ORDER BY m.embedding <=> :q"
             " LIMIT :k) x")
 
@@ -343,17 +360,18 @@ def configure_quantized(conn: Connection) -> None:
                       " set_config('max_parallel_workers_per_gather', '0', true)"))
 
 
-def rerank_sql(candidates: str, limit: str) -> str:
+def rerank_sql(candidates: str, limit: str, *, sources: bool = False) -> str:
     """The ``limit`` candidates nearest by exact cosine. ``id = ANY(ARRAY(…))`` is one index
     scan over the sorted ids: a join fetched them one nested-loop step at a time (500
     candidates: ~3 ms more of a heavy user's ~20)."""
-    return (f"SELECT {_COLUMNS}, m.embedding <=> :q AS distance FROM {_TABLE} m"
+    return (f"SELECT {_columns(sources)}, m.embedding <=> :q AS distance FROM {_TABLE} m"
             f" WHERE m.id = ANY(ARRAY({candidates})) ORDER BY distance, m.id LIMIT {limit}")
 
 
 def quantized_pool_sql(flt: ScopeFilter) -> str:
     """The statement of :func:`quantized_pool` (exposed so tests can EXPLAIN it)."""
-    return rerank_sql(f"SELECT c.id FROM ({_sketch_top(flt, ':m')}) c", ":n")
+    return rerank_sql(f"SELECT c.id FROM ({_sketch_top(flt, ':m')}) c", ":n",
+                      sources=flt.sources)
 
 
 def quantized_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: int,
@@ -370,7 +388,7 @@ def quantized_grouped_sql(flt: ScopeFilter) -> str:
     """The statement of :func:`quantized_grouped` (exposed so tests can EXPLAIN it)."""
     top = _sketch_top(flt, ":m", " AND m.category = cat.c")
     return ("SELECT x.* FROM unnest(:categories) AS cat(c) CROSS JOIN LATERAL"
-            f" ({rerank_sql(f'SELECT c.id FROM ({top}) c', ':k')}) x")
+            f" ({rerank_sql(f'SELECT c.id FROM ({top}) c', ':k', sources=flt.sources)}) x")
 
 
 def quantized_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],

@@ -76,13 +76,18 @@ def apply_batch(conn: Connection, rows: Sequence[Pending], vectors: Sequence[Seq
 
 
 def try_lock(conn: Connection) -> bool:
-    """The session-level lock of one re-embed run (released when ``conn`` closes)."""
-    return bool(conn.execute(text("SELECT pg_try_advisory_lock(hashtext(:k))"),
-                             {"k": LOCK_KEY}).scalar_one())
+    """The lock of one re-embed run, held by ``conn``'s open transaction: released when the
+    transaction ends (the run commits or rolls it back) or the connection drops (a killed run).
 
-
-def unlock(conn: Connection) -> None:
-    conn.execute(text("SELECT pg_advisory_unlock(hashtext(:k))"), {"k": LOCK_KEY})
+    Transaction-scoped, never a session lock: behind PgBouncer in transaction mode a session
+    lock stays on the server connection and passes to whichever client gets it next. The
+    transaction only holds the lock (no snapshot is kept between statements at READ
+    COMMITTED, so it holds back no vacuum) and is exempt from the idle-in-transaction limit,
+    since it idles for the whole run."""
+    row = conn.execute(text(
+        "SELECT pg_try_advisory_xact_lock(hashtext(:k)) AS locked,"
+        " set_config('idle_in_transaction_session_timeout', '0', true)"), {"k": LOCK_KEY}).one()
+    return bool(row.locked)
 
 
 # A loose index scan of ix_companion_memories_user_model: one probe per distinct model of the

@@ -15,7 +15,7 @@ from sqlalchemy import Connection, func, select, text
 from eros.core.layers import route_instance
 from eros.core.text import normalise_for_dedup
 from eros.core.transcript import Turn
-from eros.db import write_sql
+from eros.db import provenance_sql, write_sql
 from eros.db.schema import companion_memories
 
 
@@ -272,9 +272,7 @@ def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq:
         "dim": dim,
         "embedding_models": [m.embedding_model for m in memories],
         "dedup_keys": [dedup_key(claim.session_id, m.content) for m in memories],
-        "source_seqs": [None if m.source_seqs is None else
-                        "{" + ",".join(str(int(s)) for s in m.source_seqs) + "}"
-                        for m in memories],
+        "source_seqs": [provenance_sql.array_text(m.source_seqs) for m in memories],
         "source_fallbacks": [m.source_fallback for m in memories],
         "sensitivities": [m.sensitivity for m in memories],
     }).scalar_one())

@@ -87,6 +87,9 @@ def _build() -> dict[str, Any]:
         "NEAR_DUP_SHARE": Histogram("eros_near_duplicate_share",
                                     "Near-duplicate share of a consolidated user's memories",
                                     ["when"], buckets=(0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1)),
+        "REPLICA_FALLBACKS": Counter("eros_recall_replica_fallbacks",
+                                     "Recalls that read the primary although a read replica "
+                                     "is configured (lag, down, conflict)", ["reason"]),
         "RECALL_LATENCY": Histogram("eros_recall_latency_seconds",
                                     "Recall latency (database search and ranking) by plan",
                                     ["plan", "strategy"], buckets=RECALL_BUCKETS),
@@ -135,6 +138,11 @@ def record_guard_drops(stage: str, reasons: dict[str, int]) -> None:
     for reason, count in reasons.items():
         if count:
             _metrics()["GUARD_DROPPED"].labels(stage, reason).inc(count)
+
+
+def record_replica_fallback(reason: str) -> None:
+    """A recall read the primary instead of DATABASE_REPLICA_URL, and why."""
+    _metrics()["REPLICA_FALLBACKS"].labels(reason).inc()
 
 
 def record_recall(plan: str, strategy: str, seconds: float) -> None:

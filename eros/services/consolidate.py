@@ -51,8 +51,10 @@ from eros.core.consolidation_plan import Plan, Step, build_plan
 from eros.core.consolidation_reply import Rejection, ReplyResult, build_request, parse_reply
 from eros.core.guard import strip_invisible
 from eros.core.prompts import Prompt
+from eros.core.provenance import merged
 from eros.db import consolidation_sql as sql
 from eros.db import consolidation_state_sql as state_sql
+from eros.db import provenance_sql
 from eros.errors import PermanentError
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Embedder
@@ -318,12 +320,20 @@ def _write(c: Consolidator, user_id: uuid.UUID, read: Read, plan: Plan,
         current = sql.lock_current(conn, required)
         applied = [st for st in plan.steps if all(i in current for i in st.requires)]
         skipped = [st for st in plan.steps if st not in applied]
+        # provenance: each result carries the union of its members' sources (read under
+        # the row locks just taken, so no member changes before the commit)
+        members = provenance_sql.sources(conn, required)
+        sources = {st.result_id: merged(members.get(i) for i in st.requires)
+                   for st in applied if st.result_id is not None}
         sql.insert_canonical(conn, user_id,
                              [(st.new_row, vectors[st.new_row.id]) for st in applied
                               if st.new_row is not None],
                              model=s.consolidation_model_name, prompt_version=c.prompt.version,
                              embedding_model=c.embedder.name,
-                             pass_id=pass_id)
+                             pass_id=pass_id, sources=sources)
+        provenance_sql.set_sources(conn, [(st.result_id, sources[st.result_id])
+                                          for st in applied
+                                          if st.new_row is None and st.result_id is not None])
         sql.apply_changes(conn, [ch for st in applied for ch in st.changes])
         sql.set_importance(conn, [st.importance for st in applied if st.importance])
         # the result of a merge keeps the most sensitive label of what went into it

@@ -46,13 +46,15 @@ def _memory(r: Any) -> dict[str, Any]:
             "created_at": _iso(r.created_at), "replaced_at": _iso(r.replaced_at),
             "lineage": {"replaced_by": _id(r.replaced_by),
                         "replaced": sorted(str(i) for i in r.replaced)},
-            "session_id": _id(r.session_id), "model": r.model, "metadata": r.metadata}
+            "session_id": _id(r.session_id), "model": r.model, "metadata": r.metadata,
+            # provenance: the seqs of the messages it came from (the "seq" of each message in
+            # "transcripts"); null = not recorded; fallback = the whole extraction window
+            "sources": None if r.source_seqs is None else [int(s) for s in r.source_seqs],
+            "source_fallback": r.source_fallback}
 
 
 def _memory_v2(r: Any) -> dict[str, Any]:
     return {**_memory(r), "sensitivity": r.sensitivity, "embedding_model": r.embedding_model,
-            "source_seqs": list(r.source_seqs) if r.source_seqs is not None else None,
-            "source_fallback": r.source_fallback,
             "consolidation_seen_at": _iso(r.consolidation_seen_at)}
 
 

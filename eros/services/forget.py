@@ -1,4 +1,5 @@
-"""Forget a user, one relationship or one memory (GDPR art. 17, PIPL art. 47).
+"""Forget a user, one relationship, one memory or one chat message (GDPR art. 17, PIPL
+art. 47).
 
 One transaction each (see :mod:`eros.db.forget_sql` for why the statement order makes it
 race-free against classification and consolidation in flight), recorded in
@@ -20,7 +21,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from eros.core.sensitivity import SENSITIVITY_LABELS
-from eros.db import forget_sql
+from eros.db import forget_sql, provenance_sql
 from eros.services import erasure
 
 
@@ -72,4 +73,38 @@ def forget_memory(engine: Engine, memory_id: uuid.UUID, *, task_id: str | None =
     with erasure.run(engine, request) as e:
         e.user_id, counts = forget_sql.forget_memory(e.conn, memory_id)
         e.counts.update(counts)
+    return {**e.counts, "erasure_id": e.id}
+
+
+def message_request(*, task_id: str | None = None) -> erasure.Request:
+    """The erasure_log request of a message forget (scope ``message``; the user is filled in
+    once the message is found — the log keeps ids and counts, the message's id is not one of
+    its columns)."""
+    return erasure.Request("message", task_id=task_id)
+
+
+def forget_message(engine: Engine, message_id: uuid.UUID, *, task_id: str | None = None,
+                   request: erasure.Request | None = None) -> dict[str, Any]:
+    """One chat message and every memory derived from it (issue 24): the memories whose
+    ``source_seqs`` hold its seq, each with its lineage, erased as ``forget_memory`` erases
+    (:func:`eros.db.forget_sql.erase_memories`: derived canonicals, tombstoned source turns,
+    cells), and a classification in flight that may have read the message commits nothing.
+    One transaction, recorded in erasure_log; idempotent (an unknown or already erased
+    message removes nothing). Counts and ``erasure_id``."""
+    request = request or message_request(task_id=task_id)
+    with erasure.run(engine, request) as e:
+        e.counts.update({"messages": 0, "claims_released": 0, **forget_sql.ZERO_MEMORY_COUNTS})
+        message = provenance_sql.find_message(e.conn, message_id)
+        if message is not None:
+            e.user_id = message.user_id
+            # the user's consolidation/cells lock first (as every forget), then the session
+            forget_sql.lock_user(e.conn, message.user_id)
+            e.counts["claims_released"] = int(provenance_sql.release_if_reading(
+                e.conn, message.session_id, message.seq))
+            derived = provenance_sql.derived_from(e.conn, message.user_id,
+                                                  message.session_id, message.seq)
+            lineage = {i for d in derived for i in forget_sql.lineage_ids(e.conn, d)}
+            e.counts.update(forget_sql.erase_memories(e.conn, message.user_id,
+                                                      sorted(lineage, key=str)))
+            e.counts["messages"] = provenance_sql.delete_message(e.conn, message_id)
     return {**e.counts, "erasure_id": e.id}

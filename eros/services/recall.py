@@ -39,19 +39,19 @@ from eros.core.ranking import STRATEGIES, Candidate, Layer, RankParams, Strategy
 from eros.core.ranking import rank as rank_candidates
 from eros.core.render import Labels, LabelSet, render_memories
 from eros.core.sensitivity import CRISIS
-from eros.db import cells_sql
+from eros.db import cells_sql, reembed_sql
 from eros.db import recall_sql as sql
 from eros.db.recall_sql import SCOPES, Scope, ScopeFilter
 from eros.db.timeouts import set_statement_timeout
 from eros.errors import RecallError
 from eros.ops import metrics
 from eros.providers.base import Embedder
+from eros.services.read_route import ReadRoute, Source
 from eros.services.recall_args import as_uuid, check_vector, scope_filter
 from eros.services.recall_models import (
     EmbedderFor,
     embedder_factory,
     interleave,
-    user_model_names,
 )
 from eros.services.recall_plan import choose_search, count_kwargs, hnsw_params, sketches
 from eros.settings import Settings, get_settings
@@ -74,6 +74,11 @@ class RecalledMemory:
     layer: Layer
     similarity: float
     score: float
+    #: provenance ("why do you remember this?"): the ``chat_messages.seq`` values it came
+    #: from, sorted; None = not recorded (written before provenance, or not read).
+    sources: tuple[int, ...] | None = None
+    #: the model's citation was missing or invalid: ``sources`` is the extraction window.
+    source_fallback: bool = False
     #: special category (``health``, ``crisis``, …; core/sensitivity.py), None = none.
     sensitivity: str | None = None
 
@@ -81,7 +86,9 @@ class RecalledMemory:
         return {"id": str(self.id), "content": self.content, "category": self.category,
                 "importance": self.importance, "created_at": self.created_at.isoformat(),
                 "layer": self.layer, "similarity": round(self.similarity, 6),
-                "score": round(self.score, 6), "sensitivity": self.sensitivity}
+                "score": round(self.score, 6),
+                "sources": None if self.sources is None else list(self.sources),
+                "source_fallback": self.source_fallback, "sensitivity": self.sensitivity}
 
 
 @dataclass(frozen=True)
@@ -97,10 +104,12 @@ class RecallResult:
     #: an HNSW scan gave up (``hnsw.max_scan_tuples``) and that part was redone exactly.
     fallback: bool = False
     timings: dict[str, float] = field(default_factory=dict)
+    #: the database that answered: ``replica`` (DATABASE_REPLICA_URL) or ``primary``.
+    source: Source = "primary"
 
     def to_dict(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "scope": self.scope, "k": self.k, "plan": self.plan,
-                "exact": self.exact, "fallback": self.fallback,
+                "exact": self.exact, "fallback": self.fallback, "source": self.source,
                 # a recalled memory about self-harm, suicidal thoughts or abuse: act on it
                 "crisis": any(m.sensitivity == CRISIS for m in self.memories),
                 "timings_ms": {k: round(v, 3) for k, v in self.timings.items()},
@@ -120,7 +129,7 @@ def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: 
            instance_id: uuid.UUID | str | None = None, scope: Scope = "both",
            strategy: Strategy | None = None, k: int | None = None,
            include_replaced: bool = False, settings: Settings | None = None,
-           embedder_for: EmbedderFor | None = None,
+           embedder_for: EmbedderFor | None = None, sources: bool = True,
            include_sensitive: bool | None = None) -> RecallResult:
     """Recall the memories that matter for ``query`` (the user's turn).
 
@@ -131,33 +140,37 @@ def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: 
     provider built for another); a user on
     several models (mid re-embed) gets one search per model, interleaved by rank. Raises
     :class:`~eros.errors.RecallError` for invalid arguments and the provider's errors for a
-    failed embedding call. ``include_sensitive=False`` leaves out memories with a
+    failed embedding call. Each memory carries its ``sources`` (provenance) unless
+    ``sources=False``. ``include_sensitive=False`` leaves out memories with a
     special-category label (None: RECALL_INCLUDE_SENSITIVE).
     """
     cfg = settings or get_settings()
     if not query.strip():
         raise RecallError("the recall query is empty")
     uid = as_uuid(user_id, "user id")
+    route = ReadRoute(engine, cfg)
     started = time.perf_counter()
-    models = user_model_names(engine, uid, legacy=embedder.name)
+    # NULL (rows from before 0012) is read as the caller's embedder's model
+    models = sorted({m or embedder.name
+                     for m in route.run(lambda conn: reembed_sql.user_models(conn, uid))})
     lookup_ms = (time.perf_counter() - started) * 1000
     pick = embedder_for or embedder_factory(cfg, embedder)
     kwargs: dict[str, Any] = {"instance_id": instance_id, "scope": scope, "strategy": strategy,
                               "k": k, "include_replaced": include_replaced, "settings": cfg,
-                              "include_sensitive": include_sensitive}
+                              "sources": sources, "include_sensitive": include_sensitive}
     if len(models) > 1:  # mid re-embed: one search per model, never one ranking of both
-        results = [_recall_one(engine, pick(m), query, uid, kwargs, model=m,
+        results = [_recall_one(route, pick(m), query, uid, kwargs, model=m,
                                legacy=embedder.name) for m in models]
         result = _combine(results)
     else:
-        result = _recall_one(engine, pick(models[0]) if models else embedder, query, uid,
+        result = _recall_one(route, pick(models[0]) if models else embedder, query, uid,
                              kwargs)
     result.timings["models"] = lookup_ms
     result.timings["total"] += lookup_ms
     return result
 
 
-def _recall_one(engine: Engine, embedder: Embedder, query: str, user_id: uuid.UUID,
+def _recall_one(route: ReadRoute, embedder: Embedder, query: str, user_id: uuid.UUID,
                 kwargs: dict[str, Any], model: str | None = None,
                 legacy: str | None = None) -> RecallResult:
     """Embed the query with ``embedder`` and search the rows of its model (all rows when
@@ -167,8 +180,8 @@ def _recall_one(engine: Engine, embedder: Embedder, query: str, user_id: uuid.UU
     embed_ms = (time.perf_counter() - started) * 1000
     if len(vectors) != 1:
         raise RecallError(f"the embedder returned {len(vectors)} vectors for one query")
-    result = recall_by_vector(engine, user_id, vectors[0], embedding_model=model,
-                              legacy_model=legacy, **kwargs)
+    result = recall_by_vector(route.primary, user_id, vectors[0], embedding_model=model,
+                              legacy_model=legacy, route=route, **kwargs)
     result.timings["embed"] = embed_ms
     result.timings["total"] += embed_ms
     return result
@@ -185,7 +198,7 @@ def _combine(results: list[RecallResult]) -> RecallResult:
             timings[name] = timings.get(name, 0.0) + value
     return RecallResult(memories, first.strategy, first.scope, first.k, "models",
                         all(r.exact for r in results), any(r.fallback for r in results),
-                        timings)
+                        timings, results[-1].source)
 
 
 def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[float], *,
@@ -193,18 +206,25 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
                      strategy: Strategy | None = None, k: int | None = None,
                      include_replaced: bool = False, settings: Settings | None = None,
                      now: datetime | None = None, embedding_model: str | None = None,
-                     legacy_model: str | None = None,
+                     legacy_model: str | None = None, sources: bool = True,
+                     route: ReadRoute | None = None,
                      include_sensitive: bool | None = None) -> RecallResult:
     """:func:`recall` for a query vector computed elsewhere (benchmarks, batch callers).
 
     ``now`` fixes the clock of the recency terms (tests); it defaults to the current time.
+    ``sources``: each memory's provenance is read with the search (two more columns of the
+    rows it fetches anyway, no extra statement); False leaves them out.
     ``embedding_model`` limits the search to that model's rows (NULL rows counting as
     ``legacy_model``'s), always by an exact scan: only a user mid re-embed needs it.
-    ``include_sensitive=False`` (None: RECALL_INCLUDE_SENSITIVE) leaves out memories with a
-    special-category label, also by an exact scan: the sketches and cells carry no label, and
-    the default path (everything included) must not pay for a filter it does not apply.
+    ``engine`` is the primary; with DATABASE_REPLICA_URL set the search reads the replica
+    while it answers and keeps up (services/read_route.py); ``route`` is the one a
+    :func:`recall` call already chose. ``include_sensitive=False`` (None:
+    RECALL_INCLUDE_SENSITIVE) leaves out memories with a special-category label, by an exact
+    scan: the sketches and cells carry no label, and the default path (everything included)
+    must not pay for a filter it does not apply.
     """
     cfg = settings or get_settings()
+    route = route or ReadRoute(engine, cfg)
     sensitive = cfg.recall_include_sensitive if include_sensitive is None else include_sensitive
     if embedding_model is not None or not sensitive:  # sketches and cells carry neither
         cfg = cfg.model_copy(update={"recall_exact_scan_below": 2**62})
@@ -221,20 +241,23 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
     query = check_vector(vector, cfg.embedding_dim)
     flt = replace(scope_filter(user_id, instance_id, scope, include_replaced),
                   embedding_model=embedding_model, legacy_model=legacy_model,
-                  include_sensitive=sensitive)
+                  sources=sources, include_sensitive=sensitive)
     params = RankParams(now=now or datetime.now(UTC), decay_lambda=cfg.recall_decay_lambda,
                         decay_tau_days=cfg.recall_decay_tau_days,
                         composite_tau_days=cfg.recall_composite_tau_days,
                         default_importance=cfg.recall_default_importance)
     timings: dict[str, float] = {}
     n = max(cfg.recall_candidates, 5 * k_eff)
-    with engine.connect() as conn, conn.begin():
+
+    def search(conn: Connection) -> _Found:
+        timings.clear()  # a step rerun on the primary times only the rerun
         if cfg.recall_statement_timeout_ms:  # recall's own budget, not the worker's
             set_statement_timeout(conn, cfg.recall_statement_timeout_ms)
         if chosen == "grouped":
-            found = _search_grouped(conn, flt, query, k_eff, n, cfg, timings)
-        else:
-            found = _pool(conn, flt, query, n, cfg, timings)
+            return _search_grouped(conn, flt, query, k_eff, n, cfg, timings)
+        return _pool(conn, flt, query, n, cfg, timings)
+
+    found = route.run(search)
     t = time.perf_counter()
     ranked = rank_candidates(chosen, found.candidates, k=k_eff,
                              per_category_k=k_eff, params=params)
@@ -246,10 +269,11 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
     memories = [RecalledMemory(uuid.UUID(s.candidate.id), s.candidate.content,
                                s.candidate.category, s.candidate.importance,
                                s.candidate.created_at, s.candidate.layer, s.similarity, s.score,
+                               s.candidate.sources, s.candidate.source_fallback,
                                s.candidate.sensitivity)
                 for s in ranked]
     return RecallResult(memories, chosen, flt.effective_scope, k_eff, found.plan, exact,
-                        found.fallback, timings)
+                        found.fallback, timings, route.source)
 
 
 # --- searching ------------------------------------------------------------------------------

@@ -80,3 +80,4 @@ def interleave(lists: Sequence[Sequence[R]], *, k: int, per_category: bool) -> l
             if position < len(ranked) and len(merged) < k:
                 merged.append(ranked[position])
     return merged
+

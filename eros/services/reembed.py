@@ -77,42 +77,39 @@ class Reembedder:
         and TransientError after ``max_transient`` consecutive failures of one batch.
         """
         started = time.monotonic()
-        with self.engine.connect() as lock_conn:
+        # the lock lives as long as this connection's transaction: it is held open for the
+        # run and rolled back at the end (or dropped with the connection by a killed run)
+        with self.engine.connect() as lock_conn, lock_conn.begin():
             if not reembed_sql.try_lock(lock_conn):
                 raise ReembedBusy("another re-embed run is in progress")
-            lock_conn.commit()
-            try:
-                report = ReembedReport(self.model, self.pending())
-                after: uuid.UUID | None = None
-                while max_seconds is None or time.monotonic() - started < max_seconds:
-                    with self.engine.connect() as conn:
-                        batch = reembed_sql.next_batch(conn, self.model, after=after,
-                                                       limit=self.settings.reembed_batch,
-                                                       target=self.target)
-                    if not batch:
-                        report.finished = True
-                        break
-                    batch = batch[:self._fits(batch)]
-                    vectors = self._embed(batch, report, max_transient, sleep)
-                    with self.engine.begin() as conn:
-                        report.done += reembed_sql.apply_batch(conn, batch, vectors, self.model,
-                                                               self.target)
-                        stale = [] if self.target != LIVE else reembed_sql.users_with_cells(
-                            conn, [r.user_id for r in batch])
-                        for user in stale:  # old-model centroids would mislead the probe
-                            cells_sql.drop_cells(conn, user)
-                        report.cells_dropped += len(stale)
-                    report.batches += 1
-                    after = batch[-1].id
-                    if on_batch is not None:
-                        on_batch(len(batch))
-                report.elapsed_secs = time.monotonic() - started
-                log.info("re-embed %s: %d rows in %d batches, finished=%s", self.model,
-                         report.done, report.batches, report.finished)
-                return report
-            finally:
-                reembed_sql.unlock(lock_conn)
-                lock_conn.commit()
+            report = ReembedReport(self.model, self.pending())
+            after: uuid.UUID | None = None
+            while max_seconds is None or time.monotonic() - started < max_seconds:
+                with self.engine.connect() as conn:
+                    batch = reembed_sql.next_batch(conn, self.model, after=after,
+                                                   limit=self.settings.reembed_batch,
+                                                   target=self.target)
+                if not batch:
+                    report.finished = True
+                    break
+                batch = batch[:self._fits(batch)]
+                vectors = self._embed(batch, report, max_transient, sleep)
+                with self.engine.begin() as conn:
+                    report.done += reembed_sql.apply_batch(conn, batch, vectors, self.model,
+                                                           self.target)
+                    stale = [] if self.target != LIVE else reembed_sql.users_with_cells(
+                        conn, [r.user_id for r in batch])
+                    for user in stale:  # old-model centroids would mislead the probe
+                        cells_sql.drop_cells(conn, user)
+                    report.cells_dropped += len(stale)
+                report.batches += 1
+                after = batch[-1].id
+                if on_batch is not None:
+                    on_batch(len(batch))
+            report.elapsed_secs = time.monotonic() - started
+            log.info("re-embed %s: %d rows in %d batches, finished=%s", self.model,
+                     report.done, report.batches, report.finished)
+            return report
 
     def _fits(self, batch: list[Pending]) -> int:
         """How many rows of ``batch`` one request may carry under the token bucket's size

@@ -16,6 +16,7 @@ from eros.core.names import (
     CONSOLIDATE_TASK,
     FIND_CONSOLIDATION_TASK,
     FORGET_MEMORY_TASK,
+    FORGET_MESSAGE_TASK,
     FORGET_USER_TASK,
     RECALL_TASK,
     REEMBED_TASK,
@@ -63,7 +64,8 @@ def create_app(settings: Settings) -> Celery:
                      RECALL_TASK: {"queue": settings.eros_recall_queue},
                      # erasure is short database work: never behind LLM calls (issue 14)
                      FORGET_USER_TASK: {"queue": settings.eros_claim_queue},
-                     FORGET_MEMORY_TASK: {"queue": settings.eros_claim_queue}},
+                     FORGET_MEMORY_TASK: {"queue": settings.eros_claim_queue},
+                     FORGET_MESSAGE_TASK: {"queue": settings.eros_claim_queue}},
         # The hard limit kills an attempt before its claim can go stale and be re-taken.
         task_soft_time_limit=int(stale * SOFT_LIMIT_FRACTION),
         task_time_limit=int(stale * HARD_LIMIT_FRACTION),

@@ -1,4 +1,5 @@
-"""The erasure tasks (issue 14): ``eros.forget_user`` and ``eros.forget_memory``. Contract:
+"""The erasure tasks (issue 14): ``eros.forget_user``, ``eros.forget_memory`` and (issue 24)
+``eros.forget_message``. Contract:
 names and JSON arguments. Both keep their result (counts and ids, never text) so the product
 can confirm the erasure; both are idempotent, so a redelivery or a retry is harmless.
 
@@ -20,7 +21,7 @@ from typing import Any
 from celery import shared_task
 from sqlalchemy.exc import DBAPIError
 
-from eros.core.names import FORGET_MEMORY_TASK, FORGET_USER_TASK
+from eros.core.names import FORGET_MEMORY_TASK, FORGET_MESSAGE_TASK, FORGET_USER_TASK
 from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.services import erasure, forget
 from eros.tasks.base import ErosTask, describe_database_error
@@ -111,3 +112,19 @@ def forget_memory(self: ErosTask, memory_id: str) -> dict[str, Any]:
     if result.get("outcome") == "error":
         return result
     return {"outcome": "forgotten", "memory_id": str(mid), **result}
+
+
+@shared_task(base=ErosTask, bind=True, name=FORGET_MESSAGE_TASK, ignore_result=False)
+def forget_message(self: ErosTask, message_id: str) -> dict[str, Any]:
+    """Erase one chat message (``chat_messages.id``) and every memory derived from it; counts
+    of what was removed."""
+    mid = _uuid(message_id)
+    if mid is None:
+        log.error("forget_message: message_id must be a UUID")
+        return {"outcome": "invalid_argument"}
+    request = forget.message_request(task_id=self.request.id)
+    result = _run(self, request, lambda: forget.forget_message(
+        self.resources.engine, mid, request=request), {"message_id": message_id})
+    if result.get("outcome") == "error":
+        return result
+    return {"outcome": "forgotten", "message_id": str(mid), **result}

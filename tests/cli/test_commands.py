@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, create_engine, text
 
 from tests.cli.conftest import Cli, run_cli
 from tests.support.data import add_session
@@ -195,6 +195,18 @@ def test_an_unmigrated_database_says_to_migrate(cli_env, templates) -> None:  # 
     assert result.code == 1 and "eros migrate" in result.err
     assert run_cli(cli_env(DATABASE_URL=url), "migrate").code == 0
     assert run_cli(cli_env(DATABASE_URL=url), "status").code == 0
+
+
+def test_migrate_takes_the_direct_url_past_the_pooler(cli_env, templates) -> None:  # type: ignore[no-untyped-def]
+    """DATABASE_URL names an unreachable pooler; DATABASE_MIGRATE_URL the database itself."""
+    url = templates.empty()
+    pooled = "postgresql://eros@127.0.0.1:1/eros"
+    assert run_cli(cli_env(DATABASE_URL=pooled), "migrate").code == 1
+    assert run_cli(cli_env(DATABASE_URL=pooled, DATABASE_MIGRATE_URL=url), "migrate").code == 0
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM engine.alembic_version")).scalar_one() == 1
+    engine.dispose()
 
 
 def test_a_bad_configuration_value_names_the_variable(cli: Cli) -> None:

@@ -72,7 +72,7 @@ def test_export_v2_has_everything_but_vectors_in_a_private_file(
     assert set(memories) == {"Sleeps badly", "Likes tea"}
     assert memories["Sleeps badly"]["sensitivity"] == "health"
     assert memories["Likes tea"]["sensitivity"] is None
-    assert memories["Sleeps badly"]["source_seqs"] == [1]
+    assert memories["Sleeps badly"]["sources"] == [1]
     assert all("embedding" not in m for m in doc["memories"])
     session = doc["sessions"][0]
     assert session["id"] == str(ids["session"]) and session["attempts"] == 2

@@ -1,12 +1,12 @@
 """The erasure tasks through a real worker (issue 26).
 
 - Retries keep their arguments: every documented calling form of ``eros.forget_user`` /
-  ``eros.forget_memory`` meets a transient database error — a lock timeout (55P03), a
-  dropped connection (the waiting backend terminated) or a deadlock (40P01, the class of a
-  serialization failure: the transaction lost a race) — and still completes: one ``done``
-  row in ``engine.erasure_log`` per request. The failure is forced: this test holds the
-  user's consolidation lock (the forget's first lock), and lets go only after the worker's
-  log shows the retry.
+  ``eros.forget_memory`` (and ``eros.forget_message``) meets a transient database error — a
+  lock timeout (55P03), a dropped connection (the waiting backend terminated) or a deadlock
+  (40P01, the class of a serialization failure: the transaction lost a race) — and still
+  completes: one ``done`` row in ``engine.erasure_log`` per request. The failure is forced:
+  this test holds the user's consolidation lock (the forget's first lock), and lets go only
+  after the worker's log shows the retry.
 - A non-transient failure (the statement cancelled, 57014) ends ``failed`` in the log.
 - A ``classify_session`` message with ``force=true`` queued before a forget and delivered
   after it learns nothing back.
@@ -39,16 +39,20 @@ CANCELLED = "QueryCanceled"
 DEADLOCK = "DeadlockDetected"
 
 
-def _seed(engine: Engine) -> tuple[uuid.UUID, uuid.UUID, uuid.UUID]:
-    """A user with a session in one persona and a memory there; (user, persona, memory)."""
+def _seed(engine: Engine) -> tuple[uuid.UUID, uuid.UUID, uuid.UUID, uuid.UUID]:
+    """A user with a session in one persona and a memory there citing its one message;
+    (user, persona, memory, message)."""
     user, persona = uuid.uuid4(), uuid.uuid4()
     with engine.begin() as conn:
         sid = add_session(conn, [("user", "hello")], user_id=user, instance_id=persona)
+        message, seq = conn.execute(text("SELECT id, seq FROM engine.chat_messages"
+                                         " WHERE session_id = :s"), {"s": sid}).one()
         memory = conn.execute(text(
             "INSERT INTO engine.companion_memories (session_id, user_id, instance_id, content,"
-            " category) VALUES (:s, :u, :i, 'Joked about cats', 'event') RETURNING id"),
-            {"s": sid, "u": user, "i": persona}).scalar_one()
-    return user, persona, memory
+            " category, source_seqs) VALUES (:s, :u, :i, 'Joked about cats', 'event', :q)"
+            " RETURNING id"),
+            {"s": sid, "u": user, "i": persona, "q": [seq]}).scalar_one()
+    return user, persona, memory, message
 
 
 def _hold(conn: Connection, user: uuid.UUID) -> None:
@@ -83,6 +87,8 @@ CASES: list[tuple[str, str, Any]] = [
     ("eros.forget_user", TIMEOUT, lambda u, p, m: ([str(u)], {"instance_id": str(p)})),
     ("eros.forget_memory", DROPPED, lambda u, p, m: ([str(m)], {})),
     ("eros.forget_memory", TIMEOUT, lambda u, p, m: ([], {"memory_id": str(m)})),
+    # (issue 24) the third argument is the message: the memory citing it goes with it
+    ("eros.forget_message", DROPPED, lambda u, p, m: ([], {"message_id": str(m)})),
     ("eros.forget_user", DEADLOCK,
      lambda u, p, m: ([str(u)], {"instance_id": str(p), "sessions": False})),
 ]
@@ -140,8 +146,9 @@ def test_erasure_tasks_survive_transient_errors_and_queued_replays(
     client = Celery(broker=redis_url, backend=redis_url)
     worker = _queued_force_after_a_forget(engine, client, start_worker)
     for task, error, form in CASES:
-        user, persona, memory = _seed(engine)
-        args, kwargs = form(user, persona, memory)
+        user, persona, memory, message = _seed(engine)
+        args, kwargs = form(user, persona,
+                            message if task == "eros.forget_message" else memory)
         with engine.connect() as blocker:
             if error == DEADLOCK:
                 blocker.execute(text("SELECT id FROM engine.chat_sessions WHERE user_id = :u"
@@ -163,7 +170,7 @@ def test_erasure_tasks_survive_transient_errors_and_queued_replays(
             ("done", result.id, payload["erasure_id"])], (task, args, kwargs)
 
     # not transient: the statement is cancelled — recorded failed, nothing removed
-    user, _, _ = _seed(engine)
+    user, _, _, _ = _seed(engine)
     with engine.connect() as blocker:
         _hold(blocker, user)
         result = client.send_task("eros.forget_user", kwargs={"user_id": str(user)},

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
@@ -118,3 +120,42 @@ def test_memories_written_before_provenance_have_null_sources(engine: Engine) ->
                           " category) SELECT id, user_id, 'old', 'fact'"
                           " FROM engine.chat_sessions WHERE id = :s"), {"s": sid})
     assert _provenance(engine, sid) == {"old": (None, False)}
+
+
+@pytest.mark.parametrize("plan", ["exact", "quantized", "hnsw"])
+@pytest.mark.parametrize("strategy", ["grouped", "decay", "composite"])
+def test_recall_returns_each_memory_s_sources(engine: Engine, strategy: str, plan: str) -> None:
+    from eros.recall import recall_by_vector
+    from eros.settings import load_settings as settings_for
+    from tests.support.memories import QUERY, Mem, add, at_cosine
+
+    user, now = uuid.uuid4(), datetime.now(UTC)
+    with engine.begin() as conn:
+        cited, window, old = add(conn, now, Mem(user, "Lives in Lyon", "fact", at_cosine(0.9, 1)),
+                                 Mem(user, "Likes jazz", "preference", at_cosine(0.8, 2)),
+                                 Mem(user, "Has a cat", "fact", at_cosine(0.7, 3)))
+        # far-away rows, so a scope of 23 is larger than the pool and the plan is honoured
+        add(conn, now, *(Mem(user, f"filler {j}", "event", at_cosine(0.0, 10 + j))
+                         for j in range(20)))
+        conn.execute(text("UPDATE engine.companion_memories SET source_seqs = :s,"
+                          " source_fallback = :f WHERE id = :i"),
+                     [{"i": cited, "s": [12, 15], "f": False},
+                      {"i": window, "s": [3, 4, 5], "f": True}])
+    overrides: dict[str, Any] = {"quantized": {"recall_exact_scan_below": 0},
+                                 "hnsw": {"recall_exact_scan_below": 0,
+                                          "recall_quantized_scan": False}}.get(plan, {})
+    cfg = settings_for(embedding_dim=512, recall_candidates=1, **overrides)
+    result = recall_by_vector(engine, user, QUERY, strategy=strategy,  # type: ignore[arg-type]
+                              settings=cfg, k=3)
+    assert result.plan in {plan, "mixed"}  # mixed: a pool plus a per-category completion
+    got = {m.id: (m.sources, m.source_fallback) for m in result.memories}
+    assert {i: got.get(i) for i in (cited, window, old)} == {
+        cited: ((12, 15), False), window: ((3, 4, 5), True), old: (None, False)}
+    as_dict = {m["id"]: (m["sources"], m["source_fallback"])
+               for m in result.to_dict()["memories"]}
+    assert as_dict[str(cited)] == ([12, 15], False) and as_dict[str(old)] == (None, False)
+    json.dumps(result.to_dict())  # the eros.recall task's JSON result
+    bare = recall_by_vector(engine, user, QUERY, strategy=strategy,  # type: ignore[arg-type]
+                            settings=cfg, k=3, sources=False)
+    assert [m.id for m in bare.memories] == [m.id for m in result.memories]
+    assert all(m.sources is None for m in bare.memories)

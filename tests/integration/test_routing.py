@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import redis
 
-from eros.core.names import CLAIM_TASK, CLASSIFY_TASK, FORGET_MEMORY_TASK, FORGET_USER_TASK
+from eros.core.names import (
+    CLAIM_TASK,
+    CLASSIFY_TASK,
+    FORGET_MEMORY_TASK,
+    FORGET_MESSAGE_TASK,
+    FORGET_USER_TASK,
+)
 from eros.ops.metrics import queue_depths
 from eros.settings import load_settings
 from eros.tasks.app import create_app
@@ -31,7 +37,8 @@ def test_erasure_tasks_go_to_the_claim_queue_and_keep_a_short_result(redis_url: 
     app = create_app(settings)
     app.send_task(FORGET_USER_TASK, args=["00000000-0000-0000-0000-000000000001"])
     app.send_task(FORGET_MEMORY_TASK, args=["00000000-0000-0000-0000-000000000002"])
+    app.send_task(FORGET_MESSAGE_TASK, args=["00000000-0000-0000-0000-000000000003"])
     client = redis.Redis.from_url(settings.redis_client_url())
-    assert client.llen(settings.eros_claim_queue) == 2
+    assert client.llen(settings.eros_claim_queue) == 3
     assert client.llen(settings.eros_classify_queue) == 0
     assert app.conf.result_expires == 45

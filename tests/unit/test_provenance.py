@@ -122,3 +122,25 @@ def test_fake_model_cites_the_turn_of_each_mem_line() -> None:
     assert extract_memories(text) == [
         {"content": "Lives in Lyon", "category": "fact", "importance": 0.7, "sources": [1]},
         {"content": "b", "category": "a", "importance": 0.5}]
+
+
+def test_merged_is_the_union_flagged_by_any_member_and_none_when_nothing_is_known() -> None:
+    from eros.core.provenance import merged
+
+    assert merged([Provenance((5, 7)), None, Provenance((3, 7))]) == Provenance((3, 5, 7))
+    assert merged([Provenance((1,)), Provenance((2,), True)]) == Provenance((1, 2), True)
+    assert merged([None, None]) is None and merged([]) is None
+
+
+def test_read_turns_reads_back_the_numbers_a_reply_writer_cites() -> None:
+    from eros.core.transcript import ReadTurn, read_turns
+
+    t = build_transcript(_turns(("user", "I live in Lyon"), ("assistant", "Nice!\nReally"),
+                                ("user", "bye")), budget_chars=10_000, numbered=True)
+    message = f"preamble\n{t.text}\nReply with the JSON object only."
+    assert read_turns(message) == [ReadTurn(1, "user", "I live in Lyon"),
+                                   ReadTurn(2, "assistant", "Nice!\nReally"),
+                                   ReadTurn(3, "user", "bye")]
+    # what the observation replay does: the turn it knows by seq, cited by its number
+    assert cite(t.seqs, [t.seqs[2]]) == [3]
+    assert read_turns("user: plain")[0] == ReadTurn(None, "user", "plain")

@@ -55,6 +55,10 @@ def test_defaults_are_the_reference_values() -> None:
     ("DATABASE_URL", "mysql://user@host/db"),
     ("DATABASE_URL", "postgresql+asyncpg://user@host/db"),
     ("REDIS_URL", "http://127.0.0.1:6379/0"),
+    ("DATABASE_MIGRATE_URL", "mysql://user@host/db"),
+    ("DATABASE_REPLICA_URL", "http://replica:5432/db"),
+    ("DATABASE_POOL_MODE", "statement"),
+    ("RECALL_MAX_REPLICA_LAG_MS", "-1"),
     ("DREAMING_PROMPT_FILE", "/nonexistent/prompt.txt"),
 ])
 def test_invalid_value_names_its_variable(monkeypatch: pytest.MonkeyPatch, name: str,
@@ -84,6 +88,17 @@ def test_database_url_gets_the_psycopg_driver(monkeypatch: pytest.MonkeyPatch, g
     monkeypatch.setenv("DATABASE_URL", given)
     s = load_settings()
     assert s.database_url == expected and s.require_database_url() == expected
+
+
+def test_migrations_take_the_direct_url_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgresql://eros@pgbouncer:6432/eros")
+    assert load_settings().migration_url() == "postgresql+psycopg://eros@pgbouncer:6432/eros"
+    monkeypatch.setenv("DATABASE_MIGRATE_URL", "postgres://eros@primary:5432/eros")
+    monkeypatch.setenv("DATABASE_REPLICA_URL", "postgres://eros@replica:5432/eros")
+    s = load_settings()
+    assert s.migration_url() == "postgresql+psycopg://eros@primary:5432/eros"
+    assert s.database_replica_url == "postgresql+psycopg://eros@replica:5432/eros"
+    assert "eros@" not in repr(s)  # URLs (passwords) never in a repr
 
 
 def test_empty_urls_are_unset_and_required_loudly(monkeypatch: pytest.MonkeyPatch) -> None:

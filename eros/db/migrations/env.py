@@ -17,7 +17,7 @@ def _url() -> str:
         "sqlalchemy.url")
     if url:
         return str(load_settings(database_url=url).database_url)
-    return load_settings().require_database_url()
+    return load_settings().migration_url()
 
 
 def _include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-untyped-def]
@@ -58,11 +58,13 @@ def run_migrations_online() -> None:
 
 def _run(connection) -> None:  # type: ignore[no-untyped-def]
     connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
-    # bounded lock waits, unbounded statements (DATABASE_LOCK_TIMEOUT_MS; issue 16)
-    set_migration_timeouts(connection, load_settings(database_url=_url()))
     connection.commit()
     _configure(connection=connection)
     with context.begin_transaction():
+        # bounded lock waits, unbounded statements (DATABASE_LOCK_TIMEOUT_MS; issue 16), for
+        # this transaction only: through PgBouncer in transaction mode a session setting
+        # would stay on the server connection for its next client
+        set_migration_timeouts(connection, load_settings(database_url=_url()), local=True)
         context.run_migrations()
 
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
+from eros.core.transcript import read_turns
 from eros.providers.offline.hashing import HAS_CJK as _HAS_CJK
 from eros.providers.offline.layers import (
     companion_wording,
@@ -37,10 +38,6 @@ MAX_MEMORIES: Final = 10
 _MAX_CONTENT: Final = 160
 
 # --- transcript parsing ---------------------------------------------------------------------
-#: ``role: text``, or ``[n] role: text`` in a numbered transcript (core/transcript.py).
-_ROLE_LINE = re.compile(r"^(?:\[(\d+)\] )?(user|assistant)\s*:\s?(.*)$", re.IGNORECASE)
-
-
 def user_turns(transcript: str) -> list[str]:
     """The user's turns only, continuation lines joined with newlines.
 
@@ -52,23 +49,7 @@ def user_turns(transcript: str) -> list[str]:
 
 def numbered_user_turns(transcript: str) -> list[tuple[int | None, str]]:
     """:func:`user_turns` with each turn's number (``[n]``; None in a plain transcript)."""
-    turns: list[tuple[int | None, str]] = []
-    current: list[str] | None = None  # lines of the user turn being read, None if not in one
-    number: int | None = None
-    lines = transcript.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    for line in [*lines, ""]:  # the final "" flushes a turn still open at the end
-        if line.startswith("  "):  # continuation, even a blank one inside a message
-            if current is not None and line.strip():
-                current.append(line.strip())
-            continue
-        if current is not None:
-            turns.append((number, "\n".join(current)))
-            current = None
-        match = _ROLE_LINE.match(line)
-        if match and match.group(2).lower() == "user":
-            number = int(match.group(1)) if match.group(1) else None
-            current = [match.group(3).strip()]
-    return [(n, t) for n, t in turns if t]
+    return [(t.number, t.text) for t in read_turns(transcript) if t.role == "user" and t.text]
 
 
 # --- cue tables -----------------------------------------------------------------------------
