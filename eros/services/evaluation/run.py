@@ -8,20 +8,26 @@ embedded as it was said, recalled by plain cosine top-K (the same K as ``decay``
 
 from __future__ import annotations
 
-import math
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Engine
 
+from eros.core.evaluation.exact import Item, coverage, estimate_tokens, global_items, grouped_items
 from eros.core.evaluation.scoring import BASELINE, Cell, Scored, aggregate, score
-from eros.core.evaluation.suite import References, Suite
+from eros.core.evaluation.suite import References, Suite, User
 from eros.core.ranking import STRATEGIES, Strategy
+from eros.core.render import EN, quote_note
+from eros.db import replay_sql
 from eros.providers.base import ChatCompleter, Embedder
 from eros.services.evaluation.judges import EmbeddingJudge, Judge
+from eros.services.evaluation.progress import Progress, silent
 from eros.services.evaluation.replay import ReplayReport, as_uuid, replay
 from eros.services.recall import recall_by_vector
 from eros.settings import Settings
@@ -61,56 +67,147 @@ class EvalResult:
             "answers": [asdict(s) for s in self.scored]}
 
 
-def _top_k(query: Sequence[float], vectors: list[list[float]], k: int) -> list[int]:
-    def cos(v: Sequence[float]) -> float:
-        dot = sum(a * b for a, b in zip(query, v, strict=True))
-        norm = math.sqrt(sum(a * a for a in v)) * math.sqrt(sum(a * a for a in query))
-        return dot / norm if norm else 0.0
-    sims = [cos(v) for v in vectors]
-    return sorted(range(len(vectors)), key=lambda i: (-sims[i], i))[:k]
+#: the ranked lists the K and token-budget figures are cut from: long enough to fill the
+#: largest budget with short memories (``grouped``: per category)
+ASK_K = 100
+ASK_PER_CATEGORY = 20
+
+
+def _bullet_tokens(text: str) -> int:
+    """Tokens of one rendered bullet (a quoted note, as the prompt section renders it)."""
+    return estimate_tokens(EN.bullet + quote_note(text, EN))
+
+
+@dataclass
+class _UserData:
+    """One user's raw turns (the baseline) and the turn ids each memory came from."""
+
+    turns: list[str]
+    turn_ids: list[str | None]
+    matrix: npt.NDArray[np.float32]
+    sources: dict[uuid.UUID, frozenset[str]]
+
+
+def _user_data(engine: Engine, user: User, embedder: Embedder, judge: Judge
+               ) -> tuple[_UserData, int]:
+    uid = as_uuid(user.id)
+    pairs = [(t.content, t.id) for s in user.sessions for t in s.turns if t.role == "user"]
+    raw = embedder.embed([p[0] for p in pairs], input_type="document")
+    with engine.connect() as conn:
+        seqs = replay_sql.session_seqs(conn, uid)
+        provenance = replay_sql.memory_sources(conn, uid)
+        stored = replay_sql.memory_vectors(conn, uid) \
+            if isinstance(judge, EmbeddingJudge) and judge.embedder is embedder else []
+    if isinstance(judge, EmbeddingJudge) and judge.embedder is embedder:
+        judge.remember([p[0] for p in pairs], raw.vectors)
+        judge.remember([t for t, _ in stored], [v for _, v in stored])
+    by_seq: dict[int, str] = {}
+    for session in user.sessions:
+        numbers = seqs.get(as_uuid(session.id), [])
+        if len(numbers) == len(session.turns):  # ingest keeps every turn, in order
+            by_seq.update({n: t.id for n, t in zip(numbers, session.turns, strict=True)
+                           if t.id is not None})
+    sources = {mid: frozenset(by_seq[s] for s in found if s in by_seq)
+               for mid, found in provenance.items()}
+    matrix = np.asarray(raw.vectors, dtype=np.float32).reshape(len(pairs), -1)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix = (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+    return _UserData([p[0] for p in pairs], [p[1] for p in pairs], matrix, sources), \
+        raw.total_tokens
+
+
+def _top_turns(data: _UserData, query: Sequence[float], k: int) -> list[int]:
+    """The baseline: the ``k`` raw turns nearest the query by cosine (ties: earlier first)."""
+    if not data.turns:
+        return []
+    q = np.asarray(query, dtype=np.float32)
+    norm = float(np.linalg.norm(q))
+    sims = data.matrix @ (q / norm if norm else q)
+    order = np.lexsort((np.arange(len(sims)), -sims))
+    return [int(i) for i in order[:k]]
+
+
+@dataclass
+class _Answer:
+    """One system's ranked answer to one question."""
+
+    texts: list[str]
+    items: list[Item]
+    grouped: bool
+    latency_ms: float | None = None
+
+    def judged(self, k: int, per_category_k: int) -> list[str]:
+        """What the judge sees: the production cut (K, or K per category)."""
+        cut = per_category_k if self.grouped else k
+        return [t for t, i in zip(self.texts, self.items, strict=True) if i.level <= cut]
+
+
+def _ask_one(engine: Engine, settings: Settings, user: User, data: _UserData,
+             vector: Sequence[float], strategies: Sequence[Strategy]) -> dict[str, _Answer]:
+    answers: dict[str, _Answer] = {}
+    for strategy in strategies:
+        grouped = strategy == "grouped"
+        result = recall_by_vector(engine, as_uuid(user.id), vector, strategy=strategy,
+                                  k=ASK_PER_CATEGORY if grouped else ASK_K, settings=settings)
+        texts = [m.content for m in result.memories]
+        sources = [data.sources.get(m.id, frozenset()) for m in result.memories]
+        tokens = [_bullet_tokens(t) for t in texts]
+        items = grouped_items(sources, tokens, [m.category for m in result.memories]) \
+            if grouped else global_items(sources, tokens)
+        answers[strategy] = _Answer(texts, items, grouped, result.timings.get("total"))
+    top = _top_turns(data, vector, ASK_K)
+    texts = [data.turns[i] for i in top]
+    answers[BASELINE] = _Answer(texts, global_items(
+        [frozenset({data.turn_ids[i]} - {None}) for i in top],  # type: ignore[arg-type]
+        [_bullet_tokens(t) for t in texts]), False)
+    return answers
 
 
 def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatCompleter,
              embedder: Embedder, judge: Judge, *, strategies: Sequence[Strategy] = STRATEGIES,
-             consolidation: bool = True) -> EvalResult:
-    """Replay ``suite`` into ``engine`` (a scratch database), ask, judge and score."""
+             consolidation: bool = True, extractor: ChatCompleter | None = None,
+             progress: Progress = silent) -> EvalResult:
+    """Replay ``suite`` into ``engine`` (a scratch database), ask, judge and score.
+
+    Where a question names its evidence turns, every system is also scored exactly, by
+    provenance, at every K of ``KS`` and within every token budget of ``BUDGETS``."""
     started = time.perf_counter()
-    replayed = replay(engine, settings, suite, llm, embedder, consolidation=consolidation)
-    k = settings.recall_k
+    replayed = replay(engine, settings, suite, llm, embedder, consolidation=consolidation,
+                      extractor=extractor, progress=progress)
+    k, per_category_k = settings.recall_k, settings.recall_per_category_k
     by_user = defaultdict(list)
     for q in suite.questions:
         by_user[q.user].append(q)
     scored: list[Scored] = []
     baseline_tokens = 0
     mark = time.perf_counter()
-    for user in suite.users:
-        questions = by_user.get(user.id, [])
-        if not questions:
-            continue
-        references = References.of(questions)
-        turns = [t.content for s in user.sessions for t in s.turns if t.role == "user"]
-        raw = embedder.embed(turns, input_type="document")
-        baseline_tokens += raw.total_tokens
-        if isinstance(judge, EmbeddingJudge) and judge.embedder is embedder:
-            judge.remember(turns, raw.vectors)
-        queries = embedder.embed([q.question for q in questions], input_type="query").vectors
-        asked: list[dict[str, list[str]]] = []
-        for vector in queries:
-            ranked: dict[str, list[str]] = {}
-            for strategy in strategies:
-                result = recall_by_vector(engine, as_uuid(user.id), vector, strategy=strategy,
-                                          settings=settings)
-                ranked[strategy] = [m.content for m in result.memories]
-            ranked[BASELINE] = [turns[i] for i in _top_k(vector, raw.vectors, k)]
-            asked.append(ranked)
-        if isinstance(judge, EmbeddingJudge):  # one embedding call for all the user's texts
-            judge.vectors([*references.statements,
-                           *(t for ranked in asked for texts in ranked.values() for t in texts)])
-        for question, ranked in zip(questions, asked, strict=True):
-            for system, texts in ranked.items():
-                verdict = judge.judge(question, references, texts)
-                scored.append(score(question, references, system, texts, verdict.assigned,
-                                    verdict.answer_correct))
+    with progress("ask", len(suite.questions)) as advance:
+        for user in suite.users:
+            questions = by_user.get(user.id, [])
+            if not questions:
+                continue
+            references = References.of(questions)
+            data, tokens = _user_data(engine, user, embedder, judge)
+            baseline_tokens += tokens
+            queries = embedder.embed([q.question for q in questions],
+                                     input_type="query").vectors
+            asked = []
+            for vector in queries:
+                asked.append(_ask_one(engine, settings, user, data, vector, strategies))
+                advance(1)
+            if isinstance(judge, EmbeddingJudge):  # one embedding call for the user's texts
+                judge.vectors([*references.statements,
+                               *(t for answers in asked for a in answers.values()
+                                 for t in a.judged(k, per_category_k))])
+            for question, answers in zip(questions, asked, strict=True):
+                for system, answer in answers.items():
+                    texts = answer.judged(k, per_category_k)
+                    verdict = judge.judge(question, references, texts)
+                    exact = coverage(question.evidence_turns, answer.items,
+                                     grouped=answer.grouped) \
+                        if question.evidence_turns else None
+                    scored.append(score(question, references, system, texts, verdict.assigned,
+                                        verdict.answer_correct, exact, answer.latency_ms))
     replayed.timings["ask"] = time.perf_counter() - mark
     return EvalResult(suite=suite.name, users=len(suite.users), questions=len(suite.questions),
                       k=k, judge=judge.name, embedder=embedder.name, llm=llm.name,
