@@ -98,8 +98,10 @@ class Settings(BaseSettings):
     recall_decay_lambda: float = Field(default=0.2, ge=0, le=10)
     #: ``decay``: τ in days.
     recall_decay_tau_days: float = Field(default=21.0, gt=0)
-    #: ``composite``: τ in days; longer than decay's, as the factor multiplies the score.
+    #: ``composite``: τ in days of its recency term.
     recall_composite_tau_days: float = Field(default=90.0, gt=0)
+    #: ``composite``: weight w of its bonus ``w · exp(−age/τ) · importance``.
+    recall_composite_weight: float = Field(default=0.1, ge=0, le=10)
     #: ``composite``: the importance of rows that have none (written before it was emitted).
     recall_default_importance: float = Field(default=0.5, ge=0, le=1)
     #: the pool: strategies rank the N most similar memories in scope, N = max(this, 5 × K).

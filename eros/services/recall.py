@@ -210,7 +210,8 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
     params = RankParams(now=now or datetime.now(UTC), decay_lambda=cfg.recall_decay_lambda,
                         decay_tau_days=cfg.recall_decay_tau_days,
                         composite_tau_days=cfg.recall_composite_tau_days,
-                        default_importance=cfg.recall_default_importance)
+                        default_importance=cfg.recall_default_importance,
+                        composite_weight=cfg.recall_composite_weight)
     timings: dict[str, float] = {}
     n = max(cfg.recall_candidates, 5 * k_eff)
     with engine.connect() as conn, conn.begin():
