@@ -104,6 +104,11 @@ class Settings(BaseSettings):
     recall_composite_weight: float = Field(default=0.1, ge=0, le=10)
     #: ``composite``: the importance of rows that have none (written before it was emitted).
     recall_default_importance: float = Field(default=0.5, ge=0, le=1)
+    #: the lexical signal (eros/core/lexical.py): the pool re-ordered by reciprocal-rank
+    #: fusion with BM25 over the query's words, when the query's text is known.
+    recall_lexical: bool = True
+    #: ``grouped`` with the lexical signal reads this many × K rows per category to re-order.
+    recall_lexical_depth: int = Field(default=5, ge=1, le=50)
     #: the pool: strategies rank the N most similar memories in scope, N = max(this, 5 × K).
     recall_candidates: int = Field(default=50, ge=1, le=1000)
     #: a scope with fewer rows than this is scanned exactly; larger ones by the quantised scan

@@ -62,13 +62,18 @@ def _load(path: Path | None, fmt: str) -> Suite:
                    "without keys); observations: the suite's own per-session observations "
                    "(LoCoMo) replayed as the model's reply, citing their turns — realistic "
                    "memories at full scale with no LLM.")
+@click.option("--cache/--no-cache", default=True, show_default=True,
+              help="Keep embeddings across runs in the user cache directory (a SQLite file "
+                   "of vectors keyed by a hash of model, input type and text; no text is "
+                   "stored): a second run of a suite embeds only what changed.")
 @click.option("--progress/--no-progress", default=None,
               help="A progress bar per phase on stderr (default: when stderr is a terminal).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write every figure (and each answer's score) to this file.")
 def eval_command(suite_path: Path | None, fmt: str, judge: str, answers: bool,
                  judge_floor: float | None, users: int | None, no_consolidation: bool,
-                 extractor: str, progress: bool | None, json_path: Path | None) -> None:
+                 extractor: str, cache: bool, progress: bool | None,
+                 json_path: Path | None) -> None:
     """Replay a suite through the real pipeline and score recall.
 
     Every session is ingested into a SCRATCH embedded database (never DATABASE_URL), claimed
@@ -96,7 +101,7 @@ def eval_command(suite_path: Path | None, fmt: str, judge: str, answers: bool,
     root = Path(tempfile.mkdtemp(prefix="eros-eval-", dir="/tmp"))
     try:
         result = _run(suite, root, judge, answers, judge_floor, not no_consolidation,
-                      extractor, sys.stderr.isatty() if progress is None else progress)
+                      extractor, sys.stderr.isatty() if progress is None else progress, cache)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     _print(result)
@@ -115,7 +120,7 @@ def _bar(phase: str, total: int) -> Iterator[Callable[[int], None]]:
 
 def _run(suite: Suite, root: Path, judge_name: str, answers: bool, floor: float | None,
          consolidation: bool, extractor_name: str = "configured",
-         bars: bool = False) -> EvalResult:
+         bars: bool = False, cache: bool = False) -> EvalResult:
     from eros.db.engine import make_engine
     from eros.devstack.embedded import EmbeddedStack
     from eros.providers import make_providers
@@ -131,6 +136,14 @@ def _run(suite: Suite, root: Path, judge_name: str, answers: bool, floor: float 
         services = stack.start()
         settings = load_settings(database_url=services.database_url)
         llm, embedder = make_providers(settings)
+        if cache:
+            from platformdirs import user_cache_dir
+
+            from eros.db.eval_cache import VectorCache
+            from eros.services.evaluation.cached_embedder import CachedEmbedder
+
+            embedder = CachedEmbedder(embedder, VectorCache(
+                Path(user_cache_dir("eros")) / "eval-embeddings.sqlite3"))
         judge: Judge
         if judge_name == "llm":
             judge = LLMJudge(llm, answers=answers)

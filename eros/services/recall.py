@@ -35,6 +35,7 @@ from sqlalchemy import Connection, Engine
 
 from eros.core.categories import CATEGORIES
 from eros.core.cells import probe_count
+from eros.core.lexical import rerank
 from eros.core.ranking import STRATEGIES, Candidate, Layer, RankParams, Strategy, pool_is_exact
 from eros.core.ranking import rank as rank_candidates
 from eros.core.render import Labels, LabelSet, render_memories
@@ -159,7 +160,7 @@ def _recall_one(engine: Engine, embedder: Embedder, query: str, user_id: uuid.UU
     if len(vectors) != 1:
         raise RecallError(f"the embedder returned {len(vectors)} vectors for one query")
     result = recall_by_vector(engine, user_id, vectors[0], embedding_model=model,
-                              legacy_model=legacy, **kwargs)
+                              legacy_model=legacy, query_text=query, **kwargs)
     result.timings["embed"] = embed_ms
     result.timings["total"] += embed_ms
     return result
@@ -184,8 +185,14 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
                      strategy: Strategy | None = None, k: int | None = None,
                      include_replaced: bool = False, settings: Settings | None = None,
                      now: datetime | None = None, embedding_model: str | None = None,
-                     legacy_model: str | None = None) -> RecallResult:
+                     legacy_model: str | None = None,
+                     query_text: str | None = None) -> RecallResult:
     """:func:`recall` for a query vector computed elsewhere (benchmarks, batch callers).
+
+    ``query_text`` (the text the vector embeds) turns on the lexical signal when
+    RECALL_LEXICAL is on: the pool is re-ordered by reciprocal-rank fusion with BM25
+    (:mod:`eros.core.lexical`); ``grouped`` then reads RECALL_LEXICAL_DEPTH × K rows per
+    category so there is something to re-order.
 
     ``now`` fixes the clock of the recency terms (tests); it defaults to the current time.
     ``embedding_model`` limits the search to that model's rows (NULL rows counting as
@@ -214,18 +221,27 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
                         composite_weight=cfg.recall_composite_weight)
     timings: dict[str, float] = {}
     n = max(cfg.recall_candidates, 5 * k_eff)
+    lexical = bool(cfg.recall_lexical and query_text and query_text.strip())
+    k_read = k_eff * cfg.recall_lexical_depth if lexical and chosen == "grouped" else k_eff
     with engine.connect() as conn, conn.begin():
         if cfg.recall_statement_timeout_ms:  # recall's own budget, not the worker's
             set_statement_timeout(conn, cfg.recall_statement_timeout_ms)
         if chosen == "grouped":
-            found = _search_grouped(conn, flt, query, k_eff, n, cfg, timings)
+            found = _search_grouped(conn, flt, query, k_read, n, cfg, timings)
         else:
             found = _pool(conn, flt, query, n, cfg, timings)
     t = time.perf_counter()
-    ranked = rank_candidates(chosen, found.candidates, k=k_eff,
-                             per_category_k=k_eff, params=params)
-    exact = found.exact and pool_is_exact(
-        chosen, found.candidates, ranked, k_eff, pool_complete=found.complete, params=params)
+    if lexical:  # the whole pool in the strategy's order, then fused with BM25 and cut
+        ranked = rerank(rank_candidates(chosen, found.candidates, k=len(found.candidates),
+                                        per_category_k=k_read, params=params),
+                        query_text or "", k_eff, per_category=chosen == "grouped")
+        exact = found.exact and found.complete
+    else:
+        ranked = rank_candidates(chosen, found.candidates, k=k_eff,
+                                 per_category_k=k_eff, params=params)
+        exact = found.exact and pool_is_exact(
+            chosen, found.candidates, ranked, k_eff, pool_complete=found.complete,
+            params=params)
     timings["rank"] = (time.perf_counter() - t) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
     memories = [RecalledMemory(uuid.UUID(s.candidate.id), s.candidate.content,

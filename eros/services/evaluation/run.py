@@ -19,7 +19,15 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Engine
 
-from eros.core.evaluation.exact import Item, coverage, estimate_tokens, global_items, grouped_items
+from eros.core.evaluation.exact import (
+    KS,
+    Coverage,
+    Item,
+    coverage,
+    estimate_tokens,
+    global_items,
+    grouped_items,
+)
 from eros.core.evaluation.scoring import BASELINE, Cell, Scored, aggregate, score
 from eros.core.evaluation.suite import References, Suite, User
 from eros.core.ranking import STRATEGIES, Strategy
@@ -29,7 +37,7 @@ from eros.providers.base import ChatCompleter, Embedder
 from eros.services.evaluation.judges import EmbeddingJudge, Judge
 from eros.services.evaluation.progress import Progress, silent
 from eros.services.evaluation.replay import ReplayReport, as_uuid, replay
-from eros.services.recall import recall_by_vector
+from eros.services.recall import RecalledMemory, recall_by_vector
 from eros.settings import Settings
 
 
@@ -129,37 +137,52 @@ def _top_turns(data: _UserData, query: Sequence[float], k: int) -> list[int]:
 
 @dataclass
 class _Answer:
-    """One system's ranked answer to one question."""
+    """One system's answers to one question: at the production K (what the prompt gets:
+    RECALL_K, or RECALL_PER_CATEGORY_K per category) and the long list the larger cuts and
+    the token budgets are taken from."""
 
     texts: list[str]
     items: list[Item]
+    long: list[Item]
     grouped: bool
     latency_ms: float | None = None
 
-    def judged(self, k: int, per_category_k: int) -> list[str]:
-        """What the judge sees: the production cut (K, or K per category)."""
-        cut = per_category_k if self.grouped else k
-        return [t for t, i in zip(self.texts, self.items, strict=True) if i.level <= cut]
+    def coverage(self, evidence: Sequence[str], k: int) -> Coverage:
+        """Cuts within the production K from its own answer, larger ones from the long list
+        (a larger K reads a larger pool, as recall with that K would)."""
+        short = coverage(evidence, self.items, grouped=self.grouped)
+        wide = coverage(evidence, self.long, grouped=self.grouped)
+        return Coverage(tuple(s if cut <= k else w for cut, s, w in
+                              zip(KS, short.at_k, wide.at_k, strict=True)), wide.within)
+
+
+def _items(memories: Sequence[RecalledMemory], data: _UserData, grouped: bool) -> list[Item]:
+    sources = [data.sources.get(m.id, frozenset()) for m in memories]
+    tokens = [_bullet_tokens(m.content) for m in memories]
+    return grouped_items(sources, tokens, [m.category for m in memories]) if grouped \
+        else global_items(sources, tokens)
 
 
 def _ask_one(engine: Engine, settings: Settings, user: User, data: _UserData,
-             vector: Sequence[float], strategies: Sequence[Strategy]) -> dict[str, _Answer]:
+             question: str, vector: Sequence[float], strategies: Sequence[Strategy]
+             ) -> dict[str, _Answer]:
     answers: dict[str, _Answer] = {}
+    uid = as_uuid(user.id)
     for strategy in strategies:
         grouped = strategy == "grouped"
-        result = recall_by_vector(engine, as_uuid(user.id), vector, strategy=strategy,
-                                  k=ASK_PER_CATEGORY if grouped else ASK_K, settings=settings)
-        texts = [m.content for m in result.memories]
-        sources = [data.sources.get(m.id, frozenset()) for m in result.memories]
-        tokens = [_bullet_tokens(t) for t in texts]
-        items = grouped_items(sources, tokens, [m.category for m in result.memories]) \
-            if grouped else global_items(sources, tokens)
-        answers[strategy] = _Answer(texts, items, grouped, result.timings.get("total"))
+        result = recall_by_vector(engine, uid, vector, strategy=strategy, settings=settings,
+                                  query_text=question)
+        wide = recall_by_vector(engine, uid, vector, strategy=strategy, settings=settings,
+                                k=ASK_PER_CATEGORY if grouped else ASK_K, query_text=question)
+        answers[strategy] = _Answer(
+            [m.content for m in result.memories], _items(result.memories, data, grouped),
+            _items(wide.memories, data, grouped), grouped, result.timings.get("total"))
     top = _top_turns(data, vector, ASK_K)
     texts = [data.turns[i] for i in top]
-    answers[BASELINE] = _Answer(texts, global_items(
-        [frozenset({data.turn_ids[i]} - {None}) for i in top],  # type: ignore[arg-type]
-        [_bullet_tokens(t) for t in texts]), False)
+    items = global_items([frozenset({data.turn_ids[i]} - {None})  # type: ignore[arg-type]
+                          for i in top], [_bullet_tokens(t) for t in texts])
+    k = settings.recall_k
+    answers[BASELINE] = _Answer(texts[:k], items[:k], items, False)
     return answers
 
 
@@ -174,7 +197,7 @@ def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatComplete
     started = time.perf_counter()
     replayed = replay(engine, settings, suite, llm, embedder, consolidation=consolidation,
                       extractor=extractor, progress=progress)
-    k, per_category_k = settings.recall_k, settings.recall_per_category_k
+    k = settings.recall_k
     by_user = defaultdict(list)
     for q in suite.questions:
         by_user[q.user].append(q)
@@ -192,19 +215,19 @@ def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatComplete
             queries = embedder.embed([q.question for q in questions],
                                      input_type="query").vectors
             asked = []
-            for vector in queries:
-                asked.append(_ask_one(engine, settings, user, data, vector, strategies))
+            for question, vector in zip(questions, queries, strict=True):
+                asked.append(_ask_one(engine, settings, user, data, question.question, vector,
+                                      strategies))
                 advance(1)
             if isinstance(judge, EmbeddingJudge):  # one embedding call for the user's texts
                 judge.vectors([*references.statements,
                                *(t for answers in asked for a in answers.values()
-                                 for t in a.judged(k, per_category_k))])
+                                 for t in a.texts)])
             for question, answers in zip(questions, asked, strict=True):
                 for system, answer in answers.items():
-                    texts = answer.judged(k, per_category_k)
+                    texts = answer.texts
                     verdict = judge.judge(question, references, texts)
-                    exact = coverage(question.evidence_turns, answer.items,
-                                     grouped=answer.grouped) \
+                    exact = answer.coverage(question.evidence_turns, k) \
                         if question.evidence_turns else None
                     scored.append(score(question, references, system, texts, verdict.assigned,
                                         verdict.answer_correct, exact, answer.latency_ms))
