@@ -63,7 +63,7 @@ def _load(path: Path | None, fmt: str) -> Suite:
                    "(LoCoMo) replayed as the model's reply, citing their turns — realistic "
                    "memories at full scale with no LLM.")
 @click.option("--cache/--no-cache", default=True, show_default=True,
-              help="Keep embeddings across runs in the user cache directory (a SQLite file "
+              help="Keep embeddings across runs in the data directory (EROS_DATA_DIR; a SQLite file "
                    "of vectors keyed by a hash of model, input type and text; no text is "
                    "stored): a second run of a suite embeds only what changed.")
 @click.option("--progress/--no-progress", default=None,
@@ -137,13 +137,12 @@ def _run(suite: Suite, root: Path, judge_name: str, answers: bool, floor: float 
         settings = load_settings(database_url=services.database_url)
         llm, embedder = make_providers(settings)
         if cache:
-            from platformdirs import user_cache_dir
-
             from eros.db.eval_cache import VectorCache
+            from eros.devstack.embedded import data_dir
             from eros.services.evaluation.cached_embedder import CachedEmbedder
 
             embedder = CachedEmbedder(embedder, VectorCache(
-                Path(user_cache_dir("eros")) / "eval-embeddings.sqlite3"))
+                data_dir() / "eval-embeddings.sqlite3"))
         judge: Judge
         if judge_name == "llm":
             judge = LLMJudge(llm, answers=answers)

@@ -39,7 +39,7 @@ _CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("preference", re.compile(r"\b(likes?|loves?|enjoys?|favou?rite|prefers?|fan of|"
                               r"passionate|hates?|dislikes?|into)\b", re.I)),
     ("event", re.compile(r"\b(attended|went|visited|recently|last (week|month|year)|"
-                         r"yesterday|plans?|planning|will|started|joined|took|bought|"
+                         r"yesterday|plans?|planning|will|started|joined|took|bought|moved|"
                          r"trip|traveled|travelled)\b", re.I)),
 )
 
