@@ -28,6 +28,10 @@ _WORDY_IMPORTANCE = {"low": 0.25, "medium": 0.5, "moderate": 0.5, "high": 0.8, "
 #: when it is made JSON-safe or serialised for jsonb, turning the reply into a poison pill.
 _MAX_METADATA_DEPTH = 16
 
+#: a memory citing more turns than this cites nothing in particular (→ the window, flagged).
+_MAX_SOURCES = 200
+_TURN_NUMBER = re.compile(r"^\[?#?\s*(\d{1,9})\s*\]?$")
+
 ParseStatus = Literal["ok", "empty", "unparseable"]
 
 
@@ -41,6 +45,10 @@ class Candidate(BaseModel):
     importance: float | None = None
     #: ``profile`` or ``relationship``; missing or unknown → ``profile`` (core/layers.py).
     layer: Layer = "profile"
+    #: the numbers of the transcript turns the memory came from (``"sources"``, prompts from
+    #: extract_v3 on; core/provenance.py maps them to seqs). None: missing or not a list of
+    #: whole numbers — the memory then falls back to the extraction window, flagged.
+    sources: tuple[int, ...] | None = None
 
     @field_validator("content", mode="before")
     @classmethod
@@ -61,6 +69,16 @@ class Candidate(BaseModel):
     @classmethod
     def _layer(cls, value: Any) -> Layer:
         return normalise_layer(value)
+
+    @field_validator("sources", mode="before")
+    @classmethod
+    def _sources(cls, value: Any) -> tuple[int, ...] | None:
+        if not isinstance(value, list | tuple):
+            value = [value]
+        numbers = [_turn_number(v) for v in value[:_MAX_SOURCES + 1]]
+        if not numbers or len(numbers) > _MAX_SOURCES or any(n is None for n in numbers):
+            return None  # an unreadable citation is no citation: never a dropped memory
+        return tuple(n for n in numbers if n is not None)
 
     @field_validator("importance", mode="before")
     @classmethod
@@ -87,9 +105,24 @@ class Candidate(BaseModel):
 
     @property
     def extra_metadata(self) -> dict[str, Any]:
-        """Fields beyond content/category/importance/layer (domain, …), JSON-safe."""
+        """Fields beyond content/category/importance/layer/sources (domain, …), JSON-safe."""
         safe: dict[str, Any] = _json_safe(dict(self.model_extra or {}))
         return safe
+
+
+def _turn_number(value: Any) -> int | None:
+    """A cited turn number: an integer, an integral float, or text such as ``"3"``/``"[3]"``
+    (the label the transcript shows); anything else is None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        match = _TURN_NUMBER.match(value.strip())
+        return int(match.group(1)) if match else None
+    return None
 
 
 @dataclass(frozen=True)

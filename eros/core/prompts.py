@@ -23,14 +23,20 @@ Section = tuple[str, str]
 #: the memory layers (profile / relationship) with English and Chinese examples (issue 18).
 LAYERS_SECTION: Final[Section] = ("Memory layers", "layers_section.txt")
 #: version → (base file, sections) in ``eros/prompts``; DREAMING_PROMPT_VERSION picks one.
-#: v2 treats the transcript as data (docs/security.md); v3 and v4 add the layers to v1 and v2.
+#: v2 treats the transcript as data (docs/security.md); v3 and v4 add the layers to v1 and v2;
+#: v5 (base ``extract_v3.txt``: v2 + numbered turns cited in ``"sources"`` + the
+#: ``"sensitivity"`` label, issue 24) adds the layers to that. The version names were taken
+#: before the third base file was written, hence v5 on extract_v3.txt.
 PROMPT_VERSIONS: Final[dict[str, tuple[str, tuple[Section, ...]]]] = {
     "v1": ("extract_v1.txt", ()),
     "v2": ("extract_v2.txt", ()),
     "v3": ("extract_v1.txt", (LAYERS_SECTION,)),
     "v4": ("extract_v2.txt", (LAYERS_SECTION,)),
+    "v5": ("extract_v3.txt", (LAYERS_SECTION,)),
 }
-DEFAULT_VERSION: Final = "v4"
+#: the base files whose prompt reads a numbered transcript and asks for ``"sources"``.
+CITING_BASES: Final = frozenset({"extract_v3.txt"})
+DEFAULT_VERSION: Final = "v5"
 _LAST = "\n## Reply format"
 
 
@@ -38,6 +44,9 @@ _LAST = "\n## Reply format"
 class Prompt:
     version: str
     system: str
+    #: the transcript's turns are numbered ``[n]`` for the reply to cite (core/provenance.py);
+    #: a prompt that does not ask for citations reads the plain transcript it was written for.
+    numbered: bool = False
 
 
 def _bundled(name: str) -> str:
@@ -54,15 +63,18 @@ def _compose(base: str, sections: tuple[Section, ...]) -> str:
 
 def load_prompt(override: Path | None = None, version: str = DEFAULT_VERSION) -> Prompt:
     """The bundled prompt ``version``, or the file ``DREAMING_PROMPT_FILE`` names (its stem is
-    the version)."""
+    the version; its transcript is numbered, as for the default prompt it is likely to start
+    from — a file that asks for no ``"sources"`` gets every memory flagged as a fallback)."""
     if override is not None:
-        return Prompt(f"file:{override.stem}", override.read_text(encoding="utf-8").strip())
+        return Prompt(f"file:{override.stem}", override.read_text(encoding="utf-8").strip(),
+                      numbered=True)
     try:
         base, sections = PROMPT_VERSIONS[version]
     except KeyError:
         raise ValueError(f"unknown prompt version {version!r}; known: "
                          f"{', '.join(PROMPT_VERSIONS)}") from None
-    return Prompt(f"extract_{version}", _compose(_bundled(base), sections))
+    return Prompt(f"extract_{version}", _compose(_bundled(base), sections),
+                  numbered=base in CITING_BASES)
 
 
 def new_marker() -> str:

@@ -50,6 +50,10 @@ class MemoryRow:
     layer: str = "profile"
     #: the model that produced ``embedding`` (recall never ranks two models together).
     embedding_model: str | None = None
+    #: the ``chat_messages.seq`` values it came from (sorted, distinct); None = unknown.
+    source_seqs: tuple[int, ...] | None = None
+    #: the citation was missing or invalid: ``source_seqs`` is the extraction window.
+    source_fallback: bool = False
 
 
 @dataclass(frozen=True)
@@ -257,6 +261,10 @@ def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq:
         "dim": dim,
         "embedding_models": [m.embedding_model for m in memories],
         "dedup_keys": [dedup_key(claim.session_id, m.content) for m in memories],
+        "source_seqs": [None if m.source_seqs is None else
+                        "{" + ",".join(str(int(s)) for s in m.source_seqs) + "}"
+                        for m in memories],
+        "source_fallbacks": [m.source_fallback for m in memories],
     }).scalar_one())
 
 

@@ -13,6 +13,7 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     DDL,
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     Computed,
@@ -141,6 +142,12 @@ companion_memories = Table(
     Column("replaced_at", DateTime(timezone=True), nullable=True),
     #: when a consolidation pass judged it in a cluster; NULL = never judged (0005).
     Column("consolidation_seen_at", DateTime(timezone=True), nullable=True),
+    # -- provenance (0016) --------------------------------------------------------------------
+    #: the ``chat_messages.seq`` values the memory came from, sorted and distinct (a canonical
+    #: memory: the union of its members'); NULL = written before provenance was recorded.
+    Column("source_seqs", ARRAY(BigInteger), nullable=True),
+    #: the model's citation was missing or invalid: ``source_seqs`` is the extraction window.
+    Column("source_fallback", Boolean, nullable=False, server_default=text("false")),
     CheckConstraint("status IN ('current', 'merged', 'superseded')",
                     name="ck_companion_memories_status"),
     CheckConstraint(f"category IN {CATEGORIES!r}", name="ck_companion_memories_category"),
@@ -159,6 +166,8 @@ companion_memories = Table(
     Index("ix_companion_memories_user_model", "user_id", "embedding_model"),
     Index("ix_companion_memories_embedding_hnsw", "embedding",
           postgresql_using="hnsw", postgresql_ops={"embedding": "vector_cosine_ops"}),
+    # "which memories derive from seq X": source_seqs @> ARRAY[X] (forget --message)
+    Index("ix_companion_memories_source_seqs", "source_seqs", postgresql_using="gin"),
 )
 
 # Vectors inline in the heap row, not in TOAST (0004): an exact scan reads one buffer per row.

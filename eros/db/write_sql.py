@@ -97,25 +97,30 @@ VALUES ({_RUN_VALUES}, CAST(:memory_count AS integer), {_RUN_REST})
 # by dedup_key), the session's memory_count set to the rows written — not the candidates: a
 # re-run whose memories all exist records 0 — and the attempt's row with the same count.
 # Arrays of equal length, one element per memory, and the vectors as one flat real[] of
-# ``dim`` floats per memory; WITH ORDINALITY keeps the reply's order.
+# ``dim`` floats per memory; WITH ORDINALITY keeps the reply's order. A memory's source seqs
+# travel as the text of a bigint[] (``{3,5}``, NULL when unknown): arrays of arrays must be
+# rectangular, a memory's sources are not.
 WRITE_MEMORIES = text(f"""
 WITH candidate AS (
     SELECT * FROM unnest(CAST(:instance_ids AS uuid[]), CAST(:contents AS text[]),
                          CAST(:categories AS text[]), CAST(:importances AS float8[]),
                          CAST(:metadata AS text[]), CAST(:embedding_models AS text[]),
-                         CAST(:dedup_keys AS text[]))
+                         CAST(:dedup_keys AS text[]), CAST(:source_seqs AS text[]),
+                         CAST(:source_fallbacks AS boolean[]))
         WITH ORDINALITY AS c(instance_id, content, category, importance, metadata,
-                             embedding_model, dedup_key, ord)
+                             embedding_model, dedup_key, source_seqs, source_fallback, ord)
 ), flat AS (
     SELECT CAST(:embeddings AS real[]) AS v, CAST(:dim AS integer) AS dim
 ), written AS (
     INSERT INTO engine.companion_memories (session_id, user_id, instance_id, content, category,
                                            importance, metadata, embedding, model,
-                                           embedding_model, dedup_key)
+                                           embedding_model, dedup_key, source_seqs,
+                                           source_fallback)
     SELECT CAST(:session_id AS uuid), CAST(:user_id AS uuid), c.instance_id, c.content,
            c.category, c.importance, CAST(c.metadata AS jsonb),
            CAST(f.v[(c.ord - 1) * f.dim + 1 : c.ord * f.dim] AS vector),
-           CAST(:model AS text), c.embedding_model, c.dedup_key
+           CAST(:model AS text), c.embedding_model, c.dedup_key,
+           CAST(c.source_seqs AS bigint[]), c.source_fallback
       FROM candidate AS c CROSS JOIN flat AS f ORDER BY c.ord
     ON CONFLICT (dedup_key) DO NOTHING
     RETURNING 1

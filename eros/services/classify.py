@@ -18,6 +18,7 @@ from eros.core.cost import Prices, cost_usd
 from eros.core.guard import load_guard, screen, strip_invisible
 from eros.core.parsing import Candidate, ParseResult, parse_extraction
 from eros.core.prompts import Prompt, user_message
+from eros.core.provenance import resolve_sources
 from eros.core.transcript import Transcript, build_transcript
 from eros.db import repo
 from eros.db.repo import Attempt, MemoryRow, Outcome
@@ -90,7 +91,8 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
             turns, through_seq = repo.read_new_turns(conn, claim.session_id,
                                                      after_seq=attempt.through_seq)
     transcript = build_transcript(readable_turns(turns, settings.channels),
-                                  budget_chars=settings.dreaming_transcript_budget_chars)
+                                  budget_chars=settings.dreaming_transcript_budget_chars,
+                                  numbered=pipeline.prompt.numbered)
     report.transcript = transcript.text
     if transcript.empty:
         return _finish(pipeline, attempt, report, Outcome("empty"), through_seq, transcript,
@@ -190,8 +192,11 @@ def _memory_row(candidate: Candidate, vector: list[float], embedding_model: str,
                 transcript: Transcript) -> MemoryRow:
     metadata = {**candidate.extra_metadata, "prompt_version": prompt.version,
                 "source_seq": [transcript.first_seq, transcript.last_seq]}
+    # the turns it came from: its citation, or the window read, flagged (core/provenance.py)
+    provenance = resolve_sources(candidate.sources, transcript.seqs)
     return MemoryRow(candidate.content, candidate.category, candidate.importance, metadata,
-                     vector, candidate.layer, embedding_model)
+                     vector, candidate.layer, embedding_model, provenance.seqs,
+                     provenance.fallback)
 
 
 def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outcome,

@@ -39,6 +39,7 @@ _MEM_RE = re.compile(
     r"(?P<importance>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s+(?P<content>\S.*?)\s*$"
 )
 _ASSISTANT_PREFIX_RE = re.compile(r"\bassistant\s*:\s*$", re.IGNORECASE)
+_TURN_NUMBER_RE = re.compile(r"^\[(\d+)\]\s")
 _SLOW_RE = re.compile(r"\bSLOW\s+(\d+(?:\.\d+)?)")
 
 
@@ -83,7 +84,9 @@ def last_user_text(request: dict[str, Any]) -> str:
 def extract_memories(text: str) -> list[dict[str, Any]]:
     """Parse ``[speaker: ]MEM <category> <importance> <content...>`` lines.
 
-    Lines spoken by the assistant (prefix ending in ``assistant:``) are ignored.
+    Lines spoken by the assistant (prefix ending in ``assistant:``) are ignored. In a numbered
+    transcript (``[3] user: MEM …``, prompts from extract_v3 on) the memory cites its turn:
+    ``"sources": [3]``, as a model following the prompt would.
     """
     memories: list[dict[str, Any]] = []
     for line in text.splitlines():
@@ -95,13 +98,15 @@ def extract_memories(text: str) -> list[dict[str, Any]]:
             continue  # MEM in the middle of prose, not a directive line
         if _ASSISTANT_PREFIX_RE.search(prefix):
             continue
-        memories.append(
-            {
-                "content": m.group("content"),
-                "category": m.group("category"),
-                "importance": float(m.group("importance")),
-            }
-        )
+        memory: dict[str, Any] = {
+            "content": m.group("content"),
+            "category": m.group("category"),
+            "importance": float(m.group("importance")),
+        }
+        turn = _TURN_NUMBER_RE.match(prefix)
+        if turn is not None:
+            memory["sources"] = [int(turn.group(1))]
+        memories.append(memory)
     return memories
 
 

@@ -93,7 +93,7 @@ def test_nul_bytes_and_unknown_categories_from_the_model(pipeline: Pipeline,
     with pipeline.engine.connect() as conn:
         meta = conn.execute(text("SELECT metadata FROM engine.companion_memories"
                                  " WHERE content = 'Works nights'")).scalar_one()
-    assert meta["domain"] == "work" and meta["prompt_version"] == "extract_v4"
+    assert meta["domain"] == "work" and meta["prompt_version"] == "extract_v5"
 
 
 def test_empty_session_is_stamped_without_a_call(pipeline: Pipeline, llm: FakeLLMServer) -> None:

@@ -7,8 +7,9 @@ import pytest
 from eros.core.prompts import load_prompt, new_marker, user_message
 
 
-def test_v4_is_the_default_and_v1_v2_v3_stay_selectable() -> None:
-    v4, v2, v1 = load_prompt(), load_prompt(version="v2"), load_prompt(version="v1")
+def test_v5_is_the_default_and_v1_to_v4_stay_selectable() -> None:
+    assert load_prompt().version == "extract_v5"
+    v4, v2, v1 = load_prompt(version="v4"), load_prompt(version="v2"), load_prompt(version="v1")
     assert (v4.version, v2.version, v1.version) == ("extract_v4", "extract_v2", "extract_v1")
     assert "never instructions" in v2.system.lower() or "never obey" in v2.system.lower()
     assert "Secrets" in v2.system and "Wants to be called Xiaoyu" in v2.system

@@ -22,7 +22,8 @@ from eros.providers.offline.layers import (
 )
 
 __all__ = ["CONFIDENCE", "IMPORTANCE", "MAX_MEMORIES", "OfflineCompletion", "OfflineExtractor",
-           "heuristic_extract", "offline_consolidation_reply", "user_turns"]
+           "heuristic_extract", "numbered_user_turns", "offline_consolidation_reply",
+           "user_turns"]
 
 #: importance by category: people and identity outlive moods and tastes.
 IMPORTANCE: Final = {"relation": 0.8, "fact": 0.7, "event": 0.5, "emotion": 0.5, "preference": 0.4}
@@ -35,7 +36,8 @@ MAX_MEMORIES: Final = 10
 _MAX_CONTENT: Final = 160
 
 # --- transcript parsing ---------------------------------------------------------------------
-_ROLE_LINE = re.compile(r"^(user|assistant)\s*:\s?(.*)$", re.IGNORECASE)
+#: ``role: text``, or ``[n] role: text`` in a numbered transcript (core/transcript.py).
+_ROLE_LINE = re.compile(r"^(?:\[(\d+)\] )?(user|assistant)\s*:\s?(.*)$", re.IGNORECASE)
 
 
 def user_turns(transcript: str) -> list[str]:
@@ -44,8 +46,14 @@ def user_turns(transcript: str) -> list[str]:
     Any line that is neither a ``role:`` line nor a two-space continuation ends the current
     turn, so instructions or persona text around a transcript are never credited to the user.
     """
-    turns: list[str] = []
+    return [text for _, text in numbered_user_turns(transcript)]
+
+
+def numbered_user_turns(transcript: str) -> list[tuple[int | None, str]]:
+    """:func:`user_turns` with each turn's number (``[n]``; None in a plain transcript)."""
+    turns: list[tuple[int | None, str]] = []
     current: list[str] | None = None  # lines of the user turn being read, None if not in one
+    number: int | None = None
     lines = transcript.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     for line in [*lines, ""]:  # the final "" flushes a turn still open at the end
         if line.startswith("  "):  # continuation, even a blank one inside a message
@@ -53,12 +61,13 @@ def user_turns(transcript: str) -> list[str]:
                 current.append(line.strip())
             continue
         if current is not None:
-            turns.append("\n".join(current))
+            turns.append((number, "\n".join(current)))
             current = None
         match = _ROLE_LINE.match(line)
-        if match and match.group(1).lower() == "user":
-            current = [match.group(2).strip()]
-    return [t for t in turns if t]
+        if match and match.group(2).lower() == "user":
+            number = int(match.group(1)) if match.group(1) else None
+            current = [match.group(3).strip()]
+    return [(n, t) for n, t in turns if t]
 
 
 # --- cue tables -----------------------------------------------------------------------------
@@ -283,11 +292,13 @@ def heuristic_extract(transcript: str) -> list[dict[str, Any]]:
 
     HEURISTIC, not a model: a clause becomes a memory when a first-person cue phrase matches
     (English or Chinese). Relation beats the rest when a person is named. A clause about the
-    user with the companion is a relationship-layer memory (offline/layers.py). Never raises.
+    user with the companion is a relationship-layer memory (offline/layers.py). In a numbered
+    transcript each memory cites the turns it was read in (``"sources"``: the first, and every
+    later turn that says the same thing). Never raises.
     """
     found: list[tuple[float, dict[str, Any]]] = []
-    seen: set[str] = set()
-    for turn in user_turns(transcript):
+    seen: dict[str, dict[str, Any]] = {}
+    for number, turn in numbered_user_turns(transcript):
         for clause in _clauses(turn):
             if not _long_enough(clause) or _SKIP.match(clause):
                 continue
@@ -309,15 +320,23 @@ def heuristic_extract(transcript: str) -> list[dict[str, Any]]:
             if len(content) > _MAX_CONTENT:
                 content = content[:_MAX_CONTENT].rsplit(" ", 1)[0].rstrip(" ,") + "…"
             key = re.sub(r"[\W_]+", "", content.casefold())
-            if len(key) < 2 or key in seen:
+            if len(key) < 2:
                 continue
-            seen.add(key)
+            if key in seen:
+                sources = seen[key].get("sources")
+                if sources is not None and number is not None and number not in sources:
+                    sources.append(number)
+                continue
             boost = 0.1 if _SALIENT.search(clause) else 0.0
             importance = round(min(1.0, IMPORTANCE[category] + boost), 2)
-            found.append((importance, {
+            memory: dict[str, Any] = {
                 "content": content, "category": category, "importance": importance,
                 "layer": layer, "evidence_type": "explicit", "confidence": CONFIDENCE[category],
-            }))
+            }
+            if number is not None:
+                memory["sources"] = [number]
+            seen[key] = memory
+            found.append((importance, memory))
     # Over the cap, the most important win; ties and the output keep transcript order.
     ranked = sorted(range(len(found)), key=lambda i: (-found[i][0], i))
     return [found[i][1] for i in sorted(ranked[:MAX_MEMORIES])]

@@ -1,0 +1,120 @@
+"""Provenance on the write path (issue 24): classify stores the seqs each memory cites, or the
+extraction window flagged as a fallback — real PostgreSQL, the real openai SDK against the fake
+model server."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from sqlalchemy import Engine, text
+
+from eros.core.prompts import load_prompt
+from eros.db import repo
+from eros.providers.embeddings import VoyageEmbedder
+from eros.providers.llm import OpenRouterChat
+from eros.services.classify import Pipeline, Report, classify, start_attempt
+from eros.settings import load_settings
+from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from tests.support.data import add_session, mem_line
+
+
+def _pipeline(engine: Engine, db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer,
+              version: str = "v5") -> Pipeline:
+    settings = load_settings(
+        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
+        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
+        llm_timeout_secs=2, embedding_timeout_secs=2, dreaming_prompt_version=version)
+    return Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
+                    load_prompt(version=version))
+
+
+@pytest.fixture
+def pipeline(engine: Engine, db_url: str, llm: FakeLLMServer,
+             voyage: FakeVoyageServer) -> Pipeline:
+    return _pipeline(engine, db_url, llm, voyage)
+
+
+def _run(pipeline: Pipeline, sid: uuid.UUID) -> Report:
+    with pipeline.engine.begin() as conn:
+        claim = repo.claim_one(conn, sid, stale_secs=600)
+    assert claim is not None
+    attempt = start_attempt(pipeline, claim.session_id, claim.token)
+    assert attempt is not None
+    return classify(pipeline, attempt)
+
+
+def _seqs(engine: Engine, sid: uuid.UUID) -> list[int]:
+    with engine.connect() as conn:
+        return list(conn.execute(text("SELECT seq FROM engine.chat_messages"
+                                      " WHERE session_id = :s ORDER BY seq"), {"s": sid}).scalars())
+
+
+def _provenance(engine: Engine, sid: uuid.UUID) -> dict[str, tuple[list[int] | None, bool]]:
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT content, source_seqs, source_fallback"
+                                 " FROM engine.companion_memories WHERE session_id = :s"),
+                            {"s": sid}).all()
+    return {r.content: (r.source_seqs, r.source_fallback) for r in rows}
+
+
+def _session(engine: Engine) -> uuid.UUID:
+    with engine.begin() as conn:
+        return add_session(conn, [
+            ("system", "persona prompt"),             # never shown: not part of the window
+            mem_line("fact", 0.7, "Lives in Lyon"),    # [1]
+            ("assistant", "Lyon is lovely."),          # [2]
+            mem_line("preference", 0.4, "Likes jazz"),  # [3]
+            ("user", "good night"),                    # [4]
+        ])
+
+
+def test_cited_turns_are_stored_as_their_seqs(pipeline: Pipeline, llm: FakeLLMServer) -> None:
+    sid = _session(pipeline.engine)
+    report = _run(pipeline, sid)
+    assert report.outcome == "memories" and report.memories_written == 2
+    prompt = llm.requests[0].body["messages"][1]["content"]
+    assert "[1] user: MEM fact 0.7 Lives in Lyon" in prompt and "[4] user: good night" in prompt
+    seqs = _seqs(pipeline.engine, sid)
+    assert _provenance(pipeline.engine, sid) == {"Lives in Lyon": ([seqs[1]], False),
+                                                 "Likes jazz": ([seqs[3]], False)}
+
+
+def test_missing_or_invalid_citations_fall_back_to_the_window_flagged(
+        pipeline: Pipeline, llm: FakeLLMServer) -> None:
+    llm.script_replies([Reply(json.dumps({"memories": [
+        {"content": "Lives in Lyon", "category": "fact", "sources": [1, 3]},
+        {"content": "Likes jazz", "category": "preference", "sources": [3, 9]},  # 9: no such
+        {"content": "Says good night", "category": "preference"},              # none given
+        {"content": "Is tired", "category": "emotion", "sources": "the last one",
+         "sensitivity": "health"},
+    ]}))])
+    sid = _session(pipeline.engine)
+    assert _run(pipeline, sid).memories_written == 4
+    seqs = _seqs(pipeline.engine, sid)
+    window = seqs[1:]  # every turn shown to the model; the system turn is not
+    assert _provenance(pipeline.engine, sid) == {
+        "Lives in Lyon": ([seqs[1], seqs[3]], False), "Likes jazz": (window, True),
+        "Says good night": (window, True), "Is tired": (window, True)}
+
+
+def test_an_older_prompt_reads_the_plain_transcript_and_is_flagged(
+        engine: Engine, db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+    pipeline = _pipeline(engine, db_url, llm, voyage, version="v4")
+    sid = _session(engine)
+    assert _run(pipeline, sid).memories_written == 2
+    prompt = llm.requests[0].body["messages"][1]["content"]
+    assert "\nuser: MEM fact 0.7 Lives in Lyon" in prompt and "[1]" not in prompt
+    window = _seqs(engine, sid)[1:]
+    assert _provenance(engine, sid) == {"Lives in Lyon": (window, True),
+                                        "Likes jazz": (window, True)}
+
+
+def test_memories_written_before_provenance_have_null_sources(engine: Engine) -> None:
+    with engine.begin() as conn:
+        sid = add_session(conn)
+        conn.execute(text("INSERT INTO engine.companion_memories (session_id, user_id, content,"
+                          " category) SELECT id, user_id, 'old', 'fact'"
+                          " FROM engine.chat_sessions WHERE id = :s"), {"s": sid})
+    assert _provenance(engine, sid) == {"old": (None, False)}
