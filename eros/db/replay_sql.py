@@ -62,26 +62,22 @@ def session_seqs(conn: Connection, user_id: uuid.UUID) -> dict[uuid.UUID, list[i
 
 # A memory's sources (0016); a row from before provenance has none (NULL) and counts as
 # covering the extraction window it was written from (metadata.source_seq = [first, last]).
-_SOURCES = """
+_SOURCES = text("""
 SELECT m.id,
-       COALESCE({column}, ARRAY(
+       COALESCE(m.source_seqs, ARRAY(
            SELECT c.seq FROM engine.chat_messages c
             WHERE c.session_id = m.session_id
               AND c.seq BETWEEN CAST(m.metadata->'source_seq'->>0 AS bigint)
                             AND CAST(m.metadata->'source_seq'->>1 AS bigint))) AS seqs
   FROM engine.companion_memories m
  WHERE m.user_id = :user_id
-"""
+""")
 
 
 def memory_sources(conn: Connection, user_id: uuid.UUID) -> dict[uuid.UUID, list[int]]:
     """Every memory of the user (any status) with the message seqs it came from."""
-    has = conn.execute(text(
-        "SELECT 1 FROM information_schema.columns WHERE table_schema = 'engine'"
-        " AND table_name = 'companion_memories' AND column_name = 'source_seqs'")).first()
-    sql = text(_SOURCES.format(column="m.source_seqs" if has else "NULL"))
     return {row.id: [int(s) for s in row.seqs or []]
-            for row in conn.execute(sql, {"user_id": user_id})}
+            for row in conn.execute(_SOURCES, {"user_id": user_id})}
 
 
 _VECTORS = text("""
