@@ -104,6 +104,8 @@ class Settings(BaseSettings):
     recall_composite_weight: float = Field(default=0.1, ge=0, le=10)
     #: ``composite``: the importance of rows that have none (written before it was emitted).
     recall_default_importance: float = Field(default=0.5, ge=0, le=1)
+    #: the rendered prompt section ends each note with the day it is about (eros.recall task)
+    recall_render_dates: bool = True
     #: the lexical signal (eros/core/lexical.py): the pool re-ordered by reciprocal-rank
     #: fusion with BM25 over the query's words, when the query's text is known.
     recall_lexical: bool = True

@@ -101,14 +101,16 @@ class RecallResult:
                 "timings_ms": {k: round(v, 3) for k, v in self.timings.items()},
                 "memories": [m.to_dict() for m in self.memories]}
 
-    def render(self, labels: LabelSet | str | Labels = "zh") -> str:
-        return render_prompt(self, labels)
+    def render(self, labels: LabelSet | str | Labels = "zh", *, dated: bool = False) -> str:
+        return render_prompt(self, labels, dated=dated)
 
 
-def render_prompt(result: RecallResult, labels: LabelSet | str | Labels = "zh") -> str:
-    """The system-prompt section for a result: grouped by category, one bullet a memory,
-    duplicates across layers pruned (profile wins), an empty-state line when nothing."""
-    return render_memories(result.memories, labels)
+def render_prompt(result: RecallResult, labels: LabelSet | str | Labels = "zh", *,
+                  dated: bool = False) -> str:
+    """The system-prompt section for a result: grouped by category, one bullet a memory
+    (with ``dated``, ending with the day it is about), duplicates across layers pruned
+    (profile wins), an empty-state line when nothing."""
+    return render_memories(result.memories, labels, dated=dated)
 
 
 def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: str, *,

@@ -34,7 +34,8 @@ def recall_memories(self: ErosTask, user_id: str, query: str, instance_id: str |
                         strategy=strategy, k=k,  # type: ignore[arg-type]
                         include_replaced=include_replaced, settings=settings)
         payload = result.to_dict()
-        payload["prompt"] = result.render(labels or settings.recall_labels)
+        payload["prompt"] = result.render(labels or settings.recall_labels,
+                                          dated=settings.recall_render_dates)
     except (RecallError, ValueError) as err:
         log.warning("recall for user %s rejected: %s", user_id, err)
         return {"error": str(err)}

@@ -148,3 +148,23 @@ def test_observation_categories() -> None:
     assert category_of("Melanie loves painting.") == "preference"
     assert category_of("Caroline attended a conference.") == "event"
     assert category_of("Caroline is a counselor.") == "fact"
+
+
+def test_notes_rendered_with_the_day_they_are_about() -> None:
+    from dataclasses import dataclass
+    from datetime import UTC, datetime
+
+    from eros.core.render import render_memories
+
+    @dataclass
+    class Note:
+        content: str
+        category: str = "event"
+        layer: str = "profile"
+        created_at: datetime = datetime(2023, 6, 20, 16, 30, tzinfo=UTC)
+
+    notes = [Note("went hiking in the Lake District")]
+    assert render_memories(notes, "en", dated=True).endswith(
+        "- “went hiking in the Lake District” (2023-06-20)")
+    assert render_memories(notes, "zh", dated=True).endswith("」（2023-06-20）")
+    assert render_memories(notes, "en").endswith("District”")  # off unless asked

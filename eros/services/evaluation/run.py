@@ -81,9 +81,14 @@ ASK_K = 100
 ASK_PER_CATEGORY = 20
 
 
+#: what a dated note adds (RECALL_RENDER_DATES): charged to memories and raw turns alike
+_DATE_TOKENS = estimate_tokens(EN.dated.format(date="2023-06-20"))
+
+
 def _bullet_tokens(text: str) -> int:
-    """Tokens of one rendered bullet (a quoted note, as the prompt section renders it)."""
-    return estimate_tokens(EN.bullet + quote_note(text, EN))
+    """Tokens of one rendered, dated bullet (a quoted note, as the prompt section renders
+    it; a raw turn is charged the same way)."""
+    return estimate_tokens(EN.bullet + quote_note(text, EN)) + _DATE_TOKENS
 
 
 @dataclass
