@@ -63,9 +63,9 @@ def _load(path: Path | None, fmt: str) -> Suite:
                    "(LoCoMo) replayed as the model's reply, citing their turns — realistic "
                    "memories at full scale with no LLM.")
 @click.option("--cache/--no-cache", default=True, show_default=True,
-              help="Keep embeddings across runs in the data directory (EROS_DATA_DIR; a SQLite file "
-                   "of vectors keyed by a hash of model, input type and text; no text is "
-                   "stored): a second run of a suite embeds only what changed.")
+              help="Keep embeddings across runs in the data directory (EROS_DATA_DIR; a "
+                   "SQLite file of vectors keyed by a hash of model, input type and text; no "
+                   "text is stored): a second run of a suite embeds only what changed.")
 @click.option("--progress/--no-progress", default=None,
               help="A progress bar per phase on stderr (default: when stderr is a terminal).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),

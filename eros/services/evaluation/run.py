@@ -30,6 +30,7 @@ from eros.core.evaluation.exact import (
 )
 from eros.core.evaluation.scoring import BASELINE, Cell, Scored, aggregate, score
 from eros.core.evaluation.suite import References, Suite, User
+from eros.core.lexical import RRF_C
 from eros.core.ranking import STRATEGIES, Strategy
 from eros.core.render import EN, quote_note
 from eros.db import replay_sql
@@ -75,6 +76,8 @@ class EvalResult:
             "answers": [asdict(s) for s in self.scored]}
 
 
+#: the eval-only ``hybrid`` system: this strategy's memories plus the raw turns they miss
+HYBRID, HYBRID_OF = "hybrid", "composite"
 #: the ranked lists the K and token-budget figures are cut from: long enough to fill the
 #: largest budget with short memories (``grouped``: per category)
 ASK_K = 100
@@ -149,6 +152,7 @@ class _Answer:
     texts: list[str]
     items: list[Item]
     long: list[Item]
+    long_texts: list[str]
     grouped: bool
     latency_ms: float | None = None
 
@@ -181,14 +185,38 @@ def _ask_one(engine: Engine, settings: Settings, user: User, data: _UserData,
                                 k=ASK_PER_CATEGORY if grouped else ASK_K, query_text=question)
         answers[strategy] = _Answer(
             [m.content for m in result.memories], _items(result.memories, data, grouped),
-            _items(wide.memories, data, grouped), grouped, result.timings.get("total"))
+            _items(wide.memories, data, grouped), [m.content for m in wide.memories], grouped,
+            result.timings.get("total"))
     top = _top_turns(data, vector, ASK_K)
     texts = [data.turns[i] for i in top]
     items = global_items([frozenset({data.turn_ids[i]} - {None})  # type: ignore[arg-type]
                           for i in top], [_bullet_tokens(t) for t in texts])
     k = settings.recall_k
-    answers[BASELINE] = _Answer(texts[:k], items[:k], items, False)
+    answers[BASELINE] = _Answer(texts[:k], items[:k], items, texts, False)
+    if HYBRID_OF in answers:
+        answers[HYBRID] = _hybrid(answers[HYBRID_OF], answers[BASELINE], k)
     return answers
+
+
+def _hybrid(memories: _Answer, turns: _Answer, k: int) -> _Answer:
+    """Memories and raw turns in one list by reciprocal rank, a turn dropped when a memory
+    ranked above it already covers it (its seq is among their sources): what a prompt holds
+    when the token budget left after the memories goes to the turns they do not cover."""
+    scored = [(1 / (RRF_C + rank), kind, item, text)
+              for kind, answer in enumerate((memories, turns))
+              for rank, (item, text) in enumerate(zip(answer.long, answer.long_texts,
+                                                      strict=True), start=1)]
+    scored.sort(key=lambda row: (-row[0], row[1]))
+    covered: set[str] = set()
+    kept: list[Item] = []
+    texts: list[str] = []
+    for _, kind, item, text in scored:
+        if kind == 1 and item.sources <= covered:
+            continue  # a turn the memories above it already cover
+        covered |= item.sources
+        kept.append(Item(item.sources, item.tokens, len(kept) + 1))
+        texts.append(text)
+    return _Answer(texts[:k], kept[:k], kept, texts, False, memories.latency_ms)
 
 
 def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatCompleter,
