@@ -108,7 +108,7 @@ class Settings(BaseSettings):
     recall_render_dates: bool = True
     #: the lexical signal (eros/core/lexical.py): the pool re-ordered by reciprocal-rank
     #: fusion with BM25 over the query's words, when the query's text is known.
-    recall_lexical: bool = True
+    recall_lexical: bool = False
     #: ``grouped`` with the lexical signal reads this many × K rows per category to re-order.
     recall_lexical_depth: int = Field(default=5, ge=1, le=50)
     #: the pool: strategies rank the N most similar memories in scope, N = max(this, 5 × K).

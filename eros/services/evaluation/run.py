@@ -30,7 +30,7 @@ from eros.core.evaluation.exact import (
 )
 from eros.core.evaluation.scoring import BASELINE, Cell, Scored, aggregate, score
 from eros.core.evaluation.suite import References, Suite, User
-from eros.core.lexical import RRF_C
+from eros.core.lexical import RRF_C, bm25, fuse
 from eros.core.ranking import STRATEGIES, Strategy
 from eros.core.render import EN, quote_note
 from eros.db import replay_sql
@@ -77,6 +77,7 @@ class EvalResult:
 
 
 #: the eval-only ``hybrid`` system: this strategy's memories plus the raw turns they miss
+#: (those ranked by cosine fused with BM25, as a production turn search would)
 HYBRID, HYBRID_OF = "hybrid", "composite"
 #: the ranked lists the K and token-budget figures are cut from: long enough to fill the
 #: largest budget with short memories (``grouped``: per category)
@@ -194,7 +195,12 @@ def _ask_one(engine: Engine, settings: Settings, user: User, data: _UserData,
     k = settings.recall_k
     answers[BASELINE] = _Answer(texts[:k], items[:k], items, texts, False)
     if HYBRID_OF in answers:
-        answers[HYBRID] = _hybrid(answers[HYBRID_OF], answers[BASELINE], k)
+        # the turns re-ordered by the lexical signal too, as a turn search would be
+        order = fuse(range(len(top)), bm25(question, texts))
+        turns = _Answer([], [], [Item(items[i].sources, items[i].tokens, n + 1)
+                                 for n, i in enumerate(order)], [texts[i] for i in order],
+                        False)
+        answers[HYBRID] = _hybrid(answers[HYBRID_OF], turns, k)
     return answers
 
 
