@@ -168,3 +168,29 @@ def test_notes_rendered_with_the_day_they_are_about() -> None:
         "- “went hiking in the Lake District” (2023-06-20)")
     assert render_memories(notes, "zh", dated=True).endswith("」（2023-06-20）")
     assert render_memories(notes, "en").endswith("District”")  # off unless asked
+
+
+def test_the_eval_embedding_cache_returns_the_same_vectors_and_stores_no_text(
+        tmp_path: object) -> None:
+    from pathlib import Path
+
+    from eros.db.eval_cache import VectorCache
+    from eros.providers.offline.hashing import LocalEmbedder
+    from eros.services.evaluation.cached_embedder import CachedEmbedder
+
+    path = Path(str(tmp_path)) / "cache.sqlite3"
+    inner = LocalEmbedder(64)
+    texts = ["Caroline moved to Berlin", "I paint sunrises", "Caroline moved to Berlin"]
+    direct = inner.embed(texts, input_type="document")
+    first = CachedEmbedder(inner, VectorCache(path))
+    got = first.embed(texts, input_type="document")
+    assert got.vectors == direct.vectors and first.misses == 2 and first.hits == 1
+    first.cache.close()
+    again = CachedEmbedder(inner, VectorCache(path))  # a second run: nothing embedded
+    assert again.embed(texts, input_type="document").vectors == direct.vectors
+    assert again.misses == 0 and again.hits == 3
+    # a query is another input type: not served from the document's vector
+    again.embed(["I paint sunrises"], input_type="query")
+    assert again.misses == 1
+    again.cache.close()
+    assert b"Berlin" not in path.read_bytes() and b"sunrises" not in path.read_bytes()

@@ -20,7 +20,7 @@ class CachedEmbedder:
     offline: bool = True
 
     def __post_init__(self) -> None:
-        self.name, self.offline = self.inner.name, self.inner.offline
+        self.name, self.offline = self.inner.name, getattr(self.inner, "offline", True)
 
     def embed(self, texts: Sequence[str], *, input_type: InputType) -> Embeddings:
         keys = [cache_key(self.inner.name, input_type, t) for t in texts]

@@ -205,9 +205,10 @@ def _ask_one(engine: Engine, settings: Settings, user: User, data: _UserData,
 
 
 def _hybrid(memories: _Answer, turns: _Answer, k: int) -> _Answer:
-    """Memories and raw turns in one list by reciprocal rank, a turn dropped when a memory
-    ranked above it already covers it (its seq is among their sources): what a prompt holds
-    when the token budget left after the memories goes to the turns they do not cover."""
+    """Memories and raw turns in one list by reciprocal rank, an item dropped when what is
+    ranked above it already covers its turns (a turn among the sources of memories above, a
+    memory whose sources are all turns above — provenance, not the evidence, decides): what a
+    prompt holds when the budget left after the memories goes to the turns they miss."""
     scored = [(1 / (RRF_C + rank), kind, item, text)
               for kind, answer in enumerate((memories, turns))
               for rank, (item, text) in enumerate(zip(answer.long, answer.long_texts,
@@ -216,9 +217,9 @@ def _hybrid(memories: _Answer, turns: _Answer, k: int) -> _Answer:
     covered: set[str] = set()
     kept: list[Item] = []
     texts: list[str] = []
-    for _, kind, item, text in scored:
-        if kind == 1 and item.sources <= covered:
-            continue  # a turn the memories above it already cover
+    for _, _, item, text in scored:
+        if item.sources and item.sources <= covered:
+            continue  # a turn the memories above already cover, or a memory of turns above
         covered |= item.sources
         kept.append(Item(item.sources, item.tokens, len(kept) + 1))
         texts.append(text)
