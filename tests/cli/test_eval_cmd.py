@@ -51,3 +51,6 @@ def test_eval_usage_errors(short_dir: Path) -> None:
     assert res.code == 1 and "--judge llm needs OPENROUTER_API_KEY" in res.err
     res = run_cli(env, "eval", "--users", "1")  # EROS_EMBEDDED=never: no scratch database
     assert res.code == 1 and "EROS_EMBEDDED=never" in res.err
+    # observation replay needs a suite that carries observations (LoCoMo's)
+    res = run_cli(env, "eval", "--extractor", "observations", "--users", "1")
+    assert res.code == 2 and "--extractor observations needs a suite with observations" in res.err
