@@ -35,9 +35,7 @@ from sqlalchemy import Connection, Engine
 
 from eros.core.categories import CATEGORIES
 from eros.core.cells import probe_count
-from eros.core.lexical import rerank
-from eros.core.ranking import STRATEGIES, Candidate, Layer, RankParams, Strategy, pool_is_exact
-from eros.core.ranking import rank as rank_candidates
+from eros.core.ranking import STRATEGIES, Candidate, Layer, RankParams, Strategy
 from eros.core.render import Labels, LabelSet, render_memories
 from eros.db import cells_sql
 from eros.db import recall_sql as sql
@@ -52,7 +50,13 @@ from eros.services.recall_models import (
     interleave,
     user_model_names,
 )
-from eros.services.recall_plan import choose_search, count_kwargs, hnsw_params, sketches
+from eros.services.recall_plan import (
+    choose_search,
+    count_kwargs,
+    hnsw_params,
+    rank_pool,
+    sketches,
+)
 from eros.settings import Settings, get_settings
 
 #: ``models``: a user on several embedding models, one search each (recall_models.py).
@@ -191,10 +195,8 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
                      query_text: str | None = None) -> RecallResult:
     """:func:`recall` for a query vector computed elsewhere (benchmarks, batch callers).
 
-    ``query_text`` (the text the vector embeds) turns on the lexical signal when
-    RECALL_LEXICAL is on: the pool is re-ordered by reciprocal-rank fusion with BM25
-    (:mod:`eros.core.lexical`); ``grouped`` then reads RECALL_LEXICAL_DEPTH × K rows per
-    category so there is something to re-order.
+    ``query_text`` (what the vector embeds) enables RECALL_LEXICAL's BM25 fusion over the
+    pool (:mod:`eros.core.lexical`; ``grouped`` reads RECALL_LEXICAL_DEPTH × K per category).
 
     ``now`` fixes the clock of the recency terms (tests); it defaults to the current time.
     ``embedding_model`` limits the search to that model's rows (NULL rows counting as
@@ -233,17 +235,9 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
         else:
             found = _pool(conn, flt, query, n, cfg, timings)
     t = time.perf_counter()
-    if lexical:  # the whole pool in the strategy's order, then fused with BM25 and cut
-        ranked = rerank(rank_candidates(chosen, found.candidates, k=len(found.candidates),
-                                        per_category_k=k_read, params=params),
-                        query_text or "", k_eff, per_category=chosen == "grouped")
-        exact = found.exact and found.complete
-    else:
-        ranked = rank_candidates(chosen, found.candidates, k=k_eff,
-                                 per_category_k=k_eff, params=params)
-        exact = found.exact and pool_is_exact(
-            chosen, found.candidates, ranked, k_eff, pool_complete=found.complete,
-            params=params)
+    ranked, exact = rank_pool(chosen, found.candidates, k_eff, k_read, params,
+                              query_text if lexical else None, exact=found.exact,
+                              complete=found.complete)
     timings["rank"] = (time.perf_counter() - t) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
     memories = [RecalledMemory(uuid.UUID(s.candidate.id), s.candidate.content,
