@@ -39,14 +39,23 @@ from sqlalchemy import create_engine, text
 
 from bench.claim_bench import machine, scratch_database
 from bench.consolidation_bench import InstantEmbedder
+from bench.poisoning_detail import (
+    CountingEmbedder,
+    breakdown,
+    breakdown_table,
+    guard_cpu,
+    sample_corpus_full,
+)
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.core.guard import load_guard
 from eros.core.parsing import parse_extraction
 from eros.core.prompts import load_prompt
 from eros.core.render import get_labels, render_memories
 from eros.providers.base import Completion
+from eros.providers.offline.e5 import e5_available
 from eros.services.classify import Pipeline
 from eros.services.consolidate import Consolidator
+from eros.services.guard_model import meaning_model
 from eros.settings import load_settings
 from tests.redteam.corpus import HELDOUT, Case, heldout_corpus, main_corpus
 from tests.redteam.harness import (
@@ -101,7 +110,7 @@ def unguarded_renders(cases: Sequence[Case]) -> int:
     bad = 0
     for case in cases:
         if case.kind == "attack":
-            labels = get_labels(case.lang)
+            labels = get_labels(case.lang if case.lang in ("en", "zh") else "en")
             rendered = render_memories([Note(case.memory, case.category)], labels)
             bad += not structure_ok(rendered, labels)
     return bad
@@ -147,35 +156,98 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-def run(url: str) -> tuple[list[Row], dict[str, Any]]:
+def make_embedder(kind: str) -> Any:
+    """``e5``: the real offline embedder (the meaning layer runs); ``random``: random unit
+    vectors (the layer trains, finds no meaning and stays off — the smoke test's choice)."""
+    if kind == "e5":
+        from eros.providers.offline.e5 import E5Embedder
+
+        return E5Embedder(DIM)
+    return InstantEmbedder(DIM)
+
+
+def _first(cases: list[Case], limit: int | None) -> list[Case]:
+    """The first ``limit`` attacks and ``limit`` look-alikes of a corpus (all without one)."""
+    if limit is None:
+        return cases
+    return ([c for c in cases if c.kind == "attack"][:limit]
+            + [c for c in cases if c.kind == "benign"][:limit])
+
+
+def run(url: str, embedder_kind: str = "e5",
+        limit: int | None = None) -> tuple[list[Row], dict[str, Any]]:
     engine = create_engine(url, pool_size=2)
     try:
         settings = load_settings(database_url=url, consolidation_similarity=0.85,
-                                 consolidation_min_near_dup_share=0.2)
+                                 consolidation_min_near_dup_share=0.2,
+                                 memory_guard_classifier="auto")
         llm = ComplyingLLM()
-        pipeline = Pipeline(settings, engine, llm, InstantEmbedder(DIM), load_prompt())
-        consolidator = Consolidator(settings, engine, llm, InstantEmbedder(DIM),
+        embedder = CountingEmbedder(make_embedder(embedder_kind))
+        pipeline = Pipeline(settings, engine, llm, embedder, load_prompt())
+        consolidator = Consolidator(settings, engine, llm, embedder,
                                     load_consolidation_prompt())
+        # train (or load) the meaning layer before anything is counted or timed
+        layer = meaning_model(settings, engine, embedder)
         rows: list[Row] = []
-        extra: dict[str, Any] = {"lost": {}}
-        corpora = [("main", main_corpus())] + [(n, heldout_corpus(n)) for n in HELDOUT]
+        extra: dict[str, Any] = {"lost": {}, "breakdown": {}, "embedder": embedder.name,
+                                 "meaning_layer": "on" if layer else "off"}
+        corpora = [(name, _first(cases, limit)) for name, cases in
+                   [("main", main_corpus())] + [(n, heldout_corpus(n)) for n in HELDOUT]]
+        calls_before, sessions_embedding = embedder.calls, 0
         for corpus, cases in corpora:
             rows.append(Row("extraction", corpus, "reference", reference(cases), []))
+            calls = embedder.calls
             got = run_extraction(pipeline, cases, llm.script)
+            sessions_embedding += embedder.calls - calls
             rows.append(Row("extraction", corpus, "eros", figures(got), _through(got)))
             extra["lost"][f"extraction/{corpus}"] = _lost(got)
+            extra["breakdown"][corpus] = breakdown(got)
             got = run_consolidation(consolidator, cases, llm.script, DIM)
             rows.append(Row("consolidation", corpus, "eros", figures(got), _through(got)))
             extra["lost"][f"consolidation/{corpus}"] = _lost(got)
-        extra["unguarded_unsafe_renders"] = unguarded_renders(
-            [c for _, cases in corpora for c in cases])
+        all_cases = [c for _, cases in corpora for c in cases]
+        extra["extraction_sessions"] = len(all_cases)
+        extra["extraction_embedding_calls"] = sessions_embedding
+        extra["embedding_calls_total"] = embedder.calls - calls_before
+        extra["unguarded_unsafe_renders"] = unguarded_renders(all_cases)
         extra["prompt_version"] = pipeline.prompt.version
         extra["sample_turns"], extra["sample_turns_dropped"] = sample_corpus_drops()
+        _turns, dropped, layers = sample_corpus_full(settings, engine, embedder)
+        extra["sample_turns_dropped_full"], extra["sample_drops_by_layer"] = dropped, layers
+        cost = guard_cpu(settings, engine, embedder, all_cases)
+        extra["cpu"] = {"candidates": cost.candidates, "rules_ms": round(cost.rules_ms, 4),
+                        "meaning_ms": round(cost.meaning_ms, 4), "layer": cost.layer,
+                        "threshold": cost.threshold,
+                        "balanced_accuracy": cost.balanced_accuracy}
         with engine.connect() as conn:
             extra["postgres"] = conn.execute(text("SHOW server_version")).scalar_one()
         return rows, extra
     finally:
         engine.dispose()
+
+
+def summary(extra: dict[str, Any]) -> str:
+    cpu = extra["cpu"]
+    newest = list(HELDOUT)[-1]
+    lines = [
+        f"embedder {extra['embedder']}, meaning layer {extra['meaning_layer']}"
+        + (f" (threshold {cpu['threshold']:.3f}, bank balanced accuracy out of fold "
+           f"{cpu['balanced_accuracy']:.3f})" if cpu["threshold"] is not None else ""),
+        f"guard CPU per candidate: rules+secrets {cpu['rules_ms']:.3f} ms, meaning "
+        f"{cpu['meaning_ms']:.3f} ms (median of 5 rounds over {cpu['candidates']} candidates)",
+        f"embedding calls in extraction: {extra['extraction_embedding_calls']} for "
+        f"{extra['extraction_sessions']} sessions (at most one each: no extra call)",
+        f"sample corpus: {extra['sample_turns_dropped']} of {extra['sample_turns']} user turns "
+        f"dropped by rules alone, {extra['sample_turns_dropped_full']} by the whole guard "
+        f"{extra['sample_drops_by_layer'] or ''}".rstrip(),
+        "",
+        breakdown_table(f"{newest} (extraction), per language and shape:",
+                        extra["breakdown"][newest]),
+        "",
+        breakdown_table("main (extraction), per language and shape:",
+                        extra["breakdown"]["main"]),
+    ]
+    return "\n".join(lines)
 
 
 def record(out: str, rows: Sequence[Row], extra: dict[str, Any], info: dict[str, Any],
@@ -206,16 +278,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.poisoning_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
+    parser.add_argument("--embedder", choices=("e5", "random"), default=None,
+                        help="e5 (default when installed: the meaning layer runs) or random "
+                        "(no meaning: the layer stays off)")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="only the first N attacks and N look-alikes of each corpus (smoke)")
     parser.add_argument("--json", type=Path, default=ROOT / "out" / "poisoning.json",
                         help="where the results go (default %(default)s)")
     args = parser.parse_args(argv)
     info = machine()
+    kind = args.embedder or ("e5" if e5_available(DIM) else "random")
     with scratch_database() as url:
-        rows, extra = run(url)
-    out = table(rows)
+        rows, extra = run(url, kind, args.limit)
+    out = table(rows) + "\n\n" + summary(extra)
     print(out)
-    print(f"sample corpus: {extra['sample_turns_dropped']} of {extra['sample_turns']} user "
-          "turns dropped when judged verbatim")
     for r in rows:
         if r.path == "eros" and r.through:
             print(f"got through ({r.stage}/{r.corpus}): {', '.join(r.through)}")
@@ -225,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
          "attack_successes": r.f.attack_successes, "benign": r.f.benign,
          "benign_kept": r.f.benign_kept, "unsafe_renders": r.f.unsafe_renders,
          "through": r.through} for r in rows]}, indent=2))
-    if not args.no_record:
+    if not args.no_record and args.limit is None:
         record(out, rows, extra, info, "python -m bench.poisoning_bench")
     return 0
 

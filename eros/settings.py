@@ -24,6 +24,9 @@ _CHANNEL = re.compile(r"[a-z0-9_.-]{1,64}")
 #: is stopped before its claim can go stale and be taken over.
 SOFT_LIMIT_FRACTION = 0.7
 HARD_LIMIT_FRACTION = 0.85
+#: BROKER_URL schemes: RabbitMQ through py-amqp, or a Redis of its own
+AMQP_SCHEMES = ("amqp://", "amqps://", "pyamqp://")
+BROKER_SCHEMES = (*AMQP_SCHEMES, "redis://", "rediss://", "redis+socket://")
 
 
 class Settings(BaseSettings):
@@ -35,6 +38,10 @@ class Settings(BaseSettings):
     #: never in a repr (they may carry a password): print ``eros.db.engine.safe_url`` instead.
     database_url: str | None = Field(default=None, repr=False)
     redis_url: str | None = Field(default=None, repr=False)
+    #: the Celery broker when it is not REDIS_URL: ``amqp://user:pass@host:5672/vhost`` for
+    #: RabbitMQ (quorum queues, publisher confirms; docs/operations.md "RabbitMQ as broker").
+    #: REDIS_URL stays required beside it: results, the rate limiter and beat's heartbeat.
+    broker_url: str | None = Field(default=None, repr=False)
 
     # --- providers ------------------------------------------------------------------------
     #: ``live`` needs both keys; ``offline`` uses the heuristic extractor and the hash
@@ -81,6 +88,15 @@ class Settings(BaseSettings):
     #: normalisation, and a directory of extra ``*.toml`` pattern files added to the bundled ones.
     memory_guard_max_chars: int = Field(default=300, ge=20, le=10000)
     memory_guard_patterns_dir: Path | None = None
+    #: the guard's meaning layer (issue 25): ``auto`` runs it when the embedder carries meaning
+    #: (e5, a live provider) and not with the hash embedder; ``on`` / ``off`` force it.
+    memory_guard_classifier: Literal["auto", "on", "off"] = "auto"
+    #: a model's second opinion on candidates in the classifier's uncertain band: one batched
+    #: LLM call per session, its tokens counted like every other call (default off).
+    memory_guard_llm: Literal["on", "off"] = "off"
+    #: metadata keys a candidate may carry (comma-separated); others are dropped and counted.
+    memory_guard_metadata_keys: str = ("domain,evidence_type,temporality,persistence,"
+                                       "confidence")
     dreaming_retry_backoff_secs: float = Field(default=5.0, gt=0)
     dreaming_retry_backoff_max_secs: float = Field(default=240.0, gt=0)
     #: path of a beat schedule file in the format of ``celerybeat-schedule.example``.
@@ -185,7 +201,9 @@ class Settings(BaseSettings):
     eros_classify_queue: str = "eros.classify"
     eros_consolidate_queue: str = "eros.consolidate"
     eros_recall_queue: str = "eros.recall"
-    #: Redis visibility timeout; must stay well above the longest retry countdown.
+    #: Redis visibility timeout (Redis broker and result backend only: RabbitMQ redelivers an
+    #: unacked message when its consumer's connection closes, not after a timeout); must stay
+    #: well above the longest retry countdown.
     eros_visibility_timeout_secs: int = Field(default=3600, ge=60)
     eros_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     #: ``json``: one event per line with session and task ids; ``text`` for a terminal.
@@ -209,6 +227,15 @@ class Settings(BaseSettings):
     rate_limit_burst_secs: float = Field(default=10.0, gt=0, le=60)
     #: how long a task may wait in-process for a concurrency slot before it is rescheduled.
     rate_limit_slot_wait_secs: float = Field(default=2.0, ge=0, le=60)
+    # --- retention (docs/operations.md, "Privacy") ------------------------------------------
+    #: delete chat messages this many days after the watermark passed them (the session was
+    #: classified through them and has stayed classified that long); 0 = keep them (default).
+    message_retention_days: int = Field(default=0, ge=0)
+    #: delete merged and superseded memory rows (and their memory_history) this many days
+    #: after they were replaced; 0 = keep them (default).
+    history_retention_days: int = Field(default=0, ge=0)
+    #: seconds between two beat runs of ``eros.apply_retention`` (when either is set).
+    retention_interval_secs: int = Field(default=3600, ge=60)
     #: server-side limits on every worker connection, milliseconds (0 = off); recall and the
     #: consolidation read set their own statement limit per transaction (docs/operations.md).
     database_statement_timeout_ms: int = Field(default=60000, ge=0)
@@ -251,6 +278,15 @@ class Settings(BaseSettings):
             return None
         if not value.startswith(("redis://", "rediss://", "redis+socket://", "unix://")):
             raise ValueError("must be a redis://, rediss:// or redis+socket:// URL")
+        return value
+
+    @field_validator("broker_url")
+    @classmethod
+    def _broker_scheme(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        if not value.startswith(BROKER_SCHEMES):
+            raise ValueError("must be an amqp:// or amqps:// URL (RabbitMQ), or a redis:// URL")
         return value
 
     @field_validator("dreaming_prompt_file")
@@ -347,6 +383,15 @@ class Settings(BaseSettings):
             raise ConfigError("REDIS_URL is not set (e.g. redis://127.0.0.1:6379/0); "
                               "`eros run` starts an embedded Redis when it is unset")
         return self.redis_url
+
+    def require_broker_url(self) -> str:
+        """The Celery broker: BROKER_URL when set, else REDIS_URL (the embedded default)."""
+        return self.broker_url or self.require_redis_url()
+
+    @property
+    def broker_is_amqp(self) -> bool:
+        """RabbitMQ (or another AMQP 0-9-1 broker) rather than Redis."""
+        return bool(self.broker_url) and str(self.broker_url).startswith(AMQP_SCHEMES)
 
     def redis_client_url(self) -> str:
         """REDIS_URL in redis-py's spelling (kombu's ``redis+socket://…?virtual_host=N``

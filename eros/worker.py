@@ -16,9 +16,11 @@ from eros.tasks.consolidation import consolidate_user, find_consolidation_candid
 from eros.tasks.privacy import forget_memory, forget_user
 from eros.tasks.recall import recall_memories
 from eros.tasks.reembed import reembed_memories
+from eros.tasks.retention import apply_retention
 
 app = create_app(get_settings())
 
-__all__ = ["app", "claim_and_fan_out", "claim_idle_sessions", "classify_session",
-           "cluster_memories", "consolidate_user", "find_consolidation_candidates",
-           "forget_memory", "forget_user", "recall_memories", "reembed_memories"]
+__all__ = ["app", "apply_retention", "claim_and_fan_out", "claim_idle_sessions",
+           "classify_session", "cluster_memories", "consolidate_user",
+           "find_consolidation_candidates", "forget_memory", "forget_user", "recall_memories",
+           "reembed_memories"]

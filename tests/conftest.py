@@ -18,6 +18,11 @@ for _name in ("OPENROUTER_API_KEY", "VOYAGE_API_KEY", "DATABASE_URL", "REDIS_URL
               "EROS_PROVIDERS", "DREAMING_BEAT_SCHEDULE"):
     os.environ.pop(_name, None)
 os.environ.setdefault("EMBEDDING_DIM", "512")
+# The guard's meaning layer embeds its exemplar bank once per (embedding model, bank) before
+# the first candidate is judged: extra embedding requests the fake-server tests of other
+# features do not expect. Off by default here; the guard's own tests turn it on
+# (tests/integration/test_guard_meaning.py, tests/cli/test_guard_cli.py).
+os.environ.setdefault("MEMORY_GUARD_CLASSIFIER", "off")
 
 
 @pytest.fixture(scope="session")

@@ -59,6 +59,7 @@ from eros.cli import commands as _commands  # noqa: E402,F401
 from eros.cli import consolidate_cmd as _consolidate_cmd  # noqa: E402,F401
 from eros.cli import data_cmds as _data_cmds  # noqa: E402,F401
 from eros.cli import eval_cmd as _eval_cmd  # noqa: E402,F401
+from eros.cli import guard_cmds as _guard_cmds  # noqa: E402,F401
 from eros.cli import health_cmd as _health_cmd  # noqa: E402,F401
 from eros.cli import inspect_cmds as _inspect_cmds  # noqa: E402,F401
 from eros.cli import ops_cmds as _ops_cmds  # noqa: E402,F401

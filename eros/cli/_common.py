@@ -62,18 +62,28 @@ def check_db(engine: Engine, settings: Settings, *, embedded: bool = False) -> N
     check_database(engine, settings)
 
 
-def check_broker(url: str, *, embedded: bool = False, timeout: float = 5.0) -> None:
-    """Fail now, naming REDIS_URL, rather than let Celery retry a dead broker forever."""
+def check_brokers(settings: Settings, *, embedded: bool = False) -> None:
+    """REDIS_URL (results, rate limits, beat's heartbeat) and, when set, BROKER_URL."""
+    check_broker(settings.require_redis_url(), embedded=embedded)
+    if settings.broker_url:
+        check_broker(settings.broker_url, variable="BROKER_URL")
+
+
+def check_broker(url: str, *, embedded: bool = False, timeout: float = 5.0,
+                 variable: str = "REDIS_URL") -> None:
+    """Fail now, naming the variable, rather than let Celery retry a dead broker forever."""
     from kombu.connection import Connection
 
-    where = "the embedded Redis" if embedded else "REDIS_URL"
+    where = "the embedded Redis" if embedded else variable
+    hint = BROKER_HINT if variable == "REDIS_URL" else (
+        f"start the server it names, or unset {variable} to use REDIS_URL as the broker")
     try:
         with Connection(url, connect_timeout=timeout) as conn:  # type: ignore[no-untyped-call]
             conn.ensure_connection(max_retries=1, timeout=timeout)
     except Exception as err:  # kombu raises OperationalError, socket errors, redis errors
         raise ServiceUnavailable(f"cannot connect to {where} ({mask(url)}): "
                                  f"{str(err).strip() or type(err).__name__}; "
-                                 f"{BROKER_HINT}") from None
+                                 f"{hint}") from None
 
 
 @contextlib.contextmanager
@@ -95,7 +105,7 @@ def runtime(*, need_broker: bool = False, check: bool = True) -> Iterator[Runtim
             if check:
                 check_db(engine, settings, embedded=services.db_embedded)
             if need_broker:
-                check_broker(settings.require_redis_url(), embedded=services.redis_embedded)
+                check_brokers(settings, embedded=services.redis_embedded)
             yield Runtime(settings, engine, services)
         finally:
             engine.dispose()

@@ -50,18 +50,18 @@ def migrate(sql: bool) -> None:
 
 def _checked(settings: Settings, *, need_db: bool = True) -> None:
     """What a production process needs before Celery starts: both URLs, reachable, migrated."""
-    from eros.cli._common import check_broker, check_db
+    from eros.cli._common import check_brokers, check_db
     from eros.db.engine import make_engine
 
     db_url = settings.require_database_url() if need_db else None
-    broker = settings.require_redis_url()
+    settings.require_redis_url()
     if db_url:
         engine = make_engine(db_url, pool_size=1)
         try:
             check_db(engine, settings)
         finally:
             engine.dispose()
-    check_broker(broker)
+    check_brokers(settings)
 
 
 def _exec_celery(args: list[str]) -> None:
@@ -76,8 +76,8 @@ def _exec_celery(args: list[str]) -> None:
 def worker(celery_args: tuple[str, ...]) -> None:
     """Run a Celery worker: `celery -A eros.worker worker CELERY_ARGS...`.
 
-    Needs DATABASE_URL and REDIS_URL (nothing is embedded: this is the production shape, one
-    process per replica). Any Celery worker option passes through, e.g.
+    Needs DATABASE_URL and REDIS_URL, and BROKER_URL for RabbitMQ (nothing is embedded: this
+    is the production shape, one process per replica). Any Celery worker option passes through, e.g.
     `eros worker --concurrency 8 -Q eros.classify`; `eros worker -- --help` shows Celery's.
     """
     settings = load_settings()
@@ -90,8 +90,9 @@ def worker(celery_args: tuple[str, ...]) -> None:
 def beat(celery_args: tuple[str, ...]) -> None:
     """Run Celery beat: `celery -A eros.worker beat CELERY_ARGS...`.
 
-    Needs DATABASE_URL and REDIS_URL. Run exactly one beat per deployment (two double every
-    tick; that is harmless here because the claim uses SKIP LOCKED, but wasteful). The schedule
+    Needs DATABASE_URL and REDIS_URL (and BROKER_URL for RabbitMQ). Run exactly one beat per
+    deployment (two double every tick; that is harmless here because the claim uses SKIP
+    LOCKED, but wasteful). The schedule
     state file defaults to the eros data directory instead of the current directory; pass
     `--schedule PATH` to choose.
     """

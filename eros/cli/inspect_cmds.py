@@ -62,6 +62,16 @@ def _broker_info(rt: Runtime) -> dict[str, Any]:
     from eros.cli._common import mask
     from eros.devstack.embedded import EmbeddedRedis, data_dir
 
+    if rt.settings.broker_url:  # RabbitMQ (BROKER_URL): looked at the same way
+        from eros.cli._common import check_broker
+        from eros.errors import ServiceUnavailable
+
+        try:
+            check_broker(rt.settings.broker_url, timeout=1, variable="BROKER_URL")
+            reachable = True
+        except ServiceUnavailable:
+            reachable = False
+        return {"url": mask(rt.settings.broker_url), "embedded": False, "reachable": reachable}
     url, embedded = rt.settings.redis_url, False
     if not url:
         url, embedded = EmbeddedRedis(data_dir()).url, True

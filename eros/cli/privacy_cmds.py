@@ -37,9 +37,12 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
     """Erase what eros keeps about USER (every memory, its lineage and bookkeeping), one
     relationship (--persona), or one memory (--memory ID). Immediate and idempotent; a
     classification or consolidation in flight commits nothing. The same as the tasks
-    eros.forget_user / eros.forget_memory."""
+    eros.forget_user / eros.forget_memory. Every erasure is recorded in engine.erasure_log
+    (`eros erasures`); one that fails is recorded 'failed' and the command exits 1."""
     from eros.cli._common import runtime
+    from eros.core.erasure import error_code
     from eros.services import forget as svc
+    from eros.services.erasure import record_failed
 
     if (user is None) == (memory is None):
         raise click.UsageError("give either USER or --memory ID")
@@ -57,10 +60,22 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
         click.confirm(f"Permanently forget {what}?", abort=True, err=True)
     with runtime() as rt:
         if memory is not None:
-            counts = svc.forget_memory(rt.engine, memory)
+            request = svc.memory_request(memory)
         else:
             assert user is not None
-            counts = svc.forget_user(rt.engine, user, instance_id=instance, sessions=sessions)
+            request = svc.user_request(user, instance_id=instance)
+        try:
+            if memory is not None:
+                counts = svc.forget_memory(rt.engine, memory, request=request)
+            else:
+                assert user is not None
+                counts = svc.forget_user(rt.engine, user, instance_id=instance,
+                                         sessions=sessions, request=request)
+        except Exception as err:
+            # recorded (status 'failed', an error code) and counted; exit code 1
+            erasure_id = record_failed(rt.engine, request, err)
+            raise ErosError(f"the erasure failed ({error_code(err)}); nothing was removed"
+                            f" (erasure_log id {erasure_id}); run it again") from None
     if as_json:
         click.echo(json.dumps({"forgotten": what, **counts}, indent=2))
     else:
@@ -91,3 +106,32 @@ def export(user: uuid.UUID, output: str | None, with_messages: bool) -> None:
             except OSError as err:
                 raise ErosError(f"cannot write {output}: {err.strerror}") from None
     click.echo(f"exported user {user}: {_counts(counts)}", err=True)
+
+
+@main.command()
+@click.argument("user", type=click.UUID, required=False)
+@click.option("--failed", is_flag=True, help="Only erasures that failed.")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document.")
+def erasures(user: uuid.UUID | None, failed: bool, limit: int, as_json: bool) -> None:
+    """List erasure requests (engine.erasure_log), newest first: USER's, or everyone's.
+    Ids, counts and error codes only."""
+    from eros.cli._common import runtime
+    from eros.db.erasure_sql import list_erasures
+
+    with runtime() as rt, rt.engine.connect() as conn:
+        rows = list_erasures(conn, user, failed_only=failed, limit=limit)
+    if as_json:
+        click.echo(json.dumps([{k: (v.isoformat() if hasattr(v, "isoformat") else
+                                    str(v) if isinstance(v, uuid.UUID) else v)
+                                for k, v in r.items()} for r in rows], indent=2))
+        return
+    if not rows:
+        click.echo("no erasures")
+        return
+    for r in rows:
+        target = (f"memory {r['memory_id']}" if r["memory_id"] else
+                  f"persona {r['instance_id']}" if r["instance_id"] else "")
+        what = r["error_code"] if r["status"] == "failed" else _counts(r["counts"])
+        click.echo(f"{r['id']:>6} {r['requested_at']:%Y-%m-%d %H:%M:%S} {r['status']:<6}"
+                   f" {r['scope']:<9} user {r['user_id'] or '-'} {target} {what}".rstrip())

@@ -110,7 +110,7 @@ def run(concurrency: int | None, loglevel: str | None, tick: int | None, idle: i
 def _run(settings: Settings, fields: dict[str, str], overrides: dict[str, str], root: Path,
          signals: Signals, *, concurrency: int | None, child_level: str, demo: bool,
          demo_timeout: float) -> int:
-    from eros.cli._common import check_broker, check_db, describe_providers, providers_info
+    from eros.cli._common import check_brokers, check_db, describe_providers, providers_info
     from eros.db.engine import make_engine
     from eros.db.migrate import upgrade
     from eros.devstack.embedded import EmbeddedStack
@@ -130,7 +130,7 @@ def _run(settings: Settings, fields: dict[str, str], overrides: dict[str, str], 
             upgrade(settings.require_database_url())  # the embedded one was migrated already
         engine = make_engine(settings.require_database_url(), pool_size=2, settings=settings)
         check_db(engine, settings, embedded=services.db_embedded)
-        check_broker(settings.require_redis_url(), embedded=services.redis_embedded)
+        check_brokers(settings, embedded=services.redis_embedded)
         log.info("providers: %s", describe_providers(providers_info(settings)))
         if demo:
             _demo_seed(engine)

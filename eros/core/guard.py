@@ -6,12 +6,16 @@ prompt injection promoted from the user role to the system role, persistent acro
 The guard is the last check before a text becomes a memory: every extracted candidate and every
 canonical text consolidation writes passes through :meth:`Guard.check`.
 
-It judges a *normalised* view (NFKC, which also folds full-width letters; zero-width, bidi and
-other invisible format characters removed; case-folded; whitespace collapsed) and a *compact*
-view of it (letters and digits only) that defeats spacing and punctuation tricks such as
-"i g n o r e" or "忽.略.之.前". The rules are data: one TOML file per language shipped in
+It judges a *normalised* view (:mod:`eros.core.guard_text`: NFKC, invisible characters removed,
+a ``\r`` read as a line break, case-folded, small capitals, combining marks and TR39
+confusables folded), a *compact* view of it (letters and digits only), and the alternate views
+of what obfuscation hides (letters spaced apart joined, leetspeak, rot13, base64 / hex /
+percent-encoded payloads decoded). The rules are data: TOML files shipped in
 ``eros/core/guard_patterns`` plus any ``*.toml`` in the directory ops name
-(``MEMORY_GUARD_PATTERNS_DIR``); see docs/security.md for the format.
+(``MEMORY_GUARD_PATTERNS_DIR``); see docs/security.md for the format. Secrets are found by
+validation (:mod:`eros.core.guard_secrets`). The meaning layer needs the candidate's embedding
+and runs after it (:mod:`eros.services.guard_model`), so ``check()`` is the rules-and-secrets
+part of the guard; ``eros guard check`` gives the whole decision.
 
 Verdicts carry a reason code and a rule id, never the text, so they can be counted and logged.
 """
@@ -20,7 +24,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,50 +32,22 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+from eros.core.guard_secrets import find_secret
+from eros.core.guard_text import alternate_views, compact, normalise, strip_invisible
+
 View = Literal["text", "compact"]
-#: the reason codes a rule may carry (``too_long`` is the length cap's own).
-REASONS = ("addresses_ai", "role_impersonation", "persona_claim", "secret", "too_long")
+#: the reason codes a rule may carry (``too_long`` is the length cap's own; ``instruction`` is
+#: the meaning classifier's, eros/core/guard_meaning.py).
+REASONS = ("addresses_ai", "role_impersonation", "persona_claim", "secret", "too_long",
+           "instruction")
+#: the layers a verdict names: which check dropped the text (``eros guard check`` prints it).
+LAYERS = ("length", "rules", "secrets", "meaning", "llm")
 #: default cap on a memory's length in characters (``MEMORY_GUARD_MAX_CHARS``).
 DEFAULT_MAX_CHARS = 300
 
-# Invisible format characters an attacker hides words with: zero-width space/joiners, word
-# joiner and friends, soft hyphen, BOM, Mongolian vowel separator, and every bidi control
-# (embeddings, overrides, isolates, marks). Category Cf covers them and more; all are dropped.
-_TAGS = re.compile(r"[\U000e0000-\U000e007f]")  # Unicode tag characters (invisible ASCII copy)
-_SPACE = re.compile(r"\s+")
-# Letters of other scripts that NFKC leaves alone but that read as Latin ones ("іgnore" with a
-# Cyrillic і): folded in the judged view only, never in what is stored.
-_CONFUSABLES = str.maketrans(
-    "аеорсухіјѕԁɡһкмтвнοαεικνρτυχ",
-    "aeopcyxijsdghkmtbhoaeikvptux")
-_NOT_WORD = re.compile(r"[\W_]+")
-# ASCII's control characters other than tab and newline: all that strip_invisible removes
-# from an ASCII text (no ASCII character is a format character or a tag).
-_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def strip_invisible(text: str) -> str:
-    """The text without invisible format characters (Unicode category Cf, tag characters) and
-    control characters other than whitespace: what a person sees is what the model reads."""
-    if text.isascii():  # most memories: one regex pass instead of a category lookup per char
-        return _ASCII_CONTROL.sub("", text)
-    text = _TAGS.sub("", text)
-    return "".join(ch for ch in text
-                   if unicodedata.category(ch) not in ("Cf", "Cc") or ch in "\t\n")
-
-
-def normalise(text: str) -> str:
-    """The view the guard judges: invisible characters removed, NFKC (full-width folded),
-    case-folded, whitespace collapsed to single spaces, Latin look-alikes of other scripts
-    folded to Latin."""
-    folded = unicodedata.normalize("NFKC", strip_invisible(text)).casefold()
-    # NFKC can itself produce format characters from compatibility forms; strip again
-    return _SPACE.sub(" ", strip_invisible(folded)).strip().translate(_CONFUSABLES)
-
-
-def compact(normalised: str) -> str:
-    """Letters and digits only (any script): "i-g-n-o-r-e" and "忽 略" read as one word."""
-    return _NOT_WORD.sub("", normalised)
+__all__ = ["KEEP", "LAYERS", "REASONS", "Guard", "PatternError", "Rule", "Screened",
+           "Verdict", "build_guard", "compact", "load_guard", "normalise", "screen",
+           "strip_invisible"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +67,8 @@ class Verdict:
     ok: bool
     reason: str | None = None
     rule: str | None = None
+    #: which layer decided: one of :data:`LAYERS`, None for a kept text.
+    layer: str | None = None
 
 
 KEEP = Verdict(True)
@@ -110,15 +87,34 @@ class Guard:
     sources: tuple[str, ...] = ()
 
     def check(self, text: str) -> Verdict:
-        """Keep or drop one memory text."""
+        """Keep or drop one memory text by its length, the rules and the secret detectors
+        (the meaning classifier runs later, on the candidate's embedding)."""
         view = normalise(text)
         if len(view) > self.max_chars:
-            return Verdict(False, "too_long", "max_chars")
+            return Verdict(False, "too_long", "max_chars", "length")
+        verdict = self._match(view)
+        if verdict is not None:
+            return verdict
+        secret = find_secret(strip_invisible(text))
+        if secret is not None:
+            return Verdict(False, "secret", secret, "secrets")
+        for alternate in alternate_views(text, view):
+            verdict = self._match(alternate) or self._secret(alternate)
+            if verdict is not None:
+                return verdict
+        return KEEP
+
+    def _match(self, view: str) -> Verdict | None:
         views = {"text": view, "compact": compact(view)}
         for rule in self.rules:
             if rule.pattern.search(views[rule.view]):
-                return Verdict(False, rule.reason, rule.id)
-        return KEEP
+                return Verdict(False, rule.reason, rule.id, "rules")
+        return None
+
+    @staticmethod
+    def _secret(view: str) -> Verdict | None:
+        secret = find_secret(view)
+        return None if secret is None else Verdict(False, "secret", secret, "secrets")
 
 
 @dataclass
@@ -164,8 +160,8 @@ def parse_rules(source: str, content: str) -> list[Rule]:
         if not isinstance(rule_id, str) or not rule_id:
             raise PatternError(f"{where}: 'id' must be a non-empty string")
         where = f"{source}: rule {rule_id!r}"
-        if reason not in REASONS or reason == "too_long":
-            raise PatternError(f"{where}: 'reason' must be one of {list(REASONS[:-1])}")
+        if reason not in REASONS or reason in ("too_long", "instruction"):
+            raise PatternError(f"{where}: 'reason' must be one of {list(REASONS[:4])}")
         if view not in ("text", "compact"):
             raise PatternError(f"{where}: 'view' must be 'text' or 'compact'")
         if not isinstance(pattern, str) or not pattern:

@@ -16,6 +16,7 @@ RECALL_TASK: Final = "eros.recall"
 CLUSTER_TASK: Final = "eros.cluster_memories"
 FORGET_USER_TASK: Final = "eros.forget_user"
 FORGET_MEMORY_TASK: Final = "eros.forget_memory"
+RETENTION_TASK: Final = "eros.apply_retention"
 REEMBED_TASK: Final = "eros.reembed_memories"
 
 #: Redis key where beat's scheduler records the time of its last loop.

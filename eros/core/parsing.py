@@ -11,7 +11,7 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -24,15 +24,18 @@ from eros.core.text import clean_text, normalise_for_dedup
 MAX_CONTENT_CHARS = 1000
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _WORDY_IMPORTANCE = {"low": 0.25, "medium": 0.5, "moderate": 0.5, "high": 0.8, "critical": 1.0}
-#: metadata nested deeper than this is cut (None): deeper JSON would blow the recursion limit
-#: when it is made JSON-safe or serialised for jsonb, turning the reply into a poison pill.
-_MAX_METADATA_DEPTH = 16
 
 #: a memory citing more turns than this cites nothing in particular (→ the window, flagged).
 _MAX_SOURCES = 200
 _TURN_NUMBER = re.compile(r"^\[?#?\s*(\d{1,9})\s*\]?$")
 
 ParseStatus = Literal["ok", "empty", "unparseable"]
+#: metadata keys a candidate may carry (the reference prompt's per-memory metadata; docs/
+#: security.md): anything else the model puts beside content/category/importance/layer is
+#: dropped and counted (``MEMORY_GUARD_METADATA_KEYS`` changes the list).
+KNOWN_METADATA = ("domain", "evidence_type", "temporality", "persistence", "confidence")
+#: longest metadata string kept (characters); a longer value is dropped, not cut.
+MAX_METADATA_CHARS = 64
 
 
 class Candidate(BaseModel):
@@ -105,9 +108,24 @@ class Candidate(BaseModel):
 
     @property
     def extra_metadata(self) -> dict[str, Any]:
-        """Fields beyond content/category/importance/layer/sources (domain, …), JSON-safe."""
-        safe: dict[str, Any] = _json_safe(dict(self.model_extra or {}))
-        return safe
+        """The known metadata fields (:data:`KNOWN_METADATA`) whose values are short scalars."""
+        return self.metadata_fields(KNOWN_METADATA)[0]
+
+    def metadata_fields(self, allowed: Iterable[str]) -> tuple[dict[str, Any], int]:
+        """(kept, dropped): fields beyond content/category/importance/layer whose key is in
+        ``allowed`` and whose value is a string of at most :data:`MAX_METADATA_CHARS`
+        characters, a finite number or a boolean; every other field is dropped and counted.
+        String values still need the memory guard (the classify path screens them)."""
+        keys = set(allowed)
+        kept: dict[str, Any] = {}
+        dropped = 0
+        for key, value in (self.model_extra or {}).items():
+            safe = _scalar(value)
+            if key in keys and safe is not None:
+                kept[key] = safe
+            else:
+                dropped += 1
+        return kept, dropped
 
 
 def _turn_number(value: Any) -> int | None:
@@ -261,21 +279,17 @@ def _first_error(err: Exception) -> str:
     return str(err)[:200]
 
 
-def _json_safe(value: Any, depth: int = 0) -> Any:
-    """Metadata goes into jsonb: strip NULs from strings everywhere, keep structure; NaN and
-    ±Infinity (which PostgreSQL's JSON rejects) become null, as does anything nested deeper
-    than ``_MAX_METADATA_DEPTH``."""
+def _scalar(value: Any) -> str | float | int | bool | None:
+    """A metadata value kept as it is, or None when it is not a short JSON scalar."""
+    if isinstance(value, bool | int) and not (isinstance(value, int)
+                                              and abs(value) > 2 ** 53):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, dict | list) and depth >= _MAX_METADATA_DEPTH:
-        return None
-    if isinstance(value, dict):
-        return {clean_text(str(k)): _json_safe(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v, depth + 1) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+        text = " ".join(clean_text(value).split())
+        return text if 0 < len(text) <= MAX_METADATA_CHARS else None
+    return None
 
 
 def find_json_document(reply: str) -> Any:

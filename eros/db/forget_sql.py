@@ -45,8 +45,10 @@ LOCK_SESSIONS = text(f"SELECT id FROM engine.chat_sessions WHERE {_SCOPE} ORDER 
                      " FOR UPDATE")
 
 # "Read through the last turn": the watermark moves to the newest message, the claim (token)
-# is dropped, and every bookkeeping field that could quote text is cleared. Turns arriving
-# later reset classified_at through the chat_messages trigger and are learned as usual.
+# is dropped, and every bookkeeping field that could quote text is cleared. The erasure floor
+# (the tombstone, issue 26) moves there too: a force or requeue --from-start later resets the
+# watermark to the floor, never below it. Turns arriving later reset classified_at through
+# the chat_messages trigger and are learned as usual.
 # last_seq is the session's newest seq, kept by the seq trigger under the session row lock
 # (0009), so it is exact here and re-read after any lock wait.
 MARK_READ = text("""
@@ -54,6 +56,7 @@ UPDATE engine.chat_sessions AS s
    SET classified_at = now(), classification_claimed_at = NULL, claim_token = NULL,
        next_attempt_at = NULL, attempts = 0, dead_lettered_at = NULL,
        classified_through_seq = GREATEST(s.classified_through_seq, s.last_seq),
+       erased_through_seq = GREATEST(s.erased_through_seq, s.last_seq),
        outcome = 'forgotten', outcome_at = now(), memory_count = 0, last_error = NULL
  WHERE s.user_id = :user_id
    AND (CAST(:instance_id AS uuid) IS NULL OR s.instance_id = CAST(:instance_id AS uuid))
@@ -84,6 +87,91 @@ down(id) AS (
          WHERE h.result_id = down.id) AS x)
 SELECT d.id, m.user_id FROM down d JOIN engine.companion_memories m ON m.id = d.id
 """)
+
+# Canonicals derived from a forgotten memory (issue 26): from the lineage, up every
+# replaced_by link whose target says what its source said — the source was *merged* into it,
+# or the target is a row consolidation wrote (metadata ``consolidated_from``: the model's
+# text, rewritten from its sources, superseded ones included). A kept member (a memory whose
+# own extracted text became the canonical) is not derived from what it superseded.
+DERIVED = text("""
+WITH RECURSIVE d(id) AS (
+    SELECT t.id FROM engine.companion_memories m
+      JOIN engine.companion_memories t ON t.id = m.replaced_by
+     WHERE m.id = ANY(CAST(:ids AS uuid[]))
+       AND (m.status = 'merged' OR t.metadata ? 'consolidated_from')
+    UNION
+    SELECT t.id FROM d JOIN engine.companion_memories m ON m.id = d.id
+      JOIN engine.companion_memories t ON t.id = m.replaced_by
+     WHERE m.status = 'merged' OR t.metadata ? 'consolidated_from')
+SELECT id FROM d WHERE NOT (id = ANY(CAST(:ids AS uuid[])))
+""")
+
+# The other sources of a derived canonical that goes: current again, and back in the
+# consolidation backlog, so the next pass rewrites them without the forgotten memory through
+# the normal path (the canonical's text may carry the forgotten fact; theirs does not).
+RESTORE = text("""
+UPDATE engine.companion_memories
+   SET status = 'current', replaced_by = NULL, replaced_at = NULL, consolidation_seen_at = NULL
+ WHERE replaced_by = ANY(CAST(:derived AS uuid[])) AND NOT (id = ANY(CAST(:ids AS uuid[])))
+RETURNING id, user_id, created_at
+""")
+REBACKLOG = text("""
+INSERT INTO engine.consolidation_backlog (memory_id, user_id, created_at)
+SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:users AS uuid[]),
+                     CAST(:created AS timestamptz[]))
+ON CONFLICT DO NOTHING
+""")
+
+# The sessions a memory was learned from, locked (a classify writing one is waited for) and
+# their claims dropped, in statements of their own: a classify that read the source turns
+# before the forget committed then finds its token gone and writes nothing; one that reads
+# later no longer sees them (ERASE_TURNS). The session is claimable again at once.
+SOURCE_SESSIONS = text("""
+SELECT id FROM engine.chat_sessions
+ WHERE id IN (SELECT session_id FROM engine.companion_memories
+               WHERE id = ANY(CAST(:ids AS uuid[])) AND session_id IS NOT NULL)
+ ORDER BY id FOR UPDATE
+""")
+FENCE_SESSIONS = text("""
+UPDATE engine.chat_sessions SET claim_token = NULL, classification_claimed_at = NULL
+ WHERE id = ANY(CAST(:sessions AS uuid[])) AND claim_token IS NOT NULL
+RETURNING id
+""")
+
+# The memory tombstone: the forgotten memories' source turns leave every later extraction of
+# their session (``chat_sessions.erased_seqs``, which repo.READ_NEW_TURNS skips). Which turns,
+# for each forgotten memory of the lineage that has a session: its provenance
+# (``source_seqs``, issue 24: the turns it cites, or its extraction window when the citation
+# was missing — ``source_fallback``); for a row written before provenance (NULL), the
+# extraction window its metadata records (``source_seq`` [first, last]); without either, every
+# turn the session had. Only turns that exist now: a turn written later is learned
+# as usual. The sessions are locked already (SOURCE_SESSIONS), so the arrays read here are
+# the ones this UPDATE replaces; RETURNING counts the turns newly tombstoned.
+ERASE_TURNS = text("""
+WITH turns AS (
+    SELECT DISTINCT c.session_id, c.seq
+      FROM engine.companion_memories mem
+      JOIN engine.chat_messages c ON c.session_id = mem.session_id
+     WHERE mem.id = ANY(CAST(:ids AS uuid[]))
+       AND CASE WHEN mem.source_seqs IS NOT NULL THEN c.seq = ANY(mem.source_seqs)
+                WHEN jsonb_typeof(mem.metadata -> 'source_seq') = 'array'
+                THEN c.seq BETWEEN (mem.metadata -> 'source_seq' ->> 0)::bigint
+                               AND (mem.metadata -> 'source_seq' ->> -1)::bigint
+                ELSE true END),
+fresh AS (
+    SELECT t.session_id, array_agg(t.seq ORDER BY t.seq) AS seqs
+      FROM turns t JOIN engine.chat_sessions s ON s.id = t.session_id
+     WHERE s.erased_seqs IS NULL OR t.seq <> ALL(s.erased_seqs)
+     GROUP BY t.session_id)
+UPDATE engine.chat_sessions s SET erased_seqs = COALESCE(s.erased_seqs, '{}') || f.seqs
+  FROM fresh f WHERE s.id = f.session_id
+RETURNING cardinality(f.seqs) AS n
+""")
+
+# Recall cells whose centroids were computed from forgotten vectors: dropped (every sketch of
+# the user is scanned until the next cells pass re-clusters them, see recall_cells.due).
+UNCELL_SKETCHES = text("UPDATE engine.memory_sketches SET cell = NULL"
+                       " WHERE user_id = :user_id AND cell IS NOT NULL")
 
 DELETE_HISTORY_OF = text("""
 DELETE FROM engine.memory_history
@@ -150,6 +238,7 @@ def forget_user(conn: Connection, user_id: uuid.UUID, *, instance_id: uuid.UUID 
         ids = [r.id for r in conn.execute(SCOPE_MEMORIES, p)]
         counts["history"] = _n(conn, DELETE_HISTORY_OF, {"ids": ids})
         counts["memories"] = _n(conn, DELETE_MEMORIES, {"ids": ids})
+        counts["cells"] = drop_cells(conn, user_id) if counts["memories"] else 0
         conn.execute(CLEAR_STATE_ERROR, p)
     counts["runs"] = _n(conn, DELETE_RUNS, {**p, "sessions": session_ids})
     counts["messages"] = counts["sessions_deleted"] = 0
@@ -160,17 +249,61 @@ def forget_user(conn: Connection, user_id: uuid.UUID, *, instance_id: uuid.UUID 
     return counts
 
 
-def forget_memory(conn: Connection, memory_id: uuid.UUID) -> Counts:
-    """Forget one memory and its lineage; call inside one transaction. Idempotent."""
+def drop_cells(conn: Connection, user_id: uuid.UUID) -> int:
+    """Drop the user's recall cells (their centroids averaged vectors now forgotten); every
+    sketch is scanned until the next cells pass. Call with :func:`lock_user` held."""
+    dropped = _n(conn, DELETE_CELLS, {"user_id": user_id})
+    if dropped:
+        conn.execute(UNCELL_SKETCHES, {"user_id": user_id})
+    return dropped
+
+
+def forget_memory(conn: Connection, memory_id: uuid.UUID) -> tuple[uuid.UUID | None, Counts]:
+    """Forget one memory, its lineage and the canonicals derived from it; tombstone its
+    source turns. Call inside one transaction. Returns the memory's user (None when it did
+    not exist) and the counts. Idempotent."""
     rows = conn.execute(LINEAGE, {"memory_id": memory_id}).all()
     if not rows:
-        return {"memories": 0, "history": 0}
-    lock_user(conn, rows[0].user_id)
+        return None, dict(ZERO_MEMORY_COUNTS)
+    user_id: uuid.UUID = rows[0].user_id
+    lock_user(conn, user_id)
     # re-read under the lock: a pass that was writing may have extended the lineage
-    rows = conn.execute(LINEAGE, {"memory_id": memory_id}).all()
-    ids = [r.id for r in rows]
-    return {"history": _n(conn, DELETE_HISTORY_OF, {"ids": ids}),
-            "memories": _n(conn, DELETE_MEMORIES, {"ids": ids})}
+    ids = [r.id for r in conn.execute(LINEAGE, {"memory_id": memory_id})]
+    return user_id, erase_memories(conn, user_id, ids)
+
+
+#: what :func:`erase_memories` counts.
+ZERO_MEMORY_COUNTS: Counts = {"memories": 0, "history": 0, "derived": 0, "restored": 0,
+                              "erased_turns": 0, "sessions_fenced": 0, "cells": 0}
+
+
+def erase_memories(conn: Connection, user_id: uuid.UUID, ids: Sequence[uuid.UUID]) -> Counts:
+    """Erase these memories of one user for good — the building block of every erasure of
+    chosen memories (``forget --memory``'s lineage, ``forget --sensitive``'s labels): fence a
+    classification in flight on their source sessions, tombstone their source turns
+    (``erased_seqs``), delete them with the canonicals derived from them (restoring those
+    canonicals' other sources for the next consolidation pass) and every history row naming
+    them, and drop the user's recall cells. Call inside one transaction, after
+    :func:`lock_user` (then the set is stable against consolidation)."""
+    counts = dict(ZERO_MEMORY_COUNTS)
+    if not ids:
+        return counts
+    ids = list(ids)
+    sessions = [r.id for r in conn.execute(SOURCE_SESSIONS, {"ids": ids})]
+    counts["sessions_fenced"] = _n(conn, FENCE_SESSIONS, {"sessions": sessions})
+    counts["erased_turns"] = sum(r.n for r in conn.execute(ERASE_TURNS, {"ids": ids}))
+    derived = [r.id for r in conn.execute(DERIVED, {"ids": ids})]
+    restored = conn.execute(RESTORE, {"derived": derived, "ids": ids}).all()
+    if restored:
+        conn.execute(REBACKLOG, {"ids": [r.id for r in restored],
+                                 "users": [r.user_id for r in restored],
+                                 "created": [r.created_at for r in restored]})
+    gone = [*ids, *derived]
+    counts.update(derived=len(derived), restored=len(restored),
+                  history=_n(conn, DELETE_HISTORY_OF, {"ids": gone}),
+                  memories=_n(conn, DELETE_MEMORIES, {"ids": gone}))
+    counts["cells"] = drop_cells(conn, user_id) if counts["memories"] else 0
+    return counts
 
 
 def lineage_ids(conn: Connection, memory_id: uuid.UUID) -> Sequence[uuid.UUID]:

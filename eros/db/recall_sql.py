@@ -94,6 +94,8 @@ class ScopeFilter:
         parts = [f"{alias}.user_id = :user_id", _LAYER_SQL[scope].format(a=alias)]
         if not self.include_replaced:
             parts.append(f"{alias}.status = 'current'")
+        else:  # history (merged, superseded) but never what the guard quarantined (0017)
+            parts.append(f"{alias}.status <> 'quarantined'")
         if self.embedding_model is not None:
             parts.append(f"COALESCE({alias}.embedding_model, :legacy_model) = :embedding_model")
         return " AND ".join(parts)

@@ -100,7 +100,8 @@ UPDATE engine.chat_sessions
        dead_lettered_at = CASE WHEN :force THEN NULL ELSE dead_lettered_at END,
        classified_at = CASE WHEN :force THEN NULL ELSE classified_at END,
        attempts = CASE WHEN :force THEN 0 ELSE attempts END,
-       classified_through_seq = CASE WHEN :force THEN 0 ELSE classified_through_seq END
+       classified_through_seq = CASE WHEN :force THEN erased_through_seq
+                                     ELSE classified_through_seq END
  WHERE id = :session_id
    AND archived_at IS NULL
    AND (:force OR (classified_at IS NULL
@@ -193,10 +194,18 @@ def load_turns(conn: Connection, session_id: uuid.UUID, *, after_seq: int) -> li
 # One statement, so the turns and the session's last_seq come from one snapshot. Every
 # channel is read: the watermark must pass unread channels too, or they would hold the
 # session open (extraction filters them, core/channels.py).
+# The tombstones (issue 26) are applied here, where every extraction reads its turns, so no
+# path that resets the watermark (force, requeue --from-start) can reach an erased turn:
+# nothing at or below the session's erasure floor (a user or persona forget), and no turn a
+# memory forget took out (erased_seqs). Two plain comparisons, not GREATEST(:after_seq, …):
+# with GREATEST the prepared statement kept being re-planned (custom plans), 20% slower
+# (bench/tombstone_bench.py).
 READ_NEW_TURNS = text("""
 SELECT s.last_seq, m.role, m.content, m.sent_at, m.seq, m.channel
   FROM engine.chat_sessions AS s
-  LEFT JOIN engine.chat_messages AS m ON m.session_id = s.id AND m.seq > :after_seq
+  LEFT JOIN engine.chat_messages AS m
+         ON m.session_id = s.id AND m.seq > :after_seq AND m.seq > s.erased_through_seq
+        AND (s.erased_seqs IS NULL OR m.seq <> ALL(s.erased_seqs))
  WHERE s.id = :session_id
  ORDER BY m.sent_at, m.seq
 """)
@@ -318,7 +327,8 @@ REQUEUE = text("""
 UPDATE engine.chat_sessions
    SET dead_lettered_at = NULL, attempts = 0, next_attempt_at = NULL, claim_token = NULL,
        classification_claimed_at = NULL, classified_at = NULL,
-       classified_through_seq = CASE WHEN :from_start THEN 0 ELSE classified_through_seq END
+       classified_through_seq = CASE WHEN :from_start THEN erased_through_seq
+                                     ELSE classified_through_seq END
  WHERE (:all_dead AND dead_lettered_at IS NOT NULL) OR id = ANY(CAST(:ids AS uuid[]))
 RETURNING id
 """)

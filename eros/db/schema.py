@@ -33,6 +33,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, BIT, JSONB, UUID
 
 from eros.core.categories import CATEGORIES
+from eros.core.erasure import SCOPES, STATUSES
+from eros.core.sensitivity import SENSITIVITY_LABELS
 
 SCHEMA = "engine"
 #: the vector column's size is fixed when the table is created (HNSW needs it).
@@ -80,6 +82,13 @@ chat_sessions = Table(
     Column("guard_dropped", Integer, nullable=False, server_default=text("0")),
     #: set by the product: an archived session is never claimed (0012).
     Column("archived_at", DateTime(timezone=True)),
+    #: the erasure floor (tombstone, 0018): a user or persona forget sets it to the session's
+    #: last_seq; no extraction ever reads a turn at or below it again, whatever resets the
+    #: watermark (force, requeue --from-start). Turns written later are read as usual.
+    Column("erased_through_seq", BigInteger, nullable=False, server_default=text("0")),
+    #: the memory tombstone (0018): turns a memory forget took out of every later extraction
+    #: (the forgotten memory's source turns); NULL = none.
+    Column("erased_seqs", ARRAY(BigInteger), nullable=True),
     # Serves the claim: only sessions with unextracted content are in it, oldest first, so a
     # claim reads O(batch) index entries however many sessions are done or archived.
     Index("ix_chat_sessions_claimable", "last_active_at",
@@ -134,7 +143,9 @@ companion_memories = Table(
     #: taken to be on EMBEDDING_MODEL. Recall never ranks two models' vectors together.
     Column("embedding_model", Text, nullable=True),
     # -- consolidation (real dreaming): nothing is hard-deleted --------------------------------
-    #: ``current``, or ``merged`` / ``superseded`` once consolidation replaced it.
+    #: ``current``, or ``merged`` / ``superseded`` once consolidation replaced it, or
+    #: ``quarantined`` when ``eros rescreen`` found the memory guard would drop it (0017; never
+    #: recalled, ``eros rescreen --restore ID`` makes it current again).
     Column("status", Text, nullable=False, server_default=text("'current'")),
     Column("replaced_by", UUID(as_uuid=True),
            ForeignKey(f"{SCHEMA}.companion_memories.id", ondelete="SET NULL"), nullable=True),
@@ -148,15 +159,22 @@ companion_memories = Table(
     Column("source_seqs", ARRAY(BigInteger), nullable=True),
     #: the model's citation was missing or invalid: ``source_seqs`` is the extraction window.
     Column("source_fallback", Boolean, nullable=False, server_default=text("false")),
-    CheckConstraint("status IN ('current', 'merged', 'superseded')",
+    #: special category (GDPR art. 9, 0018): one of SENSITIVITY_LABELS; NULL = none.
+    Column("sensitivity", Text, nullable=True),
+    CheckConstraint("status IN ('current', 'merged', 'superseded', 'quarantined')",
                     name="ck_companion_memories_status"),
     CheckConstraint(f"category IN {CATEGORIES!r}", name="ck_companion_memories_category"),
     CheckConstraint("importance IS NULL OR (importance >= 0 AND importance <= 1)",
                     name="ck_companion_memories_importance"),
+    CheckConstraint(f"sensitivity IS NULL OR sensitivity IN {SENSITIVITY_LABELS!r}",
+                    name="ck_companion_memories_sensitivity"),
     Index("ix_companion_memories_session", "session_id"),
     # the ON DELETE SET NULL lookup of a forget, and lineage (0010)
     Index("ix_companion_memories_replaced_by", "replaced_by",
           postgresql_where=text("replaced_by IS NOT NULL")),
+    # retention of replaced rows (HISTORY_RETENTION_DAYS, 0018): only replaced rows are in it
+    Index("ix_companion_memories_replaced_at", "replaced_at",
+          postgresql_where=text("status <> 'current'")),
     Index("ix_companion_memories_current", "user_id", "created_at",
           postgresql_where=text("status = 'current'")),
     # A user's memories by layer and category (0007): capped counts, selecting an exact
@@ -215,6 +233,22 @@ memory_sketches = Table(
           postgresql_include=["memory_id", "sketch"]),
     Index("ix_memory_sketches_category", "user_id", "instance_id", "category", "status", "cell",
           postgresql_include=["memory_id", "sketch"]),
+)
+
+#: the memory guard's meaning classifier per (embedding model, exemplar bank) (0017): trained
+#: at first use from the bank shipped in the package, then read by every worker.
+guard_classifiers = Table(
+    "guard_classifiers", metadata,
+    Column("embedding_model", Text, primary_key=True),
+    Column("bank_hash", Text, primary_key=True),
+    Column("weights", ARRAY(Float), nullable=False),
+    Column("bias", Float, nullable=False),
+    Column("mean", ARRAY(Float), nullable=False),
+    Column("scale", ARRAY(Float), nullable=False),
+    Column("threshold", Float, nullable=False),
+    #: out-of-fold balanced accuracy on the bank; below 0.8 the layer stays off.
+    Column("balanced_accuracy", Float, nullable=False),
+    _now("trained_at"),
 )
 
 event.listen(memory_cells, "after_create", DDL(  # type: ignore[no-untyped-call]
@@ -277,4 +311,28 @@ consolidation_state = Table(
     Column("superseded_total", Integer, nullable=False, server_default=text("0")),
     Column("last_outcome", Text),
     Column("last_error", Text),
+)
+
+#: one row per erasure request (0018): ids, counts and codes only, never text. ``done`` rows
+#: are written in the erasure's own transaction; ``failed`` ones after it rolled back.
+erasure_log = Table(
+    "erasure_log", metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    #: user | persona | memory | sensitive | message (core/erasure.py)
+    Column("scope", Text, nullable=False),
+    Column("user_id", UUID(as_uuid=True), nullable=True),
+    Column("instance_id", UUID(as_uuid=True), nullable=True),
+    Column("memory_id", UUID(as_uuid=True), nullable=True),
+    _now("requested_at"),
+    Column("completed_at", DateTime(timezone=True), nullable=True),
+    Column("status", Text, nullable=False),
+    #: rows removed (or marked) per table.
+    Column("counts", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("task_id", Text, nullable=True),
+    #: a SQLSTATE or an exception class name, never a message.
+    Column("error_code", Text, nullable=True),
+    CheckConstraint(f"scope IN {SCOPES!r}", name="ck_erasure_log_scope"),
+    CheckConstraint(f"status IN {STATUSES!r}", name="ck_erasure_log_status"),
+    Index("ix_erasure_log_user", "user_id", "requested_at"),
+    Index("ix_erasure_log_failed", "requested_at", postgresql_where=text("status = 'failed'")),
 )

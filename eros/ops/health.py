@@ -36,13 +36,26 @@ def database(settings: Settings) -> Check:
 
 
 def broker(settings: Settings) -> Check:
+    """The Celery broker answers: REDIS_URL's Redis, or BROKER_URL's RabbitMQ (then the Redis
+    that keeps results and rate limits as well)."""
     try:
         client = redis.Redis.from_url(settings.redis_client_url(), socket_timeout=3,
                                       socket_connect_timeout=3)
         client.ping()
     except redis.RedisError as err:
         return Check("broker", False, f"{safe_url(settings.require_redis_url())}: {err}")
-    return Check("broker", True, safe_url(settings.require_redis_url()))
+    if not settings.broker_url:
+        return Check("broker", True, safe_url(settings.require_redis_url()))
+    from kombu.connection import Connection
+
+    try:
+        with Connection(settings.broker_url, connect_timeout=3) as conn:  # type: ignore[no-untyped-call]
+            conn.ensure_connection(max_retries=1, timeout=3)
+    except Exception as err:  # kombu raises OperationalError, socket and AMQP errors
+        detail = str(err).strip() or type(err).__name__
+        return Check("broker", False, f"{safe_url(settings.broker_url)}: {detail[:200]}")
+    return Check("broker", True, f"{safe_url(settings.broker_url)} (results: "
+                                 f"{safe_url(settings.require_redis_url())})")
 
 
 def beat(settings: Settings, *, max_age: float | None = None) -> Check:

@@ -4,7 +4,8 @@ Prefork pool processes update counters and histograms in prometheus-client's mul
 (files in ``PROMETHEUS_MULTIPROC_DIR``, a directory the worker prepares when it starts); the
 worker's main process serves them, together with gauges read from the database at scrape time
 (backlog, in flight, dead letters), on ``EROS_METRICS_PORT``. Importing this module has no
-side effect: the metric objects are built on first use.
+side effect: the metric objects are built on first use. The broker's queue depths
+(``eros_queue_messages``) are read from Redis or RabbitMQ at scrape time as well.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 40, 60, 120)
+#: recall runs on every chat turn: milliseconds matter
+RECALL_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
 
 
 def prepare_multiprocess_dir() -> None:
@@ -72,9 +75,18 @@ def _build() -> dict[str, Any]:
                                       "Consolidation passes by outcome", ["outcome"]),
         "CONSOLIDATED": Counter("eros_consolidated_memories", "Memories merged or superseded",
                                 ["action"]),
+        "ERASURES": Counter("eros_erasures", "Erasures done (engine.erasure_log)", ["scope"]),
+        "ERASURES_FAILED": Counter("eros_erasures_failed",
+                                   "Erasures that failed for good (status 'failed' in"
+                                   " engine.erasure_log)", ["scope"]),
+        "RETENTION_DELETED": Counter("eros_retention_deleted",
+                                     "Rows deleted by the retention task", ["table"]),
         "NEAR_DUP_SHARE": Histogram("eros_near_duplicate_share",
                                     "Near-duplicate share of a consolidated user's memories",
                                     ["when"], buckets=(0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1)),
+        "RECALL_LATENCY": Histogram("eros_recall_latency_seconds",
+                                    "Recall latency (database search and ranking) by plan",
+                                    ["plan", "strategy"], buckets=RECALL_BUCKETS),
     }
 
 
@@ -115,6 +127,23 @@ def record_guard_drops(stage: str, reasons: dict[str, int]) -> None:
             _metrics()["GUARD_DROPPED"].labels(stage, reason).inc(count)
 
 
+def record_recall(plan: str, strategy: str, seconds: float) -> None:
+    """One recall's latency, labelled by the search plan and the ranking strategy."""
+    _metrics()["RECALL_LATENCY"].labels(plan, strategy).observe(seconds)
+
+
+def record_erasure(scope: str, *, failed: bool = False) -> None:
+    """Count an erasure that ended (``eros_erasures_total`` / ``eros_erasures_failed_total``)."""
+    _metrics()["ERASURES_FAILED" if failed else "ERASURES"].labels(scope).inc()
+
+
+def record_retention(deleted: dict[str, int]) -> None:
+    """Count what a retention pass deleted, by table."""
+    for table, count in deleted.items():
+        if count:
+            _metrics()["RETENTION_DELETED"].labels(table).inc(count)
+
+
 class DatabaseGauges:
     """Backlog, oldest idle age, in flight and dead letters, read at scrape time."""
 
@@ -145,6 +174,60 @@ class DatabaseGauges:
                                 value=snap.dead_letters)
 
 
+class BrokerGauges:
+    """Messages ready in each eros queue, read from the broker at scrape time: ``LLEN`` on
+    Redis, a passive ``queue.declare`` on RabbitMQ (ready messages; unacked ones are the
+    workers' and not counted by either)."""
+
+    def __init__(self, settings: Any) -> None:
+        self._settings = settings
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        try:
+            depths = queue_depths(self._settings)
+        except Exception as err:  # a scrape must not crash the worker
+            log.warning("metrics: broker queue depths unavailable: %s", type(err).__name__)
+            return
+        family = GaugeMetricFamily("eros_queue_messages",
+                                   "Messages waiting in an eros queue of the broker",
+                                   labels=["queue"])
+        for queue, depth in depths.items():
+            family.add_metric([queue], depth)
+        yield family
+
+
+def queue_depths(settings: Any) -> dict[str, int]:
+    """Ready messages per eros queue (a queue not declared yet counts 0)."""
+    queues = (settings.eros_claim_queue, settings.eros_classify_queue,
+              settings.eros_consolidate_queue, settings.eros_recall_queue)
+    if settings.broker_is_amqp:
+        from amqp.exceptions import NotFound  # type: ignore[import-untyped]
+        from kombu.connection import Connection
+
+        depths: dict[str, int] = {}
+        with Connection(settings.broker_url, connect_timeout=3) as conn:  # type: ignore[no-untyped-call]
+            for queue in queues:
+                channel = conn.channel()
+                try:
+                    depths[queue] = int(channel.queue_declare(queue, passive=True).message_count)
+                except NotFound:  # the broker closes the channel on a missing queue
+                    depths[queue] = 0
+                finally:
+                    channel.close()
+        return depths
+    import redis
+
+    client = redis.Redis.from_url(settings.redis_client_url() if not settings.broker_url
+                                  else settings.broker_url.replace("redis+socket://", "unix://"),
+                                  socket_timeout=3, socket_connect_timeout=3)
+    try:
+        return {queue: int(client.llen(queue)) for queue in queues}
+    finally:
+        client.close()
+
+
 def serve(port: int, engine: Any, settings: Any) -> None:
     """Serve this host's worker metrics (all pool processes) on ``port``."""
     prepare_multiprocess_dir()
@@ -155,6 +238,7 @@ def serve(port: int, engine: Any, settings: Any) -> None:
     if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     registry.register(DatabaseGauges(engine, settings))  # type: ignore[arg-type]
+    registry.register(BrokerGauges(settings))  # type: ignore[arg-type]
     start_http_server(port, registry=registry)
     log.info("metrics on :%d/metrics", port)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,7 +16,7 @@ from sqlalchemy import Engine
 
 from eros.core.channels import readable_turns
 from eros.core.cost import Prices, cost_usd
-from eros.core.guard import load_guard, screen, strip_invisible
+from eros.core.guard import strip_invisible
 from eros.core.parsing import Candidate, ParseResult, parse_extraction
 from eros.core.prompts import Prompt, user_message
 from eros.core.provenance import resolve_sources
@@ -25,6 +26,7 @@ from eros.db.repo import Attempt, MemoryRow, Outcome
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Completion, Embedder
 from eros.providers.ratelimit import Limiter, NoLimits
+from eros.services.guard_model import guard_for, screen_texts
 from eros.settings import Settings
 
 #: what an extraction's embedding request is charged against EMBEDDING_TOKENS_PER_MINUTE
@@ -100,43 +102,48 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
 
     _reserve(pipeline, transcript)
     # the memory guard (docs/security.md): nothing that reads as an instruction, a role or a
-    # secret becomes a memory; only counts by reason are kept, never the dropped text
-    guard = load_guard(settings.memory_guard_max_chars, settings.memory_guard_patterns_dir)
+    # secret becomes a memory — rules and secrets first, then the meaning classifier on each
+    # candidate's own embedding (the one written with it: no extra call); only counts by
+    # reason are kept, never the dropped text.
     # Every concurrency slot is taken before the first paid call: nothing after the LLM has
     # answered can raise Throttled and have the paid call repeated (issue 16, hole 3).
     with pipeline.limiter.slots("llm", "embedding"):
         completion, truncated_twice = _complete(pipeline, transcript)
         parsed = parse_extraction(completion.text, max_items=settings.dreaming_max_memories,
                                   salvage=truncated_twice)
-        screened = screen(guard, [c.content for c in parsed.candidates])
-        candidates = [parsed.candidates[i].model_copy(
-            update={"content": strip_invisible(parsed.candidates[i].content)})
-            for i in screened.kept]
-        embeddings = None
-        if candidates:
-            with metrics.EMBED_LATENCY.time():
-                embeddings = pipeline.embedder.embed([c.content for c in candidates],
-                                                     input_type="document")
+        texts = [strip_invisible(c.content) for c in parsed.candidates]
+        screening = screen_texts(settings, pipeline.engine, pipeline.embedder, texts,
+                                 llm=pipeline.llm)
+    kept = screening.kept
+    candidates = [parsed.candidates[i].model_copy(update={"content": texts[i]}) for i in kept]
+    metadata, metadata_dropped = _screened_metadata(settings, candidates)
     report.raw_reply = completion.text
     report.candidates = candidates
-    usage: dict[str, Any] = {"model": completion.model,
-                             "prompt_tokens": completion.prompt_tokens,
-                             "completion_tokens": completion.completion_tokens}
+    usage: dict[str, Any] = {
+        "model": completion.model,
+        "prompt_tokens": completion.prompt_tokens + screening.prompt_tokens,
+        "completion_tokens": completion.completion_tokens + screening.completion_tokens}
+    dropped = screening.dropped
     report.detail.update(dropped=parsed.dropped, parse_errors=list(parsed.errors),
                          turns_trimmed=transcript.turns_trimmed,
-                         guard_dropped=dict(screened.dropped))
-    usage["guard_dropped"] = screened.dropped_total
+                         guard_dropped=dict(dropped), metadata_dropped=metadata_dropped)
+    usage["guard_dropped"] = sum(dropped.values())
     kind = _outcome_kind(parsed, truncated_twice)
-    if embeddings is None:
+    if not candidates:
         kind = "no_memories" if kind == "memories" else kind
         error = "; ".join(parsed.errors) or None
         if truncated_twice:
             error = "reply cut off at the token limit twice; nothing complete to keep"
-        return _finish(pipeline, attempt, report, Outcome(kind, error=error, **usage),
+        tokens = screening.embeddings.total_tokens if screening.embeddings else 0
+        return _finish(pipeline, attempt, report,
+                       Outcome(kind, error=error, embedding_tokens=tokens, **usage),
                        through_seq, transcript, [], task_id, dry_run)
+    assert screening.embeddings is not None
+    embeddings = screening.embeddings
+    vectors = [screening.vectors[i] for i in kept]
 
-    rows = [_memory_row(c, vector, embeddings.model, pipeline.prompt, transcript)
-            for c, vector in zip(candidates, embeddings.vectors, strict=True)]
+    rows = [_memory_row(c, meta, vector, embeddings.model, pipeline.prompt, transcript)
+            for c, meta, vector in zip(candidates, metadata, vectors, strict=True)]
     error = "reply cut off at the token limit twice; complete items kept" \
         if truncated_twice else None
     outcome = Outcome(kind, memory_count=len(rows), embedding_tokens=embeddings.total_tokens,
@@ -188,9 +195,27 @@ def _outcome_kind(parsed: ParseResult, truncated: bool) -> str:
     return {"ok": "memories", "empty": "no_memories", "unparseable": "unparseable"}[parsed.status]
 
 
-def _memory_row(candidate: Candidate, vector: list[float], embedding_model: str, prompt: Prompt,
-                transcript: Transcript) -> MemoryRow:
-    metadata = {**candidate.extra_metadata, "prompt_version": prompt.version,
+def _screened_metadata(settings: Settings, candidates: Sequence[Candidate]
+                       ) -> tuple[list[dict[str, Any]], int]:
+    """Each candidate's known metadata keys (MEMORY_GUARD_METADATA_KEYS) with short scalar
+    values, string values through the memory guard; how many fields were dropped."""
+    allowed = [k.strip() for k in settings.memory_guard_metadata_keys.split(",") if k.strip()]
+    guard = guard_for(settings)
+    out, dropped = [], 0
+    for candidate in candidates:
+        fields, unknown = candidate.metadata_fields(allowed)
+        dropped += unknown
+        for key, value in list(fields.items()):
+            if isinstance(value, str) and not guard.check(value).ok:
+                del fields[key]
+                dropped += 1
+        out.append(fields)
+    return out, dropped
+
+
+def _memory_row(candidate: Candidate, extra: dict[str, Any], vector: list[float],
+                embedding_model: str, prompt: Prompt, transcript: Transcript) -> MemoryRow:
+    metadata = {**extra, "prompt_version": prompt.version,
                 "source_seq": [transcript.first_seq, transcript.last_seq]}
     # the turns it came from: its citation, or the window read, flagged (core/provenance.py)
     provenance = resolve_sources(candidate.sources, transcript.seqs)
@@ -224,6 +249,7 @@ def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outco
                            completion_tokens=outcome.completion_tokens,
                            embedding_tokens=outcome.embedding_tokens, cost=outcome.cost_usd)
     metrics.record_guard_drops("extract", report.detail.get("guard_dropped", {}))
-    log.info("session classified: outcome=%s memories=%d guard_dropped=%d", outcome.kind,
-             written, outcome.guard_dropped, extra={"session_id": report.session_id})
+    log.info("session classified: outcome=%s memories=%d guard_dropped=%d "
+             "metadata_dropped=%d", outcome.kind, written, outcome.guard_dropped,
+             report.detail.get("metadata_dropped", 0), extra={"session_id": report.session_id})
     return report

@@ -49,7 +49,7 @@ from eros.core.consolidation import (
 )
 from eros.core.consolidation_plan import Plan, Step, build_plan
 from eros.core.consolidation_reply import Rejection, ReplyResult, build_request, parse_reply
-from eros.core.guard import load_guard, strip_invisible
+from eros.core.guard import strip_invisible
 from eros.core.prompts import Prompt
 from eros.db import consolidation_sql as sql
 from eros.db import consolidation_state_sql as state_sql
@@ -57,6 +57,7 @@ from eros.errors import PermanentError
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Embedder
 from eros.services.consolidation_read import Read, read_new
+from eros.services.guard_model import screen_texts
 from eros.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -176,9 +177,11 @@ def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
     report.clusters_settled = len(selection.settled)
     report.cluster_view = _cluster_view(selection)
     reply: ReplyResult | None = None
+    #: canonical texts' vectors computed by the guard, reused by the write (no second call)
+    prepared: dict[str, list[float]] = {}
     if selection.sent:
         with _timed(report, "llm"):
-            reply = _ask(c, selection, report)
+            reply = _ask(c, selection, report, prepared)
         if reply.status == "unparseable":
             report.outcome, report.error = "unparseable", reply.error
             if not dry_run:
@@ -198,13 +201,14 @@ def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
     vectors: dict[uuid.UUID, list[float]] = {}
     if plan.new_rows:
         with _timed(report, "embed"):
-            vectors = _embed(c, plan, report)
+            vectors = _embed(c, plan, report, prepared)
     with _timed(report, "write"):
         _write(c, user_id, read, plan, vectors, report, keep_claim_on_backlog)
     return report
 
 
-def _ask(c: Consolidator, selection: Selection, report: ConsolidationReport) -> ReplyResult:
+def _ask(c: Consolidator, selection: Selection, report: ConsolidationReport,
+         prepared: dict[str, list[float]]) -> ReplyResult:
     request = build_request(selection.sent, datetime.now(UTC).date())
     completion = c.llm.complete(c.prompt.system, request,
                                 max_tokens=c.settings.consolidation_max_tokens)
@@ -216,25 +220,38 @@ def _ask(c: Consolidator, selection: Selection, report: ConsolidationReport) -> 
     if reply.status == "unparseable" and completion.truncated:
         return ReplyResult("unparseable", error="reply cut off at CONSOLIDATION_MAX_TOKENS "
                            f"({c.settings.consolidation_max_tokens}) before it was complete")
-    reply = _guard_canonicals(c, reply, report)
+    reply = _guard_canonicals(c, reply, report, prepared)
     report.rejected = [{"cluster": r.cluster, "reason": r.reason} for r in reply.rejected]
     return reply
 
 
-def _guard_canonicals(c: Consolidator, reply: ReplyResult,
-                      report: ConsolidationReport) -> ReplyResult:
-    """The memory guard on every canonical text: a cluster whose canonical fails it is
-    rejected (its members stay as they are) and counted by reason; its text is never logged."""
-    guard = load_guard(c.settings.memory_guard_max_chars, c.settings.memory_guard_patterns_dir)
+def _guard_canonicals(c: Consolidator, reply: ReplyResult, report: ConsolidationReport,
+                      prepared: dict[str, list[float]]) -> ReplyResult:
+    """The memory guard on every canonical text (rules and secrets, then the meaning layer on
+    the canonical's embedding, kept for the write: no extra call): a cluster whose canonical
+    fails it is rejected (its members stay as they are) and counted by reason; its text is
+    never logged."""
+    texts = [strip_invisible(d.canonical.content) for d in reply.decisions
+             if d.canonical is not None]
+    screening = screen_texts(c.settings, c.engine, c.embedder, texts,
+                             need_vectors=not report.dry_run)
+    if screening.embeddings is not None:
+        report.embedding_calls += 1
+        report.embedding_tokens += screening.embeddings.total_tokens
+    prepared.update({texts[i]: v for i, v in screening.vectors.items()
+                     if screening.verdicts[i].ok})
     decisions, rejected = [], list(reply.rejected)
+    n = -1
     for decision in reply.decisions:
         canonical = decision.canonical
-        verdict = guard.check(canonical.content) if canonical is not None else None
-        if verdict is None or verdict.ok:
-            if canonical is not None:
-                canonical = canonical.model_copy(
-                    update={"content": strip_invisible(canonical.content)})
-            decisions.append(replace(decision, canonical=canonical))
+        if canonical is None:
+            decisions.append(decision)
+            continue
+        n += 1
+        verdict = screening.verdicts[n]
+        if verdict.ok:
+            decisions.append(replace(decision,
+                                     canonical=canonical.model_copy(update={"content": texts[n]})))
             continue
         reason = verdict.reason or "unknown"
         report.guard_dropped[reason] = report.guard_dropped.get(reason, 0) + 1
@@ -246,16 +263,21 @@ def _guard_canonicals(c: Consolidator, reply: ReplyResult,
                    rejected=tuple(sorted(rejected, key=lambda r: r.cluster)))
 
 
-def _embed(c: Consolidator, plan: Plan, report: ConsolidationReport
-           ) -> dict[uuid.UUID, list[float]]:
+def _embed(c: Consolidator, plan: Plan, report: ConsolidationReport,
+           prepared: dict[str, list[float]]) -> dict[uuid.UUID, list[float]]:
+    """The new rows' vectors: those the guard already computed, the rest in one call."""
+    prepared = dict(prepared)
     rows = plan.new_rows
-    result = c.embedder.embed([r.content for r in rows], input_type="document")
-    report.embedding_calls += 1
-    report.embedding_tokens += result.total_tokens
-    if len(result.vectors) != len(rows):
-        raise PermanentError(f"embedding returned {len(result.vectors)} vectors for "
-                             f"{len(rows)} texts", provider="embedding")
-    return {r.id: v for r, v in zip(rows, result.vectors, strict=True)}
+    missing = [r for r in rows if r.content not in prepared]
+    if missing:
+        result = c.embedder.embed([r.content for r in missing], input_type="document")
+        report.embedding_calls += 1
+        report.embedding_tokens += result.total_tokens
+        if len(result.vectors) != len(missing):
+            raise PermanentError(f"embedding returned {len(result.vectors)} vectors for "
+                                 f"{len(missing)} texts", provider="embedding")
+        prepared.update({r.content: v for r, v in zip(missing, result.vectors, strict=True)})
+    return {r.id: prepared[r.content] for r in rows}
 
 
 def _share_after(conn: Connection, memories: list[Memory], pairs: list[Pair],

@@ -42,6 +42,7 @@ from eros.db import recall_sql as sql
 from eros.db.recall_sql import SCOPES, Scope, ScopeFilter
 from eros.db.timeouts import set_statement_timeout
 from eros.errors import RecallError
+from eros.ops import metrics
 from eros.providers.base import Embedder
 from eros.services.recall_args import as_uuid, check_vector, scope_filter
 from eros.services.recall_models import (
@@ -240,6 +241,7 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
                               complete=found.complete)
     timings["rank"] = (time.perf_counter() - t) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
+    metrics.record_recall(found.plan, chosen, timings["total"] / 1000)
     memories = [RecalledMemory(uuid.UUID(s.candidate.id), s.candidate.content,
                                s.candidate.category, s.candidate.importance,
                                s.candidate.created_at, s.candidate.layer, s.similarity, s.score)

@@ -8,7 +8,6 @@ settings travel with the app (``app.eros_settings``): every task reads them from
 from __future__ import annotations
 
 from celery import Celery
-from kombu.entity import Exchange, Queue
 
 from eros.core.names import (
     CLAIM_TASK,
@@ -20,36 +19,27 @@ from eros.core.names import (
     FORGET_USER_TASK,
     RECALL_TASK,
     REEMBED_TASK,
+    RETENTION_TASK,
 )
 from eros.settings import HARD_LIMIT_FRACTION, SOFT_LIMIT_FRACTION, Settings
+from eros.tasks.broker import BROKER_MAX_CONNECTIONS, broker_config
 from eros.tasks.schedule import beat_schedule
 
-#: the broker's Redis connections per worker process, above any pool's concurrency
-BROKER_MAX_CONNECTIONS = 1024
+__all__ = ["BROKER_MAX_CONNECTIONS", "create_app"]
 
 
 def create_app(settings: Settings) -> Celery:
     """The Celery app, configured for late acks and at-least-once delivery with idempotent
-    tasks (the claim token and the idempotency key make a second delivery write nothing)."""
+    tasks (the claim token and the idempotency key make a second delivery write nothing).
+    The broker (Redis or RabbitMQ) is configured by :mod:`eros.tasks.broker`."""
     app = Celery("eros")
     app.eros_settings = settings
-    broker = settings.require_redis_url()
-    transport = {"visibility_timeout": settings.eros_visibility_timeout_secs}
-    # kombu's Redis channel caps its connection pool at 10 and raises MaxConnectionsError
-    # past it instead of waiting: a gevent worker acking 128 tasks at once ran out, lost the
-    # acks and terminated the tasks (drain bench, issue 17). Connections open on demand, so a
-    # prefork worker still uses one or two.
-    broker_transport = {**transport, "max_connections": BROKER_MAX_CONNECTIONS}
     stale = settings.dreaming_claim_stale_secs
     app.conf.update(
-        broker_url=broker,
-        broker_transport_options=broker_transport,
-        broker_connection_retry_on_startup=True,
+        **broker_config(settings),
         # only eros.recall keeps a result (for callers that wait on it); the pipeline's tasks
         # record their outcomes in PostgreSQL instead
         task_ignore_result=True,
-        result_backend=broker,
-        result_backend_transport_options=transport,
         result_expires=settings.eros_result_expires_secs,
         task_serializer="json",
         accept_content=["json"],
@@ -57,12 +47,6 @@ def create_app(settings: Settings) -> Celery:
         task_reject_on_worker_lost=False,  # the stale-claim rescue re-runs it instead
         worker_prefetch_multiplier=1,
         worker_cancel_long_running_tasks_on_connection_loss=True,
-        # each queue with its own exchange and key: sharing the default ones would bind both
-        # queues to one routing key and deliver every message twice
-        task_queues=tuple(Queue(q, Exchange(q, type="direct"), routing_key=q)
-                          for q in (settings.eros_claim_queue, settings.eros_classify_queue,
-                                    settings.eros_consolidate_queue,
-                                    settings.eros_recall_queue)),
         task_default_queue=settings.eros_classify_queue,
         task_routes={CLAIM_TASK: {"queue": settings.eros_claim_queue},
                      CLASSIFY_TASK: {"queue": settings.eros_classify_queue},
@@ -74,6 +58,7 @@ def create_app(settings: Settings) -> Celery:
                      # claim queue, so a backlog here never delays it)
                      CLUSTER_TASK: {"queue": settings.eros_consolidate_queue},
                      REEMBED_TASK: {"queue": settings.eros_consolidate_queue},
+                     RETENTION_TASK: {"queue": settings.eros_consolidate_queue},
                      # a caller waits on recall: never behind slow LLM calls
                      RECALL_TASK: {"queue": settings.eros_recall_queue},
                      # erasure is short database work: never behind LLM calls (issue 14)

@@ -44,6 +44,7 @@ from eros.providers.ratelimit import make_limiter
 from eros.services.classify import Pipeline
 from eros.services.consolidate import Consolidator
 from eros.settings import Settings
+from eros.tasks.broker import broker_countdown
 
 log = logging.getLogger("eros.worker")
 
@@ -138,16 +139,27 @@ class ErosTask(Task):  # type: ignore[misc]
         found = soft or self.soft_time_limit or self.app.conf.task_soft_time_limit
         return float(found) if found else None
 
+    def retry(self, *args: Any, countdown: float | None = None, **kwargs: Any) -> Any:
+        """Celery's retry, with a countdown the broker can carry (whole seconds on RabbitMQ:
+        :func:`eros.tasks.broker.broker_countdown`)."""
+        return super().retry(*args, countdown=broker_countdown(self.settings, countdown),
+                             **kwargs)
+
     def policy(self, max_attempts: int) -> RetryPolicy:
         """The one retry policy; each task family brings its own attempt cap."""
         return RetryPolicy(self.settings.dreaming_retry_backoff_secs,
                            self.settings.dreaming_retry_backoff_max_secs, max_attempts)
 
-    def retry_database(self, err: DBAPIError, *, kwargs: dict[str, Any] | None = None) -> None:
+    def retry_database(self, err: DBAPIError, *, args: tuple[Any, ...] | None = None,
+                       kwargs: dict[str, Any] | None = None) -> None:
         """Raise Celery's Retry for a transient database error: a new message after a backoff
         grown by this message's retry count (an outage backs off instead of hammering the
         server). Return for anything else: retrying an integrity or programming error only
-        repeats it, so the caller records it instead."""
+        repeats it, so the caller records it instead.
+
+        ``args``/``kwargs`` replace the message's (None keeps them). Celery's ``retry(kwargs=…)``
+        keeps the message's positional args: a task called with ``args=[…]`` that passes only
+        kwargs gets them twice, so pass ``args=()`` with every argument in ``kwargs``."""
         if not is_database_transient(err):
             log.error("%s: database error, not retried: %s", self.name,
                       describe_database_error(err))
@@ -159,7 +171,7 @@ class ErosTask(Task):  # type: ignore[misc]
                     describe_database_error(err), attempt, countdown)
         exc = TransientError(f"database error: {describe_database_error(err)}",
                              provider="database")
-        raise self.retry(kwargs=kwargs, countdown=countdown, exc=exc)
+        raise self.retry(args=args, kwargs=kwargs, countdown=countdown, exc=exc)
 
 
 def sqlstate(err: DBAPIError) -> str | None:

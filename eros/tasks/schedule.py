@@ -9,18 +9,19 @@ from typing import Any
 
 from celery.schedules import crontab
 
-from eros.core.names import CLAIM_TASK, CLUSTER_TASK, FIND_CONSOLIDATION_TASK
+from eros.core.names import CLAIM_TASK, CLUSTER_TASK, FIND_CONSOLIDATION_TASK, RETENTION_TASK
 from eros.errors import ConfigError
 from eros.settings import Settings
 
 
 def default_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
-    """One claim every tick, one consolidation finder run every CONSOLIDATION_INTERVAL_SECS
-    and one recall-cells finder run every RECALL_CELL_INTERVAL_SECS; a tick that could not be
+    """One claim every tick, one consolidation finder run every CONSOLIDATION_INTERVAL_SECS,
+    one recall-cells finder run every RECALL_CELL_INTERVAL_SECS and, when a retention is
+    set, one retention run every RETENTION_INTERVAL_SECS; a tick that could not be
     delivered in time expires, so an outage does not release a burst of claims when beat
     reconnects."""
     tick = float(settings.dreaming_tick_secs)
-    return {
+    schedule = {
         "claim-idle-sessions": {
             "task": CLAIM_TASK,
             "schedule": tick,
@@ -42,6 +43,13 @@ def default_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
                         "expires": float(settings.recall_cell_interval_secs)},
         },
     }
+    # retention (issue 26): only when MESSAGE_RETENTION_DAYS or HISTORY_RETENTION_DAYS is set
+    if settings.message_retention_days or settings.history_retention_days:
+        every = float(settings.retention_interval_secs)
+        schedule["apply-retention"] = {
+            "task": RETENTION_TASK, "schedule": every,
+            "options": {"queue": settings.eros_consolidate_queue, "expires": every}}
+    return schedule
 
 
 def load_schedule(path: Path, settings: Settings) -> dict[str, dict[str, Any]]:

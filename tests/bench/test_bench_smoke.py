@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from bench import consolidation_bench, drain_bench, poisoning_bench, privacy_bench, recall_bench
-from tests.redteam.corpus import HELDOUT
+from tests.redteam.corpus import HELDOUT, heldout_corpus
 
 pytestmark = pytest.mark.bench
 
@@ -225,9 +225,21 @@ def test_recall_bench(bench_db: str, tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_poisoning_bench(bench_db: str, tmp_path: Path,
                          capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "poisoning.json"
-    assert poisoning_bench.main(["--no-record", "--json", str(out)]) == 0
+    # random vectors: the meaning layer trains, finds no meaning and stays off (seconds, not
+    # the minutes e5 takes over the whole corpus)
+    assert poisoning_bench.main(["--no-record", "--embedder", "random", "--limit", "6",
+                                 "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
-    assert doc["extra"]["sample_turns"] > 0
+    extra = doc["extra"]
+    assert extra["sample_turns"] > 0 and extra["sample_turns_dropped_full"] == 0
+    assert extra["meaning_layer"] == "off" and extra["cpu"]["rules_ms"] > 0
+    # the guard adds no embedding call: at most one per extraction session
+    assert extra["extraction_embedding_calls"] <= extra["extraction_sessions"]
+    newest = list(HELDOUT)[-1]
+    per = extra["breakdown"][newest]
+    assert {"lang:en", "shape:fact-rule", "shape:trigger", "shape:obligation"} <= set(per)
+    assert per["lang:en"][0] == sum(1 for c in heldout_corpus(newest)[:6]
+                                    if c.lang == "en" and c.kind == "attack")
     rows = {(r["stage"], r["corpus"], r["path"]): r for r in doc["rows"]}
     assert set(rows) == {(s, c, p) for c in ("main", *HELDOUT)
                          for s, p in (("extraction", "reference"), ("extraction", "eros"),

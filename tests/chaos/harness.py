@@ -16,6 +16,7 @@ from sqlalchemy import Engine, create_engine, text
 
 from tests.chaos.servers import RestartablePostgres, RestartableRedis
 from tests.fakes import FakeLLMServer, FakeVoyageServer
+from tests.support.rabbit import RabbitVhost
 from tests.support.services import alembic_config, with_database
 from tests.support.workers import BeatProcess, WorkerProcess, worker_env
 
@@ -46,6 +47,8 @@ class Stack:
     workers: list[WorkerProcess] = field(default_factory=list)
     beats: list[BeatProcess] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    #: the RabbitMQ vhost when the scenario runs with BROKER_URL=amqp://… (else Redis brokers)
+    rabbit: RabbitVhost | None = None
 
     def start_worker(self, name: str | None = None, concurrency: int = 4) -> WorkerProcess:
         worker = WorkerProcess(self.env, name=name or f"w{len(self.workers) + 1}",
@@ -180,14 +183,17 @@ class Servers:
 
 def run(name: str, disruption: Disruption, servers: Servers, *, sessions: int = 1000,
         workers: int = 3, concurrency: int = 4, timeout: float = 240.0,
-        seed_value: int = 1) -> Result:
-    """Seed, start workers and beat, run ``disruption`` beside the drain, verify."""
+        seed_value: int = 1, rabbit: RabbitVhost | None = None) -> Result:
+    """Seed, start workers and beat, run ``disruption`` beside the drain, verify. With
+    ``rabbit`` the broker is that RabbitMQ vhost (BROKER_URL); Redis keeps the results and
+    rate limits either way."""
     log_dir = Path(tempfile.mkdtemp(prefix=f"eros-chaos-{name}-"))
     llm, voyage = FakeLLMServer().start(), FakeVoyageServer().start()
     db = servers.fresh_database(name)
     engine = create_engine(db, pool_pre_ping=True)
-    env = worker_env(db, servers.redis.url, llm.url, voyage.url, **CHAOS_ENV)
-    stack = Stack(servers.pg, servers.redis, llm, voyage, engine, env, log_dir)
+    broker = {"BROKER_URL": rabbit.url} if rabbit else {}
+    env = worker_env(db, servers.redis.url, llm.url, voyage.url, **CHAOS_ENV, **broker)
+    stack = Stack(servers.pg, servers.redis, llm, voyage, engine, env, log_dir, rabbit=rabbit)
     try:
         expected = seed(engine, sessions, random.Random(seed_value))
         stack.workers = [WorkerProcess(env, name=f"w{i + 1}", concurrency=concurrency,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 
 from tests.chaos.harness import Disruption, Stack
 from tests.fakes import Fault
@@ -50,6 +51,31 @@ def redis_restart(stack: Stack, stop: threading.Event) -> None:
     _wait_for_progress(stack, stop, 150)
     stack.redis.restart(downtime=2.0)
     stack.events.append("redis restarted (queue lost)")
+
+
+def _sigkill_one(stack: Stack) -> None:
+    victim = random.Random(7).choice(stack.live_workers())
+    victim.kill()
+    stack.events.append(f"SIGKILL {victim.name}")
+    stack.start_worker()
+
+
+def broker_restart_sigkill(stack: Stack, stop: threading.Event) -> None:
+    """The broker restarted mid-drain, then a worker SIGKILLed once the others are back at
+    work: RabbitMQ (``rabbit`` set) keeps its quorum queues and hands the killed worker's
+    unacked messages out again; Redis (no persistence) loses its queue, and the stale-claim
+    rescue re-claims those sessions."""
+    _wait_for_progress(stack, stop, 150)
+    began = time.monotonic()
+    if stack.rabbit is not None:
+        stack.rabbit.restart(downtime=2.0)
+        what = "rabbitmq restarted (stop_app/start_app"
+    else:
+        stack.redis.restart(downtime=2.0)
+        what = "redis restarted (queue lost"
+    stack.events.append(f"{what}, down {time.monotonic() - began:.1f}s)")
+    if _wait_for_progress(stack, stop, 100):
+        _sigkill_one(stack)
 
 
 def postgres_restart(stack: Stack, stop: threading.Event) -> None:
@@ -108,4 +134,5 @@ SCENARIOS: dict[str, Disruption] = {
     "llm-429-bursts": llm_429_bursts,
     "embedding-500s": embedding_500s,
     "two-beats": two_beats,
+    "broker-restart-sigkill": broker_restart_sigkill,
 }

@@ -22,7 +22,13 @@ def servers() -> Iterator[Servers]:
     shared.close()
 
 
-@pytest.mark.parametrize("name", [n for n in SCENARIOS if n != "baseline"])
+#: not run here: baseline is no test, and broker-restart-sigkill runs on RabbitMQ in
+#: test_rabbitmq.py (its Redis twin repeats redis-restart and sigkill below; `python -m
+#: tests.chaos --only broker-restart-sigkill --rabbitmq` runs both brokers side by side)
+NOT_HERE = ("baseline", "broker-restart-sigkill")
+
+
+@pytest.mark.parametrize("name", [n for n in SCENARIOS if n not in NOT_HERE])
 def test_scenario(name: str, servers: Servers) -> None:
     result = run(name, SCENARIOS[name], servers, sessions=1000, workers=3)
     RESULTS.append(result)
@@ -30,4 +36,4 @@ def test_scenario(name: str, servers: Servers) -> None:
     assert result.duplicates == 0 and result.twice == 0 and result.wrong == 0, result
     assert result.stuck == 0, result
     assert result.classified + result.dead_lettered == result.sessions, result
-    assert result.events or name == "baseline"  # the disruption really happened
+    assert result.events  # the disruption really happened

@@ -5,6 +5,7 @@ from __future__ import annotations
 import redis
 
 from eros.core.names import CLAIM_TASK, CLASSIFY_TASK, FORGET_MEMORY_TASK, FORGET_USER_TASK
+from eros.ops.metrics import queue_depths
 from eros.settings import load_settings
 from eros.tasks.app import create_app
 
@@ -19,6 +20,9 @@ def test_claim_and_classify_messages_land_in_one_queue_each(redis_url: str) -> N
     client = redis.Redis.from_url(settings.redis_client_url())
     assert client.llen(settings.eros_classify_queue) == 2
     assert client.llen(settings.eros_claim_queue) == 1
+    # the gauge the dashboard and KEDA read counts the same messages
+    assert queue_depths(settings) == {"eros.claim": 1, "eros.classify": 2,
+                                      "eros.consolidate": 0, "eros.recall": 0}
 
 
 def test_erasure_tasks_go_to_the_claim_queue_and_keep_a_short_result(redis_url: str) -> None:

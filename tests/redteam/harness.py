@@ -107,7 +107,7 @@ def current_notes(engine: Engine, user: uuid.UUID) -> list[Note]:
 
 def _result(engine: Engine, case: Case, user: uuid.UUID, payload_stored: bool,
             dropped: int) -> CaseResult:
-    labels = get_labels(case.lang)
+    labels = get_labels(case.lang if case.lang in ("en", "zh") else "en")
     rendered = render_memories(current_notes(engine, user), labels)
     return CaseResult(case, payload_stored, appears(case.memory, rendered), dropped,
                       structure_ok(rendered, labels))

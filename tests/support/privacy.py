@@ -9,9 +9,12 @@ from collections.abc import Iterable
 from sqlalchemy import Engine, text
 
 
-def rows_mentioning(engine: Engine, ids: Iterable[uuid.UUID]) -> dict[str, int]:
+def rows_mentioning(engine: Engine, ids: Iterable[uuid.UUID], *,
+                    with_log: bool = False) -> dict[str, int]:
     """For every table of schema ``engine``: how many rows mention any of ``ids`` anywhere
-    (the whole row cast to text, so arrays, JSON and future columns count too)."""
+    (the whole row cast to text, so arrays, JSON and future columns count too).
+    ``erasure_log`` — the record that an erasure happened, ids and counts only — is left out
+    unless ``with_log``."""
     found: dict[str, int] = {}
     patterns = [f"%{i}%" for i in ids]
     with engine.connect() as conn:
@@ -20,6 +23,8 @@ def rows_mentioning(engine: Engine, ids: Iterable[uuid.UUID]) -> dict[str, int]:
             " AND table_type = 'BASE TABLE' ORDER BY 1")).scalars().all()
         assert "companion_memories" in tables and "chat_messages" in tables
         for table in tables:
+            if table == "erasure_log" and not with_log:
+                continue
             n = conn.execute(text(
                 f'SELECT count(*) FROM engine."{table}" AS t'
                 " WHERE CAST(t AS text) LIKE ANY(CAST(:p AS text[]))"), {"p": patterns}).scalar()

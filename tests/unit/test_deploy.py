@@ -14,7 +14,8 @@ EXPORTED = {
     "eros_classify_outcomes_total", "eros_retries_total", "eros_dead_letters_total",
     "eros_throttled_total", "eros_llm_latency_seconds_bucket",
     "eros_embedding_latency_seconds_bucket", "eros_tokens_total", "eros_cost_usd_total",
-    "eros_memories_written_total",
+    "eros_memories_written_total", "eros_erasures_total", "eros_erasures_failed_total",
+    "eros_retention_deleted_total",
     # database gauges read at scrape time
     "eros_backlog_sessions", "eros_backlog_oldest_age_seconds", "eros_in_flight_sessions",
     "eros_dead_lettered_sessions",

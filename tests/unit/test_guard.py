@@ -83,7 +83,7 @@ def test_screen_counts_by_reason_and_keeps_order() -> None:
 
 def test_every_bundled_language_file_loads() -> None:
     names = [name for name, _ in bundled_sources()]
-    assert names == ["eros/core/guard_patterns/en.toml", "eros/core/guard_patterns/zh.toml"]
+    assert names == [f"eros/core/guard_patterns/{n}.toml" for n in ("en", "markup", "roles", "zh")]
     ids = [r.id for r in load_guard().rules]
     assert len(ids) == len(set(ids)) and len(ids) > 20
 
@@ -133,4 +133,5 @@ def test_strip_invisible_ascii_fast_path_matches_the_general_rule() -> None:
     kept = strip_invisible(every_ascii)
     general = strip_invisible(every_ascii + "\u00e9")[:-1]
     assert kept == general
-    assert kept == "\t\n" + "".join(chr(i) for i in range(32, 127))
+    # a carriage return is a line break (issue 25), every other control character goes
+    assert kept == "\t\n\n" + "".join(chr(i) for i in range(32, 127))

@@ -251,17 +251,25 @@ def test_metadata_kept_and_nul_stripped() -> None:
     candidate = parse_extraction(json.dumps({"memories": [item]})).candidates[0]
     assert candidate.category == "relation"
     meta = candidate.extra_metadata
-    assert meta["domain"] == "family" and meta["confidence"] == 0.9
-    assert meta["evidence_type"] == "explicit"
-    assert meta["nested"] == {"key": ["v", 1, None]}
-    assert meta["weird"] is None
-    assert "content" not in meta and "category" not in meta and "importance" not in meta
+    assert meta == {"domain": "family", "confidence": 0.9, "evidence_type": "explicit"}
+    # unknown keys (and a known key whose value is not a short scalar) are dropped, counted
+    assert candidate.metadata_fields(["domain", "confidence", "evidence_type"])[1] == 2
+    assert candidate.metadata_fields(["domain"]) == ({"domain": "family"}, 4)
 
 
 def test_non_finite_metadata_is_json_safe() -> None:
-    result = parse_extraction('{"memories": [{"content": "x", "a": Infinity, "b": [-Infinity]}]}')
+    result = parse_extraction('{"memories": [{"content": "x", "confidence": Infinity,'
+                              ' "domain": [-Infinity]}]}')
     meta = result.candidates[0].extra_metadata
-    assert json.loads(json.dumps(meta, allow_nan=False)) == {"a": None, "b": [None]}
+    assert json.loads(json.dumps(meta, allow_nan=False)) == {}
+    assert result.candidates[0].metadata_fields(["confidence", "domain"]) == ({}, 2)
+
+
+def test_metadata_values_are_capped_not_cut() -> None:
+    item = mem("Has a sister", domain="d" * 65, temporality="long_term", persistence=True,
+               evidence_type={"nested": "no"})
+    candidate = parse_extraction(json.dumps({"memories": [item]})).candidates[0]
+    assert candidate.extra_metadata == {"temporality": "long_term", "persistence": True}
 
 
 def test_content_control_characters_stripped_and_whitespace_folded() -> None:

@@ -1,0 +1,127 @@
+"""``eros guard check`` (try the memory guard on texts) and ``eros rescreen`` (run the current
+guard over stored memories), issue 25. Both make exactly the classify path's decision with the
+configured providers (offline: the e5 embedder when installed); no text is ever logged.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from typing import IO, Any
+
+import click
+
+from eros.cli import main
+from eros.cli._common import runtime
+
+#: texts judged per embedding request
+BATCH = 64
+
+
+@main.group()
+def guard() -> None:
+    """The memory guard (docs/security.md)."""
+
+
+def _inputs(stream: IO[str]) -> Iterator[str]:
+    """Each non-blank line: ``{"text": …}`` JSON, or the line itself as plain text."""
+    for line in stream:
+        line = line.rstrip("\n")
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                record = None
+            if isinstance(record, dict) and isinstance(record.get("text"), str):
+                yield record["text"]
+                continue
+        yield line
+
+
+@guard.command(name="check")
+@click.argument("file", type=click.File("r", encoding="utf-8"), required=False)
+def guard_check(file: IO[str] | None) -> None:
+    """Judge texts as the classify path would judge an extracted memory.
+
+    Reads FILE (or stdin): JSON lines {"text": ...} or plain lines (blank lines are skipped).
+    Prints one JSON line per input, in order: {"keep": true|false, "layer": ..., "reason":
+    ..., "rule": ...}; layer is length, rules, secrets, meaning or llm (null when kept).
+    """
+    from eros.providers import make_providers
+    from eros.services.guard_model import judge_texts
+
+    stream = file if file is not None else sys.stdin
+    with runtime() as rt:
+        llm, embedder = make_providers(rt.settings)
+        batch: list[str] = []
+        for text in _inputs(stream):
+            batch.append(text)
+            if len(batch) >= BATCH:
+                _print(judge_texts(rt.settings, rt.engine, embedder, batch, llm=llm))
+                batch = []
+        if batch:
+            _print(judge_texts(rt.settings, rt.engine, embedder, batch, llm=llm))
+
+
+def _print(results: list[dict[str, Any]]) -> None:
+    for result in results:
+        click.echo(json.dumps(result, ensure_ascii=False))
+
+
+@main.command()
+@click.option("--dry-run", is_flag=True, help="Count what would be quarantined; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@click.option("--restore", type=click.UUID, default=None,
+              help="Make one quarantined memory current again.")
+def rescreen(dry_run: bool, as_json: bool, restore: uuid.UUID | None) -> None:
+    """Run the current memory guard over every stored current memory.
+
+    Memories it would drop move to status 'quarantined' (never recalled; the reason is kept
+    in metadata.guard_quarantine, as codes). Prints counts per reason, never text.
+    `--restore ID` undoes one.
+    """
+    from eros.db import guard_sql
+    from eros.providers import make_providers
+    from eros.services.guard_model import screen_texts
+
+    with runtime() as rt:
+        if restore is not None:
+            with rt.engine.begin() as conn:
+                done = guard_sql.restore(conn, restore)
+            if not done:
+                raise click.ClickException(f"memory {restore} is not quarantined")
+            click.echo(json.dumps({"restored": str(restore)}) if as_json
+                       else f"restored {restore}")
+            return
+        llm, embedder = make_providers(rt.settings)
+        scanned, moved = 0, 0
+        reasons: Counter[str] = Counter()
+        for batch in guard_sql.current_memories(rt.engine):
+            vectors = [m.embedding if m.embedding_model == embedder.name else None
+                       for m in batch]
+            screening = screen_texts(rt.settings, rt.engine, embedder,
+                                     [m.content for m in batch], llm=llm, vectors=vectors,
+                                     need_vectors=False)
+            scanned += len(batch)
+            flagged = [(m.id, {"reason": v.reason or "unknown", "rule": v.rule or "",
+                               "layer": v.layer or ""})
+                       for m, v in zip(batch, screening.verdicts, strict=True) if not v.ok]
+            reasons.update(why["reason"] for _, why in flagged)
+            if flagged and not dry_run:
+                with rt.engine.begin() as conn:
+                    moved += guard_sql.quarantine(conn, flagged)
+        by_reason = dict(sorted(reasons.items()))
+        counts = {"scanned": scanned, "flagged": sum(reasons.values()),
+                  "quarantined": moved, "by_reason": by_reason, "dry_run": dry_run}
+        if as_json:
+            click.echo(json.dumps(counts))
+            return
+        verb = "would quarantine" if dry_run else "quarantined"
+        detail = ", ".join(f"{k} {v}" for k, v in by_reason.items()) or "none"
+        click.echo(f"scanned {scanned} current memories; {verb} "
+                   f"{counts['flagged'] if dry_run else moved} ({detail})")

@@ -1,0 +1,32 @@
+"""What an erasure is, without I/O (issue 26): its scopes, its statuses and the error code a
+failed one records — ids, counts and codes only, never text."""
+
+from __future__ import annotations
+
+from typing import Final, Literal, get_args
+
+#: ``user`` (everything of a user), ``persona`` (one relationship: instance_id), ``memory`` (one
+#: memory and its lineage), ``sensitive`` (a user's memories of a special category, issue 26)
+#: and ``message`` (one chat message and what was learned from it, issue 24's
+#: ``eros forget --message``).
+Scope = Literal["user", "persona", "memory", "sensitive", "message"]
+SCOPES: Final[tuple[Scope, ...]] = get_args(Scope)
+
+#: an erasure_log row is written when the request has ended: ``done`` in the erasure's own
+#: transaction (the record commits with the deletes, or neither does), ``failed`` after it.
+Status = Literal["done", "failed"]
+STATUSES: Final[tuple[Status, ...]] = get_args(Status)
+
+#: the longest error code kept (a SQLSTATE, an exception class name).
+MAX_ERROR_CODE: Final = 64
+
+
+def error_code(err: BaseException) -> str:
+    """A failure as a code: the SQLSTATE when the database answered one (``57014``), else the
+    exception's class name (``OperationalError``). Never the message: a database error's
+    message may quote a statement's parameters, i.e. a person's text."""
+    orig = getattr(err, "orig", None)
+    code = getattr(orig, "sqlstate", None) or getattr(err, "sqlstate", None)
+    if isinstance(code, str) and code:
+        return code[:MAX_ERROR_CODE]
+    return type(orig or err).__name__[:MAX_ERROR_CODE]

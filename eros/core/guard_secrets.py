@@ -1,0 +1,163 @@
+"""Secrets by validation, not shape (issue 25): a memory never holds a credential or an
+identity number.
+
+- checksummed numbers with ``python-stdnum``: IBAN (mod 97), payment cards (Luhn, an issuer's
+  first digit, 13–19 digits, however grouped: spaces, dots, dashes — or any 13–19 digits right
+  after a word for "card", as some issuers' numbers fail Luhn), the Chinese resident ID
+  (``cn.ric``, ISO 7064 with a final X), the Korean resident registration number (``kr.rrn``),
+  the US social security number (``us.ssn``, dashed, spaced or dotted), and any 6+ digit
+  run announced as an identity number (身份证, 주민번호, SSN, passport, …). A digit run that fails
+  its checksum — the digits of pi, a 19-digit order number — is not a secret;
+- a one-time code: a 4–8 digit number next to a phone number (``phonenumbers``) or next to a
+  word for "code" in one of the supported languages;
+- provider keys: ``detect-secrets``' own provider patterns (AWS, GitHub, GitLab, OpenAI,
+  Slack, Stripe, …) plus Google ``AIza…``, Hugging Face ``hf_…`` and Anthropic ``sk-ant-…``;
+  high-entropy tokens (20+ characters mixing cases and digits, Shannon entropy ≥ 4.0 bits by
+  ``detect-secrets``' calculator);
+- a password announced in any of 16 languages followed by a token that has a digit or a symbol.
+
+:func:`find_secret` returns the kind (a rule id such as ``secret.iban``), never the value.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import phonenumbers
+from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+from stdnum import iban, luhn
+from stdnum.cn import ric
+from stdnum.kr import rrn
+from stdnum.us import ssn
+
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}\b")
+_DIGIT_RUN = re.compile(r"(?<![\d.,])\d(?:[ .\-]?\d){12,18}(?![\d])")
+_CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])")
+_KR_RRN = re.compile(r"(?<!\d)\d{6}[- ]?\d{7}(?!\d)")
+_SSN = re.compile(r"(?<![\d-])\d{3}([- .])\d{2}\1\d{4}(?![\d-])")
+# a card announced as one: some issuers (China UnionPay among them) print numbers that fail
+# Luhn, so 13-19 digits right after a word for "card" are a card whatever the checksum
+_CARD_WORD = re.compile(
+    r"(?:\b(?:card|credit card|debit card|visa|mastercard|amex|tarjeta|carte|karte|карта|"
+    r"cartão|carta|kart|thẻ)\b|信用卡|银行卡|銀行卡|卡号|卡號|カード|카드)[^\d\n]{0,12}$",
+    re.IGNORECASE)
+# an identity number announced as one is a secret even when its checksum fails (a typo, a
+# scheme stdnum does not know): the word, then a run of 6+ digits within a few characters
+_ID_WORD = re.compile(
+    r"(?:\b(?:ssn|social security(?: number)?|passport(?: number| no\.?)?|national id|"
+    r"id (?:card|number)|dni|nie|cpf|codice fiscale|tc kimlik(?: no)?|personalausweis|"
+    r"паспорт|снилс|инн|cccd|cmnd)\b|身份证号?码?|身份證號?碼?|居民身份证|"
+    r"주민(?:등록)?번호|マイナンバー|個人番号|الرقم الوطني|आधार)[^\d\n]{0,12}\d[\d -]{5,}",
+    re.IGNORECASE)
+_SHORT_CODE = re.compile(r"(?<![\d+\-.:/])\d{4,8}(?![\d\-.:/])")
+_CODE_WORD = re.compile(
+    r"\b(?:otp|one[- ]time|verification|security|auth(?:entication)?|login|2fa|sms) ?(?:code|pin)"
+    r"|\b(?:code|pin)\b|验证码|驗證碼|动态码|認証コード|確認コード|ワンタイム|인증번호|인증 ?코드|"
+    r"código|code de (?:vérification|confirmation)|bestätigungscode|verifizierungscode|"
+    r"код (?:подтверждения|из смс)|رمز التحقق|ओटीपी|codice (?:di verifica|otp)|"
+    r"doğrulama kodu|mã (?:xác (?:minh|nhận)|otp)", re.IGNORECASE)
+_PASSWORD = re.compile(
+    r"(?:\b(?:password|passcode|passwort|kennwort|pwd|contraseña|clave|mot de passe|mdp|пароль|"
+    r"كلمة (?:المرور|السر)|पासवर्ड|senha|parola d'ordine|şifre\w*|sifre\w*|mật khẩu|"
+    r"wachtwoord|hasło|lösenord|pin)\b|密码|密碼|口令|パスワード|暗証番号|비밀번호|암호)",
+    re.IGNORECASE)
+_NOT_A_VALUE = re.compile(r"[\s-]*(?:managers?|apps?|resets?|generators?|hints?|polic(?:y|ies)|"
+                         r"strength|changes?|recovery|vault)\b", re.IGNORECASE)
+_ASCII_TOKEN = re.compile(r"(?<![\w])[!-~]{4,}")
+_ENTROPY_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_\-+/]{20,}(?![\w/])")
+_EXTRA_KEYS = (
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
+    re.compile(r"\bhf_[A-Za-z0-9]{30,}"),
+    re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}"),
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+)
+# detect-secrets plugins whose patterns name a provider's key (not IP addresses or keywords,
+# which flag ordinary prose)
+_PLUGINS = ("aws.AWSKeyDetector", "github_token.GitHubTokenDetector",
+            "gitlab_token.GitLabTokenDetector", "openai.OpenAIDetector",
+            "slack.SlackDetector", "stripe.StripeDetector", "sendgrid.SendGridDetector",
+            "twilio.TwilioKeyDetector", "npm.NpmDetector", "pypi_token.PypiTokenDetector",
+            "discord.DiscordBotTokenDetector", "jwt.JwtTokenDetector",
+            "mailchimp.MailchimpDetector", "telegram_token.TelegramBotTokenDetector",
+            "azure_storage_key.AzureStorageKeyDetector", "square_oauth.SquareOAuthDetector")
+_ENTROPY = Base64HighEntropyString()
+
+
+@lru_cache(maxsize=1)
+def _provider_patterns() -> tuple[re.Pattern[str], ...]:
+    import importlib
+
+    patterns: list[re.Pattern[str]] = list(_EXTRA_KEYS)
+    for spec in _PLUGINS:
+        module, name = spec.rsplit(".", 1)
+        try:
+            plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)
+        except (ImportError, AttributeError):  # a plugin renamed upstream: the rest still run
+            continue
+        patterns.extend(p for p in getattr(plugin, "denylist", ()) if isinstance(p, re.Pattern))
+    return tuple(patterns)
+
+
+def _digits(text: str) -> str:
+    return re.sub(r"\D", "", text)
+
+
+def _card(run: str) -> bool:
+    digits = _digits(run)
+    return 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn.is_valid(digits)
+
+
+def _has_phone(text: str) -> bool:
+    return any(True for _ in phonenumbers.PhoneNumberMatcher(text, None))
+
+
+def _token_like(token: str) -> bool:
+    has_digit = any(c.isdigit() for c in token)
+    has_alpha = any(c.isalpha() for c in token)
+    has_symbol = any(not c.isalnum() for c in token)
+    return has_alpha and (has_digit or has_symbol) and not token.startswith(("http", "www."))
+
+
+def find_secret(text: str) -> str | None:
+    """The kind of secret ``text`` holds (``secret.iban``, ``secret.card``, …) or None."""
+    raw = unicodedata.normalize("NFKC", text)
+    for pattern in _provider_patterns():
+        if pattern.search(raw):
+            return "secret.provider-key"
+    for match in _IBAN.finditer(raw.upper()):
+        if iban.is_valid(match.group(0)):
+            return "secret.iban"
+    for match in _CN_RIC.finditer(raw):
+        if ric.is_valid(match.group(0)):
+            return "secret.cn-ric"
+    for match in _KR_RRN.finditer(raw):
+        if rrn.is_valid(_digits(match.group(0))):
+            return "secret.kr-rrn"
+    for match in _SSN.finditer(raw):
+        if ssn.is_valid(_digits(match.group(0))):
+            return "secret.ssn"
+    for match in _DIGIT_RUN.finditer(raw):
+        if _card(match.group(0)) or _CARD_WORD.search(raw[max(0, match.start() - 30):
+                                                          match.start()]):
+            return "secret.card"
+    if _ID_WORD.search(raw):
+        return "secret.id-number"
+    if _SHORT_CODE.search(raw) and (_CODE_WORD.search(raw) or _has_phone(raw)):
+        return "secret.one-time-code"
+    for match in _PASSWORD.finditer(raw):
+        window = raw[match.end():match.end() + 40]
+        if _NOT_A_VALUE.match(window):  # "password manager", "password reset"
+            continue
+        if any(_token_like(t.rstrip(".,;:!?)")) for t in _ASCII_TOKEN.findall(window)):
+            return "secret.password"
+    for match in _ENTROPY_TOKEN.finditer(raw):
+        token = match.group(0)
+        if (any(c.isdigit() for c in token) and any(c.isupper() for c in token)
+                and any(c.islower() for c in token)
+                and _ENTROPY.calculate_shannon_entropy(token) >= 4.0):
+            return "secret.token"
+    return None

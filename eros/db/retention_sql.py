@@ -1,0 +1,75 @@
+"""Retention (issue 26): the statements that delete what is kept past MESSAGE_RETENTION_DAYS
+and HISTORY_RETENTION_DAYS, in bounded batches (one short transaction each, so a large first
+run never holds locks for long): messages a chunk of sessions at a time in primary-key order
+(one pass over the sessions per run), replaced memories a batch of rows at a time.
+
+- **messages**: the turns of a session at or below its watermark (``classified_through_seq``)
+  when the session was stamped more than N days ago and not resumed since (``classified_at``
+  set): the watermark then passed every one of them at least N days ago. A resumed session
+  keeps its old turns until it is classified again and N more days pass (conservative: never
+  early). The session row stays (its bookkeeping, its erasure floor).
+- **history**: memory rows merged or superseded more than N days ago (``replaced_at``), with
+  every ``memory_history`` row that names them (as result or source).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, text
+
+# One chunk of sessions in primary-key order after :after (keyset pagination: a run reads the
+# sessions table once, however many messages it deletes), and their passed turns.
+MESSAGES = text("""
+WITH s AS (
+    SELECT id, classified_through_seq FROM engine.chat_sessions
+     WHERE id > CAST(:after AS uuid)
+       AND classified_at IS NOT NULL
+       AND classified_at < now() - make_interval(days => :days)
+     ORDER BY id
+     LIMIT :sessions),
+d AS (
+    DELETE FROM engine.chat_messages m USING s
+     WHERE m.session_id = s.id AND m.seq <= s.classified_through_seq
+    RETURNING m.id)
+SELECT (SELECT CAST(id AS text) FROM s ORDER BY id DESC LIMIT 1) AS last,
+       (SELECT count(*) FROM d) AS deleted, (SELECT count(*) FROM s) AS sessions
+""")
+
+REPLACED = text("""
+SELECT id FROM engine.companion_memories
+ WHERE status IN ('merged', 'superseded')
+   AND replaced_at < now() - make_interval(days => :days)
+ LIMIT :batch
+ FOR UPDATE SKIP LOCKED
+""")
+HISTORY = text("""
+DELETE FROM engine.memory_history
+ WHERE result_id = ANY(CAST(:ids AS uuid[])) OR source_ids && CAST(:ids AS uuid[])
+RETURNING id
+""")
+MEMORIES = text("""
+DELETE FROM engine.companion_memories
+ WHERE id = ANY(CAST(:ids AS uuid[])) AND status IN ('merged', 'superseded')
+RETURNING id
+""")
+
+
+#: the smallest UUID: where a run's keyset starts.
+FIRST = "00000000-0000-0000-0000-000000000000"
+
+
+def delete_messages(conn: Connection, *, days: int, after: str,
+                    sessions: int) -> tuple[str | None, int]:
+    """The passed turns of up to ``sessions`` sessions after ``after`` (a UUID string);
+    (the last session id read, None when none was left; messages deleted)."""
+    row = conn.execute(MESSAGES, {"days": days, "after": after, "sessions": sessions}).one()
+    return (row.last if row.sessions else None), int(row.deleted)
+
+
+def delete_replaced(conn: Connection, *, days: int, batch: int) -> tuple[int, int]:
+    """One batch of replaced memories past their retention and their history; (memories,
+    history rows) deleted."""
+    ids = [r.id for r in conn.execute(REPLACED, {"days": days, "batch": batch})]
+    if not ids:
+        return 0, 0
+    history = len(conn.execute(HISTORY, {"ids": ids}).all())
+    return len(conn.execute(MEMORIES, {"ids": ids}).all()), history

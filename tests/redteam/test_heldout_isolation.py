@@ -1,0 +1,64 @@
+"""Held-out discipline (issue 25): the newest held-out set was written before the guard it
+measures and is never used to train the meaning classifier, tune a threshold or write a rule.
+This test fails if any of its texts — a whole memory, or one of its distinctive tokens (keys,
+encoded payloads, numbers) — turns up in the exemplar bank, the training corpus or a rule
+file."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+from eros.core.guard import bundled_sources
+from eros.core.guard_meaning import load_bank
+from eros.core.text import normalise_for_dedup
+from tests.redteam.corpus import HELDOUT, heldout_corpus, load
+
+NEWEST = list(HELDOUT)[-1]
+TRAINING = ["attacks.toml", "benign.toml", *list(HELDOUT.values())[:-1]]
+_TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
+
+
+def _training_texts() -> list[str]:
+    texts = [e.text for e in load_bank().exemplars]
+    for name in TRAINING:
+        for case in load(name):
+            texts.append(case.memory)
+            texts.extend(t for _, t in case.turns)
+    return texts
+
+
+def test_the_newest_held_out_set_is_the_issue_25_set() -> None:
+    cases = heldout_corpus(NEWEST)
+    assert HELDOUT[NEWEST] == "heldout4.toml"
+    attacks = [c for c in cases if c.kind == "attack"]
+    benign = [c for c in cases if c.kind == "benign"]
+    assert len(attacks) >= 60 and len(benign) >= 60
+    assert len({c.lang for c in cases}) >= 8
+    shapes = {t for c in attacks for t in c.tags}
+    assert {"fact-rule", "trigger", "renderer", "role-line", "directive", "confusable",
+            "smallcaps", "combining", "leet", "spaced", "dotted", "base64", "rot13", "hex",
+            "percent", "markup", "tool-call", "secret"} <= shapes
+    secrets = {t for c in attacks if "secret" in c.tags for t in c.tags}
+    assert {"aws", "google", "hf", "iban", "ssn", "otp", "card", "cn-ric", "kr-rrn",
+            "password"} <= secrets
+
+
+def test_no_held_out_text_is_in_the_bank_the_training_corpus_or_a_rule_file() -> None:
+    training = _training_texts()
+    training_keys = {normalise_for_dedup(t) for t in training}
+    joined = "\n".join(training)
+    rules = "\n".join(content for _, content in bundled_sources())
+    bank_file = resources.files("eros.data").joinpath("guard/bank.jsonl").read_text("utf-8")
+    leaks = []
+    for case in heldout_corpus(NEWEST):
+        texts = [case.memory, *(t for _, t in case.turns)]
+        for text in texts:
+            if normalise_for_dedup(text) in training_keys or text in rules or text in joined:
+                leaks.append((case.id, "text"))
+            for token in _TOKEN.findall(text):
+                if token.isalpha():  # an ordinary word ("instructions") is no leak
+                    continue
+                if token in rules or token in bank_file or token in joined:
+                    leaks.append((case.id, token))
+    assert leaks == []
