@@ -119,10 +119,19 @@ class Settings(BaseSettings):
     recall_decay_lambda: float = Field(default=0.2, ge=0, le=10)
     #: ``decay``: τ in days.
     recall_decay_tau_days: float = Field(default=21.0, gt=0)
-    #: ``composite``: τ in days; longer than decay's, as the factor multiplies the score.
+    #: ``composite``: τ in days of its recency term.
     recall_composite_tau_days: float = Field(default=90.0, gt=0)
+    #: ``composite``: weight w of its bonus ``w · exp(−age/τ) · importance``.
+    recall_composite_weight: float = Field(default=0.1, ge=0, le=10)
     #: ``composite``: the importance of rows that have none (written before it was emitted).
     recall_default_importance: float = Field(default=0.5, ge=0, le=1)
+    #: the rendered prompt section ends each note with the day it is about (eros.recall task)
+    recall_render_dates: bool = True
+    #: the lexical signal (eros/core/lexical.py): the pool re-ordered by reciprocal-rank
+    #: fusion with BM25 over the query's words, when the query's text is known.
+    recall_lexical: bool = False
+    #: ``grouped`` with the lexical signal reads this many × K rows per category to re-order.
+    recall_lexical_depth: int = Field(default=5, ge=1, le=50)
     #: the pool: strategies rank the N most similar memories in scope, N = max(this, 5 × K).
     recall_candidates: int = Field(default=50, ge=1, le=1000)
     #: a scope with fewer rows than this is scanned exactly; larger ones by the quantised scan

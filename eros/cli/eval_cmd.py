@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,10 +56,23 @@ def _load(path: Path | None, fmt: str) -> Suite:
               help="The embedding judge's minimum similarity (default: per embedder).")
 @click.option("--users", type=click.IntRange(min=1), help="Only the first N users (quicker).")
 @click.option("--no-consolidation", is_flag=True, help="Skip the consolidation pass.")
+@click.option("--extractor", type=click.Choice(["configured", "observations"]),
+              default="configured", show_default=True,
+              help="configured: the configured extraction model (the offline heuristic "
+                   "without keys); observations: the suite's own per-session observations "
+                   "(LoCoMo) replayed as the model's reply, citing their turns — realistic "
+                   "memories at full scale with no LLM.")
+@click.option("--cache/--no-cache", default=True, show_default=True,
+              help="Keep embeddings across runs in the data directory (EROS_DATA_DIR; a "
+                   "SQLite file of vectors keyed by a hash of model, input type and text; no "
+                   "text is stored): a second run of a suite embeds only what changed.")
+@click.option("--progress/--no-progress", default=None,
+              help="A progress bar per phase on stderr (default: when stderr is a terminal).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write every figure (and each answer's score) to this file.")
 def eval_command(suite_path: Path | None, fmt: str, judge: str, answers: bool,
                  judge_floor: float | None, users: int | None, no_consolidation: bool,
+                 extractor: str, cache: bool, progress: bool | None,
                  json_path: Path | None) -> None:
     """Replay a suite through the real pipeline and score recall.
 
@@ -65,19 +81,27 @@ def eval_command(suite_path: Path | None, fmt: str, judge: str, answers: bool,
     is asked through recall with each strategy (grouped, decay, composite) and the baseline
     (raw user turns, cosine top-K). Prints, per question type: evidence recall@K and its ratio
     to the baseline, the stale-first rate (knowledge updates), the duplicate share of the top
-    K. Providers are the configured ones (offline without keys). Nothing is downloaded.
+    K; where the suite names its evidence turns (LoCoMo, LongMemEval), exact recall by
+    provenance at K = 5, 10, 25 and within 500, 1,000 and 2,000 rendered tokens; recall
+    latency p50/p95. Providers are the configured ones (offline without keys). Nothing is
+    downloaded.
     """
     from eros.settings import load_settings
 
     if answers and judge != "llm":
         raise click.UsageError("--answers needs --judge llm")
     suite = _load(suite_path, fmt).subset(users)
+    if extractor == "observations" and not any(s.observations for u in suite.users
+                                               for s in u.sessions):
+        raise click.UsageError("--extractor observations needs a suite with observations "
+                               "(--format locomo)")
     base = load_settings(database_url=None)
     if judge == "llm" and base.llm_is_offline:
         raise ErosError("--judge llm needs OPENROUTER_API_KEY (and EROS_PROVIDERS not offline)")
     root = Path(tempfile.mkdtemp(prefix="eros-eval-", dir="/tmp"))
     try:
-        result = _run(suite, root, judge, answers, judge_floor, not no_consolidation)
+        result = _run(suite, root, judge, answers, judge_floor, not no_consolidation,
+                      extractor, sys.stderr.isatty() if progress is None else progress, cache)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     _print(result)
@@ -87,12 +111,23 @@ def eval_command(suite_path: Path | None, fmt: str, judge: str, answers: bool,
         click.echo(f"figures written to {json_path}", err=True)
 
 
+@contextmanager
+def _bar(phase: str, total: int) -> Iterator[Callable[[int], None]]:
+    with click.progressbar(length=max(total, 1), label=f"{phase:<12}", file=sys.stderr,
+                           show_eta=True, show_pos=True) as bar:
+        yield bar.update
+
+
 def _run(suite: Suite, root: Path, judge_name: str, answers: bool, floor: float | None,
-         consolidation: bool) -> EvalResult:
+         consolidation: bool, extractor_name: str = "configured",
+         bars: bool = False, cache: bool = False) -> EvalResult:
     from eros.db.engine import make_engine
     from eros.devstack.embedded import EmbeddedStack
     from eros.providers import make_providers
+    from eros.providers.base import ChatCompleter
     from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge, Judge, LLMJudge
+    from eros.services.evaluation.observations import ObservationReplay
+    from eros.services.evaluation.progress import silent
     from eros.services.evaluation.run import evaluate
     from eros.settings import load_settings
 
@@ -101,20 +136,31 @@ def _run(suite: Suite, root: Path, judge_name: str, answers: bool, floor: float 
         services = stack.start()
         settings = load_settings(database_url=services.database_url)
         llm, embedder = make_providers(settings)
+        if cache:
+            from eros.db.eval_cache import VectorCache
+            from eros.devstack.embedded import data_dir
+            from eros.services.evaluation.cached_embedder import CachedEmbedder
+
+            embedder = CachedEmbedder(embedder, VectorCache(
+                data_dir() / "eval-embeddings.sqlite3"))
         judge: Judge
         if judge_name == "llm":
             judge = LLMJudge(llm, answers=answers)
         else:
             judge = EmbeddingJudge(embedder, floor if floor is not None
                                    else DEFAULT_FLOORS.get(embedder.name, 0.5))
+        extractor: ChatCompleter | None = ObservationReplay(suite) \
+            if extractor_name == "observations" else None
         click.echo(f"eval: {suite.name}: {len(suite.users)} users, "
                    f"{sum(len(u.sessions) for u in suite.users)} sessions, "
-                   f"{len(suite.questions)} questions; LLM {llm.name}, embeddings "
+                   f"{len(suite.questions)} questions; extractor "
+                   f"{(extractor or llm).name}, LLM {llm.name}, embeddings "
                    f"{embedder.name}, judge {judge.name}", err=True)
         engine = make_engine(settings.require_database_url(), pool_size=2)
         try:
             return evaluate(engine, settings, suite, llm, embedder, judge,
-                            consolidation=consolidation)
+                            consolidation=consolidation, extractor=extractor,
+                            progress=_bar if bars else silent)
         finally:
             engine.dispose()
     finally:

@@ -37,14 +37,19 @@ if TYPE_CHECKING:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option("--render", "render", type=click.Choice(["zh", "en"]), default=None,
               help="Print the system-prompt section instead (with --json: add it as 'prompt').")
+@click.option("--dates", is_flag=True,
+              help="With --render: end each note with the day it is about (as the "
+                   "eros.recall task does with RECALL_RENDER_DATES).")
 def recall(user: uuid.UUID, query: str, instance_id: uuid.UUID | None, scope: str,
            strategy: str | None, k: int | None, include_replaced: bool,
-           include_sensitive: bool | None, as_json: bool, render: str | None) -> None:
+           include_sensitive: bool | None, as_json: bool, render: str | None,
+           dates: bool) -> None:
     """Recall USER's memories for QUERY (embedded as a search query), ranked by a strategy.
 
     Strategies: grouped (the reference: top-K by cosine in each category), decay
-    (similarity + λ·exp(−age/τ)) and composite (similarity × exp(−age/τ) × importance, one
-    global top-K). Weights come from the RECALL_* settings; see docs/recall.md.
+    (similarity + λ·exp(−age/τ)) and composite (similarity + w·exp(−age/τ)·importance, one
+    global top-K); with RECALL_LEXICAL, the query's words are fused in by reciprocal rank.
+    Weights come from the RECALL_* settings; see docs/recall.md.
     """
     from eros.cli._common import runtime
     from eros.providers import make_providers
@@ -60,11 +65,11 @@ def recall(user: uuid.UUID, query: str, instance_id: uuid.UUID | None, scope: st
     if as_json:
         payload = result.to_dict()
         if render:
-            payload["prompt"] = result.render(render)
+            payload["prompt"] = result.render(render, dated=dates)
         click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
     if render:
-        click.echo(result.render(render))
+        click.echo(result.render(render, dated=dates))
         return
     click.echo(_human(result))
 

@@ -10,8 +10,13 @@ Formulas (MISSION.md's roadmap), with ``sim = 1 − cosine distance`` and ``age`
   vocabulary order, then rank. Score is the similarity.
 - ``decay``     — ``sim + λ · exp(−age / τ)``: an additive recency bonus of at most ``λ``, so a
   fresh memory beats an old one only when they are about equally relevant.
-- ``composite`` — ``sim × exp(−age / τ) × importance`` (missing importance → a configured
-  default), one global top-``k`` across categories instead of fixed quotas.
+- ``composite`` — ``sim + w · exp(−age / τ) · importance`` (missing importance → a configured
+  default), one global top-``k`` across categories instead of fixed quotas. It used to
+  *multiply* similarity by recency and importance; on LoCoMo's months of conversation that made
+  a year-old relevant memory worth a few percent of any recent one, and composite recalled a
+  third of what grouped did (issue 24). As a bounded bonus (at most ``w``, 0.1), recency and
+  importance re-order near ties — "mother wants her to marry" over "likes mocha", last week's
+  move over last year's city — and never bury a clearly more similar memory.
 
 Ties are broken deterministically (similarity, then newer, then id) so the same rows always
 rank the same way: a prompt that flickers between calls is a bug users notice.
@@ -71,6 +76,7 @@ class RankParams:
     decay_tau_days: float = 21.0
     composite_tau_days: float = 90.0
     default_importance: float = 0.5
+    composite_weight: float = 0.1
 
 
 def similarity(distance: float) -> float:
@@ -96,11 +102,11 @@ def decay_score(sim: float, age: float, *, lam: float, tau_days: float) -> float
 
 
 def composite_score(sim: float, age: float, importance: float | None, *, tau_days: float,
-                    default_importance: float) -> float:
-    """``sim × exp(−age / τ) × importance``; ``None`` importance (rows written before
+                    default_importance: float, weight: float = 0.1) -> float:
+    """``sim + w · exp(−age / τ) · importance``; ``None`` importance (rows written before
     extraction emitted it) counts as ``default_importance`` so old rows are not buried."""
-    weight = default_importance if importance is None else importance
-    return sim * recency(age, tau_days) * weight
+    value = default_importance if importance is None else importance
+    return sim + weight * recency(age, tau_days) * value
 
 
 def _tiebreak(item: Scored) -> tuple[float, float, float, str]:
@@ -153,10 +159,11 @@ def rank_decay(candidates: Iterable[Candidate], k: int, params: RankParams) -> l
 
 
 def rank_composite(candidates: Iterable[Candidate], k: int, params: RankParams) -> list[Scored]:
-    """Global top-``k`` by ``sim × exp(−age / τ) × importance``."""
+    """Global top-``k`` by ``sim + w · exp(−age / τ) · importance``."""
     return top_k(score_all(candidates, lambda c: composite_score(
         similarity(c.distance), age_days(c.created_at, params.now), c.importance,
-        tau_days=params.composite_tau_days, default_importance=params.default_importance)), k)
+        tau_days=params.composite_tau_days, default_importance=params.default_importance,
+        weight=params.composite_weight)), k)
 
 
 def rank(strategy: Strategy, candidates: Iterable[Candidate], *, k: int, per_category_k: int,
@@ -177,7 +184,7 @@ def pool_is_exact(strategy: Strategy, pool: Sequence[Candidate], chosen: Sequenc
 
     A memory left outside the pool is at most as similar as the pool's least similar member
     (``floor``). Its decay score is then at most ``floor + λ`` and its composite score at most
-    ``max(floor, 0)`` (recency and importance are ≤ 1), so when that bound does not beat the
+    ``floor + w`` (recency and importance are ≤ 1), so when that bound does not beat the
     ``k``-th chosen score nothing outside could have been chosen. A complete pool (every row in
     scope) is exact trivially. ``grouped`` is never pool-based, so it is exact by construction.
     """
@@ -186,5 +193,5 @@ def pool_is_exact(strategy: Strategy, pool: Sequence[Candidate], chosen: Sequenc
     if len(chosen) < k or not pool:
         return False
     floor = min(similarity(c.distance) for c in pool)
-    bound = floor + params.decay_lambda if strategy == "decay" else max(floor, 0.0)
+    bound = floor + (params.decay_lambda if strategy == "decay" else params.composite_weight)
     return bound <= chosen[-1].score

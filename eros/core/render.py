@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import Literal, Protocol, TypeVar
 
 from eros.core.categories import CATEGORIES
@@ -65,6 +66,8 @@ class Labels:
     #: put before a ``crisis`` memory's note (self-harm, suicidal thoughts, abuse; issue 26):
     #: our words, outside the quotes, so the chat model and the product can act on it.
     crisis: str = "[crisis]"
+    #: after a note when rendering with dates; ``{date}`` is the memory's day (YYYY-MM-DD)
+    dated: str = " ({date})"
 
     def label(self, category: str) -> str:
         return self.categories.get(category) or self.extra.get(category) or self.other
@@ -81,6 +84,7 @@ ZH = Labels(
     quotes=("「", "」"),
     quote_swap={"「": "『", "」": "』"},
     crisis="【危机：请关注用户安全】",
+    dated="（{date}）",
 )
 EN = Labels(
     categories={"fact": "About the user", "preference": "Preferences", "event": "Recent events",
@@ -150,9 +154,25 @@ def _crisis_mark(memory: RenderableMemory, labels: Labels) -> str:
     return labels.crisis + " " if getattr(memory, "sensitivity", None) == "crisis" else ""
 
 
+def note_date(memory: object) -> date | None:
+    """The day a memory is about: its ``created_at`` (a memory is dated by the session it was
+    learnt from: written right after it, or, in a replay, set to its end), if it has one."""
+    when = getattr(memory, "created_at", None)
+    return when.date() if isinstance(when, datetime) else None
+
+
+def bullet(memory: RenderableMemory, labels: Labels, *, dated: bool = False) -> str:
+    """One memory's line: the bullet, the quoted note and, with ``dated``, its day."""
+    line = labels.bullet + _crisis_mark(memory, labels) + quote_note(memory.content, labels)
+    day = note_date(memory) if dated else None
+    return line + labels.dated.format(date=day.isoformat()) if day else line
+
+
 def render_memories(memories: Iterable[RenderableMemory],
-                    labels: LabelSet | str | Labels = "zh") -> str:
-    """The prompt text for these memories (already ranked), or the empty-state line."""
+                    labels: LabelSet | str | Labels = "zh", *, dated: bool = False) -> str:
+    """The prompt text for these memories (already ranked), or the empty-state line. With
+    ``dated`` (RECALL_RENDER_DATES), each note ends with the day it is about, so "when
+    did…?" can be answered from the prompt."""
     chosen = get_labels(labels)
     kept = [m for m in prune_duplicates(memories) if _one_line(m.content)]
     if not kept:
@@ -160,7 +180,6 @@ def render_memories(memories: Iterable[RenderableMemory],
     sections = [chosen.header] if chosen.header else []
     for category, members in group_by_category(kept):
         lines = [chosen.heading.format(label=chosen.label(category))]
-        lines += [chosen.bullet + _crisis_mark(m, chosen) + quote_note(m.content, chosen)
-                  for m in members]
+        lines += [bullet(m, chosen, dated=dated) for m in members]
         sections.append("\n".join(lines))
     return "\n\n".join(sections)

@@ -41,3 +41,54 @@ def classification_usage(conn: Connection) -> dict[str, float]:
     """LLM calls, tokens and cost of every classification attempt in the database."""
     row = conn.execute(_USAGE).one()
     return {k: float(v) for k, v in row._mapping.items()}
+
+
+_SESSION_SEQS = text("""
+SELECT c.session_id, c.seq FROM engine.chat_messages c
+  JOIN engine.chat_sessions s ON s.id = c.session_id
+ WHERE s.user_id = :user_id
+ ORDER BY c.session_id, c.seq
+""")
+
+
+def session_seqs(conn: Connection, user_id: uuid.UUID) -> dict[uuid.UUID, list[int]]:
+    """Each of the user's sessions' message seqs, in order (a replay maps them back to the
+    suite's turns by position)."""
+    out: dict[uuid.UUID, list[int]] = {}
+    for row in conn.execute(_SESSION_SEQS, {"user_id": user_id}):
+        out.setdefault(row.session_id, []).append(int(row.seq))
+    return out
+
+
+# A memory's sources (0016); a row from before provenance has none (NULL) and counts as
+# covering the extraction window it was written from (metadata.source_seq = [first, last]).
+_SOURCES = text("""
+SELECT m.id,
+       COALESCE(m.source_seqs, ARRAY(
+           SELECT c.seq FROM engine.chat_messages c
+            WHERE c.session_id = m.session_id
+              AND c.seq BETWEEN CAST(m.metadata->'source_seq'->>0 AS bigint)
+                            AND CAST(m.metadata->'source_seq'->>1 AS bigint))) AS seqs
+  FROM engine.companion_memories m
+ WHERE m.user_id = :user_id
+""")
+
+
+def memory_sources(conn: Connection, user_id: uuid.UUID) -> dict[uuid.UUID, list[int]]:
+    """Every memory of the user (any status) with the message seqs it came from."""
+    return {row.id: [int(s) for s in row.seqs or []]
+            for row in conn.execute(_SOURCES, {"user_id": user_id})}
+
+
+_VECTORS = text("""
+SELECT DISTINCT ON (content) content, CAST(embedding AS text) AS embedding
+  FROM engine.companion_memories
+ WHERE user_id = :user_id AND embedding IS NOT NULL
+""")
+
+
+def memory_vectors(conn: Connection, user_id: uuid.UUID) -> list[tuple[str, list[float]]]:
+    """Each distinct memory text of the user with its stored vector (the embedding judge
+    reuses them instead of embedding every recalled memory again)."""
+    return [(row.content, [float(x) for x in row.embedding.strip("[]").split(",")])
+            for row in conn.execute(_VECTORS, {"user_id": user_id})]

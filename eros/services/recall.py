@@ -35,8 +35,7 @@ from sqlalchemy import Connection, Engine
 
 from eros.core.categories import CATEGORIES
 from eros.core.cells import probe_count
-from eros.core.ranking import STRATEGIES, Candidate, Layer, RankParams, Strategy, pool_is_exact
-from eros.core.ranking import rank as rank_candidates
+from eros.core.ranking import STRATEGIES, Candidate, Layer, RankParams, Strategy
 from eros.core.render import Labels, LabelSet, render_memories
 from eros.core.sensitivity import CRISIS
 from eros.db import cells_sql, reembed_sql
@@ -53,7 +52,13 @@ from eros.services.recall_models import (
     embedder_factory,
     interleave,
 )
-from eros.services.recall_plan import choose_search, count_kwargs, hnsw_params, sketches
+from eros.services.recall_plan import (
+    choose_search,
+    count_kwargs,
+    hnsw_params,
+    rank_pool,
+    sketches,
+)
 from eros.settings import Settings, get_settings
 
 #: ``models``: a user on several embedding models, one search each (recall_models.py).
@@ -115,14 +120,16 @@ class RecallResult:
                 "timings_ms": {k: round(v, 3) for k, v in self.timings.items()},
                 "memories": [m.to_dict() for m in self.memories]}
 
-    def render(self, labels: LabelSet | str | Labels = "zh") -> str:
-        return render_prompt(self, labels)
+    def render(self, labels: LabelSet | str | Labels = "zh", *, dated: bool = False) -> str:
+        return render_prompt(self, labels, dated=dated)
 
 
-def render_prompt(result: RecallResult, labels: LabelSet | str | Labels = "zh") -> str:
-    """The system-prompt section for a result: grouped by category, one bullet a memory,
-    duplicates across layers pruned (profile wins), an empty-state line when nothing."""
-    return render_memories(result.memories, labels)
+def render_prompt(result: RecallResult, labels: LabelSet | str | Labels = "zh", *,
+                  dated: bool = False) -> str:
+    """The system-prompt section for a result: grouped by category, one bullet a memory
+    (with ``dated``, ending with the day it is about), duplicates across layers pruned
+    (profile wins), an empty-state line when nothing."""
+    return render_memories(result.memories, labels, dated=dated)
 
 
 def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: str, *,
@@ -181,7 +188,7 @@ def _recall_one(route: ReadRoute, embedder: Embedder, query: str, user_id: uuid.
     if len(vectors) != 1:
         raise RecallError(f"the embedder returned {len(vectors)} vectors for one query")
     result = recall_by_vector(route.primary, user_id, vectors[0], embedding_model=model,
-                              legacy_model=legacy, route=route, **kwargs)
+                              legacy_model=legacy, route=route, query_text=query, **kwargs)
     result.timings["embed"] = embed_ms
     result.timings["total"] += embed_ms
     return result
@@ -208,8 +215,12 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
                      now: datetime | None = None, embedding_model: str | None = None,
                      legacy_model: str | None = None, sources: bool = True,
                      route: ReadRoute | None = None,
-                     include_sensitive: bool | None = None) -> RecallResult:
+                     include_sensitive: bool | None = None,
+                     query_text: str | None = None) -> RecallResult:
     """:func:`recall` for a query vector computed elsewhere (benchmarks, batch callers).
+
+    ``query_text`` (what the vector embeds) enables RECALL_LEXICAL's BM25 fusion over the
+    pool (:mod:`eros.core.lexical`; ``grouped`` reads RECALL_LEXICAL_DEPTH × K per category).
 
     ``now`` fixes the clock of the recency terms (tests); it defaults to the current time.
     ``sources``: each memory's provenance is read with the search (two more columns of the
@@ -245,24 +256,26 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
     params = RankParams(now=now or datetime.now(UTC), decay_lambda=cfg.recall_decay_lambda,
                         decay_tau_days=cfg.recall_decay_tau_days,
                         composite_tau_days=cfg.recall_composite_tau_days,
-                        default_importance=cfg.recall_default_importance)
+                        default_importance=cfg.recall_default_importance,
+                        composite_weight=cfg.recall_composite_weight)
     timings: dict[str, float] = {}
     n = max(cfg.recall_candidates, 5 * k_eff)
+    lexical = bool(cfg.recall_lexical and query_text and query_text.strip())
+    k_read = k_eff * cfg.recall_lexical_depth if lexical and chosen == "grouped" else k_eff
 
     def search(conn: Connection) -> _Found:
         timings.clear()  # a step rerun on the primary times only the rerun
         if cfg.recall_statement_timeout_ms:  # recall's own budget, not the worker's
             set_statement_timeout(conn, cfg.recall_statement_timeout_ms)
         if chosen == "grouped":
-            return _search_grouped(conn, flt, query, k_eff, n, cfg, timings)
+            return _search_grouped(conn, flt, query, k_read, n, cfg, timings)
         return _pool(conn, flt, query, n, cfg, timings)
 
     found = route.run(search)
     t = time.perf_counter()
-    ranked = rank_candidates(chosen, found.candidates, k=k_eff,
-                             per_category_k=k_eff, params=params)
-    exact = found.exact and pool_is_exact(
-        chosen, found.candidates, ranked, k_eff, pool_complete=found.complete, params=params)
+    ranked, exact = rank_pool(chosen, found.candidates, k_eff, k_read, params,
+                              query_text if lexical else None, exact=found.exact,
+                              complete=found.complete)
     timings["rank"] = (time.perf_counter() - t) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
     metrics.record_recall(found.plan, chosen, timings["total"] / 1000)

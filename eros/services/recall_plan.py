@@ -3,8 +3,11 @@ and the sizes each plan reads (RECALL_* settings)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
+from eros.core.lexical import rerank
+from eros.core.ranking import Candidate, RankParams, Scored, Strategy, pool_is_exact, rank
 from eros.db.recall_sql import HnswParams
 from eros.settings import Settings
 
@@ -45,3 +48,19 @@ def sketches(need: int, cfg: Settings) -> int:
     """Rows a quantised scan re-ranks exactly to return ``need`` (at least 10 × the
     oversampling: a per-category K of 2 still gets a fair sample)."""
     return max(need, 10) * cfg.recall_quantized_oversample
+
+
+def rank_pool(strategy: Strategy, pool: Sequence[Candidate], k: int, k_read: int,
+              params: RankParams, query_text: str | None, *, exact: bool,
+              complete: bool) -> tuple[list[Scored], bool]:
+    """The ranked answer and whether it is provably the formula's top-``k``. With
+    ``query_text`` (RECALL_LEXICAL), the whole pool in the strategy's order is fused with BM25
+    and then cut (``grouped``: ``k`` of the ``k_read`` read per category); that answer is exact
+    only when the pool is the whole scope."""
+    if query_text:
+        ranked = rerank(rank(strategy, pool, k=len(pool), per_category_k=k_read, params=params),
+                        query_text, k, per_category=strategy == "grouped")
+        return ranked, exact and complete
+    ranked = rank(strategy, pool, k=k, per_category_k=k, params=params)
+    return ranked, exact and pool_is_exact(strategy, pool, ranked, k, pool_complete=complete,
+                                           params=params)

@@ -36,7 +36,8 @@ def recall_memories(self: ErosTask, user_id: str, query: str, instance_id: str |
                         include_replaced=include_replaced, settings=settings,
                         include_sensitive=include_sensitive)
         payload = result.to_dict()
-        payload["prompt"] = result.render(labels or settings.recall_labels)
+        payload["prompt"] = result.render(labels or settings.recall_labels,
+                                          dated=settings.recall_render_dates)
     except (RecallError, ValueError) as err:
         log.warning("recall for user %s rejected: %s", user_id, err)
         return {"error": str(err)}

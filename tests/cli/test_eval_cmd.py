@@ -19,13 +19,14 @@ def test_eval_shipped_suite_prints_the_table_and_writes_json(short_dir: Path) ->
     result = run_cli(env, "eval", "--users", "2", "--json", str(out_file), timeout=240)
     assert result.code == 0, result.err[-3000:]
     assert "recall@10" in result.out and "× base" in result.out
-    for system in ("grouped", "decay", "composite", "baseline"):
+    for system in ("grouped", "decay", "composite", "hybrid", "baseline"):
         assert system in result.out
     figures = json.loads(out_file.read_text())
     assert figures["users"] == 2 and figures["questions"] == 24
     assert figures["embedder"] == "multilingual-e5-small-q4"
-    assert set(figures["systems"]) == {"grouped", "decay", "composite", "baseline"}
-    assert len(figures["answers"]) == 24 * 4
+    assert set(figures["systems"]) == {"grouped", "decay", "composite", "hybrid", "baseline"}
+    assert len(figures["answers"]) == 24 * 5
+    assert (short_dir / "eval-embeddings.sqlite3").exists()  # the cache, in EROS_DATA_DIR
     assert not list(Path("/tmp").glob("eros-eval-*/pg/postmaster.pid"))  # scratch db gone
 
 
@@ -51,3 +52,6 @@ def test_eval_usage_errors(short_dir: Path) -> None:
     assert res.code == 1 and "--judge llm needs OPENROUTER_API_KEY" in res.err
     res = run_cli(env, "eval", "--users", "1")  # EROS_EMBEDDED=never: no scratch database
     assert res.code == 1 and "EROS_EMBEDDED=never" in res.err
+    # observation replay needs a suite that carries observations (LoCoMo's)
+    res = run_cli(env, "eval", "--extractor", "observations", "--users", "1")
+    assert res.code == 2 and "--extractor observations needs a suite with observations" in res.err

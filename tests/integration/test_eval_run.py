@@ -43,7 +43,7 @@ def test_every_question_is_answered_by_every_system(result: EvalResult) -> None:
     suite = shipped_suite()
     assert result.embedder == "multilingual-e5-small-q4"
     assert result.replay.sessions == result.replay.classified == 100
-    systems = {"grouped", "decay", "composite", BASELINE}
+    systems = {"grouped", "decay", "composite", "hybrid", BASELINE}
     assert set(result.cells) == systems
     assert len(result.scored) == len(suite.questions) * len(systems)
     for cell in result.cells.values():
@@ -67,11 +67,14 @@ def test_figures_are_in_range_and_the_pipeline_did_its_work(result: EvalResult) 
 
 
 def test_knowledge_updates_order_the_strategies_against_the_baseline(result: EvalResult) -> None:
-    """Raw turns keep every outdated statement; dreaming supersedes them, and the rankings that
-    weigh recency rank what is left of them lower still."""
+    """Raw turns keep every outdated statement; dreaming supersedes them, and decay's recency
+    bonus ranks what is left of them lower still. (Composite's bonus is at most 0.1 since
+    issue 24 — a product of recency buried old relevant memories on LoCoMo — so it no longer
+    orders the stale statements below decay's: bench/RESULTS.md has both figures.)"""
     stale = {s: result.cells[s]["knowledge-update"].stale_first
              for s in ("grouped", "decay", "composite", BASELINE)}
-    assert stale["composite"] <= stale["decay"] <= stale["grouped"] < stale[BASELINE]  # type: ignore[operator]
+    assert stale["decay"] <= stale["grouped"] < stale[BASELINE]  # type: ignore[operator]
+    assert stale["composite"] < stale[BASELINE]  # type: ignore[operator]
     assert stale[BASELINE] >= 0.3  # type: ignore[operator]
     for strategy in ("grouped", "decay", "composite"):
         assert result.cells[strategy]["knowledge-update"].recall >= 0.6  # type: ignore[operator]

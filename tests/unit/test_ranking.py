@@ -70,13 +70,24 @@ def test_decay_score() -> None:
 
 
 def test_composite_score_and_default_importance() -> None:
+    # sim + w · recency · importance, w = 0.1 by default
     assert composite_score(0.8, 0, 0.9, tau_days=90, default_importance=0.5) == \
-        pytest.approx(0.72)
+        pytest.approx(0.89)
     assert composite_score(0.8, 90, 1.0, tau_days=90, default_importance=0.5) == \
-        pytest.approx(0.8 / math.e)
+        pytest.approx(0.8 + 0.1 / math.e)
     assert composite_score(0.8, 0, None, tau_days=90, default_importance=0.3) == \
-        pytest.approx(0.24)
-    assert composite_score(0.8, 0, 0.0, tau_days=90, default_importance=0.5) == 0.0
+        pytest.approx(0.83)
+    assert composite_score(0.8, 0, 0.0, tau_days=90, default_importance=0.5) == 0.8
+    assert composite_score(0.8, 0, 1.0, tau_days=90, default_importance=0.5, weight=0.3) == \
+        pytest.approx(1.1)
+
+
+def test_composite_never_buries_a_clearly_more_similar_old_memory() -> None:
+    # issue 24: multiplying by recency made a year-old relevant memory (0.85) lose to an
+    # unrelated fresh important one (0.70); the bonus is at most w, so it cannot
+    relevant_old = cand("old", 0.85, importance=0.5, age=365)
+    unrelated_new = cand("new", 0.70, importance=1.0, age=0)
+    assert ids(rank_composite([unrelated_new, relevant_old], 1, P)) == ["old"]
 
 
 # --- the named scenarios ----------------------------------------------------------------
@@ -184,10 +195,10 @@ def test_pool_is_exact_when_nothing_outside_could_win() -> None:
 
 def test_composite_pool_bound_is_the_floor_similarity() -> None:
     pool = [cand("a", 0.9, importance=1.0), cand("b", 0.3, importance=0.1)]
-    chosen = rank_composite(pool, 1, P)  # 0.9 ≥ 0.3
+    chosen = rank_composite(pool, 1, P)  # 1.0 ≥ 0.3 + w
     assert pool_is_exact("composite", pool, chosen, 1, pool_complete=False, params=P)
-    weak = [cand("a", 0.9, importance=0.2), cand("b", 0.3, importance=0.1)]
-    chosen = rank_composite(weak, 1, P)  # 0.18 < 0.3: an outsider with importance 1 could win
+    weak = [cand("a", 0.45, importance=0.2, age=400), cand("b", 0.4, importance=0.1)]
+    chosen = rank_composite(weak, 1, P)  # ~0.451 < 0.4 + w: a fresh important outsider could win
     assert not pool_is_exact("composite", weak, chosen, 1, pool_complete=False, params=P)
 
 

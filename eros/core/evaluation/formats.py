@@ -55,6 +55,23 @@ def _locomo_date(text: str) -> datetime:
     return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
+def _dia_ids(value: Any) -> list[str]:
+    """An observation's turn reference: ``"D1:3"``, a list of them, or (rarely, in the
+    published file) several in one string."""
+    items = value if isinstance(value, list) else [value]
+    return [m for item in items for m in re.findall(r"D\d+:\d+", str(item))]
+
+
+def _observations(sample: dict[str, Any], number: int, speaker: str) -> list[dict[str, Any]]:
+    block = (sample.get("observation") or {}).get(f"session_{number}_observation") or {}
+    out = []
+    for item in block.get(speaker) or []:
+        if isinstance(item, list) and item and str(item[0]).strip():
+            out.append({"text": str(item[0]).strip(),
+                        "turns": _dia_ids(item[1]) if len(item) > 1 else []})
+    return out
+
+
 def locomo(samples: list[dict[str, Any]]) -> Suite:
     users: list[dict[str, Any]] = []
     questions: list[Question] = []
@@ -74,15 +91,17 @@ def locomo(samples: list[dict[str, Any]]) -> Suite:
                         continue  # an image-only turn: nothing to read
                     said[turn["dia_id"]] = (turn["speaker"], turn["text"])
                     role = "user" if turn["speaker"] == speaker else "assistant"
-                    turns.append({"role": role, "content": turn["text"],
+                    turns.append({"role": role, "content": turn["text"], "id": turn["dia_id"],
                                   "at": (start + timedelta(minutes=i)).isoformat()})
                 if turns:
-                    sessions.append({"id": _uid(sample_id, speaker, number), "turns": turns})
+                    sessions.append({"id": _uid(sample_id, speaker, number), "turns": turns,
+                                     "observations": _observations(sample, number, speaker)})
             users.append({"id": _uid(sample_id, speaker), "name": speaker, "language": "en",
                           "sessions": sessions})
         for i, qa in enumerate(sample["qa"]):
             kind = _LOCOMO_TYPES.get(int(qa.get("category", 4)), "single-hop")
-            refs = [said[d] for d in qa.get("evidence", []) if d in said]
+            ids = [d for d in _dia_ids(qa.get("evidence", [])) if d in said]
+            refs = [said[d] for d in ids]
             speaker = refs[0][0] if refs else speakers[0]
             evidence = [] if kind == "adversarial" else [text for _, text in refs]
             if kind != "adversarial" and not evidence:
@@ -90,6 +109,7 @@ def locomo(samples: list[dict[str, Any]]) -> Suite:
             questions.append(Question(
                 id=f"{sample_id}-{i}", user=_uid(sample_id, speaker), type=kind,
                 question=qa["question"], evidence=evidence,
+                evidence_turns=[] if kind == "adversarial" else list(dict.fromkeys(ids)),
                 answer=str(qa.get("answer", qa.get("adversarial_answer", "")))))
     return Suite(name="locomo", users=users, questions=questions)  # type: ignore[arg-type]
 
@@ -106,16 +126,18 @@ def longmemeval(items: list[dict[str, Any]]) -> Suite:
     for item in items:
         qid = str(item["question_id"])
         user = _uid("lme", qid)
-        sessions, evidence = [], []
+        sessions, evidence, evidence_turns = [], [], []
         for sid, date, turns in zip(item["haystack_session_ids"], item["haystack_dates"],
                                     item["haystack_sessions"], strict=True):
             start = _lme_date(date)
             rows = []
             for i, turn in enumerate(turns):
+                turn_id = f"{sid}:{i}"
                 if turn.get("has_answer") and turn["role"] == "user":
                     evidence.append(turn["content"])
+                    evidence_turns.append(turn_id)
                 rows.append({"role": turn["role"], "content": turn["content"] or "…",
-                             "at": (start + timedelta(minutes=i)).isoformat()})
+                             "id": turn_id, "at": (start + timedelta(minutes=i)).isoformat()})
             if rows:
                 sessions.append({"id": _uid("lme", qid, sid), "turns": rows})
         abstain = qid.endswith("_abs")
@@ -126,5 +148,6 @@ def longmemeval(items: list[dict[str, Any]]) -> Suite:
         users.append({"id": user, "name": qid, "language": "en", "sessions": sessions})
         questions.append(Question(id=qid, user=user, type=kind, question=item["question"],
                                   evidence=[] if abstain else evidence,
+                                  evidence_turns=[] if abstain else evidence_turns,
                                   answer=str(item.get("answer", ""))))
     return Suite(name="longmemeval", users=users, questions=questions)  # type: ignore[arg-type]

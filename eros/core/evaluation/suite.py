@@ -31,12 +31,27 @@ class Turn(BaseModel):
     role: Literal["user", "assistant"]
     content: str = Field(min_length=1)
     at: datetime
+    #: the suite's own id of the turn (LoCoMo's dia_id ``"D3:7"``): evidence by turn id is
+    #: scored exactly, through each memory's provenance (docs/eval.md, "Exact scoring")
+    id: str | None = None
+
+
+class Observation(BaseModel):
+    """A fact written about the user from this session, with the turns it came from (LoCoMo's
+    ``session_N_observation``): ``eros eval --extractor observations`` replays these as the
+    model's reply."""
+
+    model_config = ConfigDict(extra="ignore")
+    text: str = Field(min_length=1)
+    turns: list[str] = []
 
 
 class Session(BaseModel):
     model_config = ConfigDict(extra="ignore")
     id: str
     turns: list[Turn] = Field(min_length=1)
+    #: the facts an ideal extractor would write from this session (optional)
+    observations: list[Observation] = []
 
     @property
     def ended_at(self) -> datetime:
@@ -63,6 +78,9 @@ class Question(BaseModel):
     stale: list[str] = []
     #: the gold answer, for the LLM judge's answer accuracy
     answer: str = ""
+    #: the ids of the turns that hold the evidence (when the suite knows them): a memory
+    #: covers such a turn iff the turn is among its sources, a raw turn covers itself
+    evidence_turns: list[str] = []
 
     @model_validator(mode="after")
     def _evidence_unless_adversarial(self) -> Question:

@@ -13,10 +13,12 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from eros.core.evaluation.suite import Question, References
 from eros.core.parsing import find_json_document
@@ -40,10 +42,11 @@ class Judge(Protocol):
               memories: Sequence[str]) -> Verdict: ...
 
 
-def _cos(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na, nb = math.sqrt(sum(x * x for x in a)), math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
+def _unit(vectors: Sequence[Sequence[float]]) -> npt.NDArray[np.float64]:
+    """Unit rows (a zero vector stays zero: similarity 0)."""
+    m = np.asarray(vectors, dtype=np.float64).reshape(len(vectors), -1)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / np.where(norms == 0, 1.0, norms)
 
 
 @dataclass
@@ -55,6 +58,8 @@ class EmbeddingJudge:
     name: str = "embedding"
     llm_calls: int = 0
     _cache: dict[str, list[float]] = field(default_factory=dict)
+    _matrices: dict[int, tuple[tuple[str, ...], npt.NDArray[np.float64]]] = field(
+        default_factory=dict)
 
     def remember(self, texts: Sequence[str], vectors: Sequence[list[float]]) -> None:
         """Vectors already computed with the same embedder as documents (the baseline's)."""
@@ -70,13 +75,22 @@ class EmbeddingJudge:
 
     def judge(self, question: Question, references: References,
               memories: Sequence[str]) -> Verdict:
-        refs = self.vectors(references.statements)
-        assigned: list[int | None] = []
-        for vector in self.vectors(memories):
-            sims = [_cos(vector, r) for r in refs]
-            best = max(range(len(sims)), key=sims.__getitem__, default=None)
-            assigned.append(best if best is not None and sims[best] >= self.floor else None)
-        return Verdict(assigned)
+        if not memories or not references.statements:
+            return Verdict([None] * len(memories))
+        refs = self._matrix(references.statements)
+        sims = _unit(self.vectors(memories)) @ refs.T  # rows: memories, columns: statements
+        best = sims.argmax(axis=1)  # the first of equals, as max() over a list picks
+        return Verdict([int(b) if sims[i, b] >= self.floor else None
+                        for i, b in enumerate(best)])
+
+    def _matrix(self, texts: tuple[str, ...]) -> npt.NDArray[np.float64]:
+        """Unit rows for ``texts`` (a zero vector stays zero: similarity 0, as before)."""
+        key = hash(texts)
+        if self._matrices.get(key, (None,))[0] != texts:
+            self._matrices[key] = (texts, _unit(self.vectors(texts)))
+            if len(self._matrices) > 8:  # the reference matrices of the last few users
+                self._matrices.pop(next(iter(self._matrices)))
+        return self._matrices[key][1]
 
 
 _MAP_PROMPT = """You grade a memory system. Below are numbered reference statements about one

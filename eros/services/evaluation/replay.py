@@ -22,6 +22,7 @@ from eros.errors import PermanentError
 from eros.providers.base import ChatCompleter, Embedder
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.services.consolidate import Consolidator, consolidate, start_pass
+from eros.services.evaluation.progress import Progress, silent
 from eros.services.ingest import ingest
 from eros.settings import Settings
 
@@ -68,8 +69,12 @@ def _lines(suite: Suite) -> list[bytes]:
 
 def replay(engine: Engine, settings: Settings, suite: Suite, llm: ChatCompleter,
            embedder: Embedder, *, consolidation: bool = True,
-           now: datetime | None = None) -> ReplayReport:
-    """Ingest, classify and consolidate ``suite`` into ``engine`` (a scratch database)."""
+           now: datetime | None = None, extractor: ChatCompleter | None = None,
+           progress: Progress = silent) -> ReplayReport:
+    """Ingest, classify and consolidate ``suite`` into ``engine`` (a scratch database).
+
+    ``extractor`` answers the extraction calls instead of ``llm`` (which still consolidates):
+    ``--extractor observations`` passes the suite's observations (``observations.py``)."""
     report = ReplayReport()
     started = time.perf_counter()
     lines = _lines(suite)
@@ -82,18 +87,22 @@ def replay(engine: Engine, settings: Settings, suite: Suite, llm: ChatCompleter,
     report.timings["ingest"] = time.perf_counter() - started
 
     mark = time.perf_counter()
-    pipeline = Pipeline(settings, engine, llm, embedder, load_prompt(settings.dreaming_prompt_file))
-    while True:
-        with engine.begin() as conn:
-            claims = repo.claim_idle(conn, idle_secs=settings.dreaming_idle_secs,
-                                     stale_secs=settings.dreaming_claim_stale_secs, batch=500)
-        if not claims:
-            break
-        for claim in claims:
-            attempt = start_attempt(pipeline, claim.session_id, claim.token)
-            if attempt is not None:
-                report.memories += classify(pipeline, attempt).memories_written
-                report.classified += 1
+    pipeline = Pipeline(settings, engine, extractor or llm, embedder,
+                        load_prompt(settings.dreaming_prompt_file))
+    with progress("classify", report.sessions) as advance:
+        while True:
+            with engine.begin() as conn:
+                claims = repo.claim_idle(conn, idle_secs=settings.dreaming_idle_secs,
+                                         stale_secs=settings.dreaming_claim_stale_secs,
+                                         batch=500)
+            if not claims:
+                break
+            for claim in claims:
+                attempt = start_attempt(pipeline, claim.session_id, claim.token)
+                if attempt is not None:
+                    report.memories += classify(pipeline, attempt).memories_written
+                    report.classified += 1
+                advance(1)
     with engine.begin() as conn:
         date_memories_by_session(conn)
         usage = classification_usage(conn)
@@ -104,16 +113,18 @@ def replay(engine: Engine, settings: Settings, suite: Suite, llm: ChatCompleter,
         from eros.core.consolidation_reply import load_consolidation_prompt
 
         c = Consolidator(settings, engine, llm, embedder, load_consolidation_prompt())
-        for user in suite.users:
-            uid = as_uuid(user.id)
-            start_pass(c, uid)
-            done = consolidate(c, uid)
-            report.merged += done.merged
-            report.superseded += done.superseded
-            usage["llm_calls"] += done.llm_calls
-            usage["prompt_tokens"] += done.prompt_tokens
-            usage["completion_tokens"] += done.completion_tokens
-            usage["embedding_tokens"] += done.embedding_tokens
+        with progress("consolidate", len(suite.users)) as advance:
+            for user in suite.users:
+                uid = as_uuid(user.id)
+                start_pass(c, uid)
+                done = consolidate(c, uid)
+                report.merged += done.merged
+                report.superseded += done.superseded
+                usage["llm_calls"] += done.llm_calls
+                usage["prompt_tokens"] += done.prompt_tokens
+                usage["completion_tokens"] += done.completion_tokens
+                usage["embedding_tokens"] += done.embedding_tokens
+                advance(1)
     report.timings["consolidate"] = time.perf_counter() - mark
     report.llm_calls = int(usage["llm_calls"])
     report.prompt_tokens = int(usage["prompt_tokens"])
