@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from eros.core.prompts import DEFAULT_VERSION, PROMPT_VERSIONS
 from eros.errors import ConfigError
+from eros.settings.consolidation import ConsolidationSettings
+from eros.settings.recall import RecallSettings
 
 Providers = Literal["auto", "live", "offline"]
 _CHANNEL = re.compile(r"[a-z0-9_.-]{1,64}")
@@ -29,8 +31,9 @@ AMQP_SCHEMES = ("amqp://", "amqps://", "pyamqp://")
 BROKER_SCHEMES = (*AMQP_SCHEMES, "redis://", "rediss://", "redis+socket://")
 
 
-class Settings(BaseSettings):
-    """All of eros's knobs. Field ``foo_bar`` is read from the variable ``FOO_BAR``."""
+class Settings(RecallSettings, ConsolidationSettings):
+    """All of eros's knobs (recall's and consolidation's in their own modules). Field
+    ``foo_bar`` is read from the variable ``FOO_BAR``."""
 
     model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
 
@@ -106,104 +109,6 @@ class Settings(BaseSettings):
     dreaming_retry_backoff_max_secs: float = Field(default=240.0, gt=0)
     #: path of a beat schedule file in the format of ``celerybeat-schedule.example``.
     dreaming_beat_schedule: Path | None = None
-
-    # --- recall (docs/recall.md) -----------------------------------------------------------
-    #: ``grouped`` is the reference (K per category); ``decay`` and ``composite`` are the
-    #: roadmap's rankings. The default keeps the reference's prompt until weights are tuned.
-    recall_strategy: Literal["grouped", "decay", "composite"] = "grouped"
-    #: global top-K of ``decay`` and ``composite`` (10 = the most ``grouped`` can return).
-    recall_k: int = Field(default=10, ge=1, le=100)
-    #: K within each category for ``grouped`` (the reference's 2).
-    recall_per_category_k: int = Field(default=2, ge=1, le=50)
-    #: ``decay``: weight λ of the recency bonus ``λ · exp(−age/τ)``.
-    recall_decay_lambda: float = Field(default=0.2, ge=0, le=10)
-    #: ``decay``: τ in days.
-    recall_decay_tau_days: float = Field(default=21.0, gt=0)
-    #: ``composite``: τ in days of its recency term.
-    recall_composite_tau_days: float = Field(default=90.0, gt=0)
-    #: ``composite``: weight w of its bonus ``w · exp(−age/τ) · importance``.
-    recall_composite_weight: float = Field(default=0.1, ge=0, le=10)
-    #: ``composite``: the importance of rows that have none (written before it was emitted).
-    recall_default_importance: float = Field(default=0.5, ge=0, le=1)
-    #: the rendered prompt section ends each note with the day it is about (eros.recall task)
-    recall_render_dates: bool = True
-    #: the lexical signal (eros/core/lexical.py): the pool re-ordered by reciprocal-rank
-    #: fusion with BM25 over the query's words, when the query's text is known.
-    recall_lexical: bool = False
-    #: ``grouped`` with the lexical signal reads this many × K rows per category to re-order.
-    recall_lexical_depth: int = Field(default=5, ge=1, le=50)
-    #: the pool: strategies rank the N most similar memories in scope, N = max(this, 5 × K).
-    recall_candidates: int = Field(default=50, ge=1, le=1000)
-    #: a scope with fewer rows than this is scanned exactly; larger ones by the quantised scan
-    #: (or, without it, HNSW with iterative index scans unless too small a share of the table).
-    recall_exact_scan_below: int = Field(default=2000, ge=0)
-    #: large scopes: a Hamming scan of the binary sketches (index-only), re-ranked by exact
-    #: cosine; off = HNSW with iterative index scans (docs/recall.md).
-    recall_quantized_scan: bool = True
-    #: recall's default for ``include_sensitive`` (issue 26): true recalls memories of every
-    #: special category (nothing changes for a product that does not opt in); false leaves
-    #: out every memory with a ``sensitivity`` label unless a call asks for them.
-    recall_include_sensitive: bool = True
-    #: the quantised scan re-ranks max(N, 10) × this many sketches to return N rows.
-    recall_quantized_oversample: int = Field(default=10, ge=1, le=100)
-    #: ``hnsw.ef_search`` of the HNSW path (raised to the pool size when that is larger).
-    recall_hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
-    #: ``hnsw.max_scan_tuples``: how far an iterative scan may go before giving up.
-    recall_hnsw_max_scan_tuples: int = Field(default=20000, ge=1)
-    #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
-    recall_labels: Literal["zh", "en"] = "zh"
-    #: users with at least this many memories are cut into cells by ``eros.cluster_memories``
-    #: (beat), so their recall reads only the cells nearest the query (docs/recall.md).
-    recall_cell_min_rows: int = Field(default=5000, ge=1)
-    #: the share of a clustered user's cells a recall reads (the nearest first); 1 = read all
-    #: (the plain quantised scan), a smaller share is faster and may miss a far-flung match.
-    recall_cell_probe_share: float = Field(default=0.2, gt=0, le=1)
-    #: seconds between two beat runs of ``eros.cluster_memories`` (users due for clustering).
-    recall_cell_interval_secs: int = Field(default=3600, ge=1)
-
-    # --- consolidation (docs/consolidation.md) -------------------------------------------
-    #: seconds between two runs of the finder (beat); each run enqueues at most
-    #: CONSOLIDATION_BATCH users.
-    consolidation_interval_secs: int = Field(default=3600, ge=1)
-    #: θ: two memories of one layer and category are near duplicates when their cosine
-    #: similarity is at least this. Untuned: contradictions ("lives in Shanghai" / "moved to
-    #: Tokyo") are less alike than paraphrases, so a lower θ finds more supersessions at the
-    #: price of larger clusters for the model to sort out.
-    consolidation_similarity: float = Field(default=0.85, gt=0, le=1)
-    #: a user is consolidated when this share of their current memories has a near twin
-    #: (and something is new since the last pass); 0 = whenever anything is new.
-    consolidation_min_near_dup_share: float = Field(default=0.1, ge=0, le=1)
-    #: users enqueued per finder run (backpressure, like DREAMING_BATCH).
-    consolidation_batch: int = Field(default=50, ge=1, le=10000)
-    #: users whose share the finder measures per run (the ones waiting longest first).
-    consolidation_scan_limit: int = Field(default=500, ge=1, le=100000)
-    #: consecutive failed passes (unparseable reply, provider errors) before a user is parked;
-    #: `eros consolidate USER` runs a parked user and un-parks it on success.
-    consolidation_max_attempts: int = Field(default=5, ge=1, le=100)
-    #: the model of the consolidation call; unset = DREAMING_MODEL.
-    consolidation_model: str | None = None
-    #: clusters per call (one call per user); the rest wait for the next pass.
-    consolidation_max_clusters: int = Field(default=30, ge=1, le=500)
-    #: members shown per cluster (the newest); older ones wait for the next pass.
-    consolidation_max_cluster_size: int = Field(default=12, ge=2, le=100)
-    #: max_tokens of the consolidation reply.
-    consolidation_max_tokens: int = Field(default=4000, ge=64)
-    #: new (not yet compared) memories one pass compares with their neighbours; a larger
-    #: backlog is worked through in chunks over several passes (issue 17).
-    consolidation_chunk_size: int = Field(default=500, ge=1, le=100000)
-    #: users with more current memories than this are searched through the binary sketches
-    #: (a Hamming prefilter, then the exact check); up to it, exactly.
-    consolidation_exact_below: int = Field(default=2000, ge=0)
-    #: users with more current memories than this are searched through the HNSW index instead
-    #: (the k nearest per memory, an iterative scan): per memory it grows with log n where
-    #: the sketch scan grows with n. 0 = never.
-    consolidation_hnsw_above: int = Field(default=20000, ge=0)
-    #: k of the HNSW search: a near twin beyond a memory's k nearest is not found from it.
-    consolidation_neighbours: int = Field(default=16, ge=1, le=1000)
-    #: a user cut into recall cells is searched in each memory's this many nearest cells.
-    consolidation_cell_probes: int = Field(default=8, ge=1, le=4096)
-    #: new memories per user the finder searches to measure the share (its cost per user).
-    consolidation_finder_sample: int = Field(default=200, ge=1, le=100000)
 
     # --- worker ---------------------------------------------------------------------------
     eros_claim_queue: str = "eros.claim"

@@ -1,0 +1,68 @@
+"""Recall's settings (docs/recall.md): a section of :class:`eros.settings.Settings`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class RecallSettings(BaseSettings):
+    """RECALL_* variables. Field ``foo_bar`` is read from the variable ``FOO_BAR``."""
+
+    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
+
+    # --- recall (docs/recall.md) -----------------------------------------------------------
+    #: ``grouped`` is the reference (K per category); ``decay`` and ``composite`` are the
+    #: roadmap's rankings. The default keeps the reference's prompt until weights are tuned.
+    recall_strategy: Literal["grouped", "decay", "composite"] = "grouped"
+    #: global top-K of ``decay`` and ``composite`` (10 = the most ``grouped`` can return).
+    recall_k: int = Field(default=10, ge=1, le=100)
+    #: K within each category for ``grouped`` (the reference's 2).
+    recall_per_category_k: int = Field(default=2, ge=1, le=50)
+    #: ``decay``: weight λ of the recency bonus ``λ · exp(−age/τ)``.
+    recall_decay_lambda: float = Field(default=0.2, ge=0, le=10)
+    #: ``decay``: τ in days.
+    recall_decay_tau_days: float = Field(default=21.0, gt=0)
+    #: ``composite``: τ in days of its recency term.
+    recall_composite_tau_days: float = Field(default=90.0, gt=0)
+    #: ``composite``: weight w of its bonus ``w · exp(−age/τ) · importance``.
+    recall_composite_weight: float = Field(default=0.1, ge=0, le=10)
+    #: ``composite``: the importance of rows that have none (written before it was emitted).
+    recall_default_importance: float = Field(default=0.5, ge=0, le=1)
+    #: the rendered prompt section ends each note with the day it is about (eros.recall task)
+    recall_render_dates: bool = True
+    #: the lexical signal (eros/core/lexical.py): the pool re-ordered by reciprocal-rank
+    #: fusion with BM25 over the query's words, when the query's text is known.
+    recall_lexical: bool = False
+    #: ``grouped`` with the lexical signal reads this many × K rows per category to re-order.
+    recall_lexical_depth: int = Field(default=5, ge=1, le=50)
+    #: the pool: strategies rank the N most similar memories in scope, N = max(this, 5 × K).
+    recall_candidates: int = Field(default=50, ge=1, le=1000)
+    #: a scope with fewer rows than this is scanned exactly; larger ones by the quantised scan
+    #: (or, without it, HNSW with iterative index scans unless too small a share of the table).
+    recall_exact_scan_below: int = Field(default=2000, ge=0)
+    #: large scopes: a Hamming scan of the binary sketches (index-only), re-ranked by exact
+    #: cosine; off = HNSW with iterative index scans (docs/recall.md).
+    recall_quantized_scan: bool = True
+    #: recall's default for ``include_sensitive`` (issue 26): true recalls memories of every
+    #: special category (nothing changes for a product that does not opt in); false leaves
+    #: out every memory with a ``sensitivity`` label unless a call asks for them.
+    recall_include_sensitive: bool = True
+    #: the quantised scan re-ranks max(N, 10) × this many sketches to return N rows.
+    recall_quantized_oversample: int = Field(default=10, ge=1, le=100)
+    #: ``hnsw.ef_search`` of the HNSW path (raised to the pool size when that is larger).
+    recall_hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
+    #: ``hnsw.max_scan_tuples``: how far an iterative scan may go before giving up.
+    recall_hnsw_max_scan_tuples: int = Field(default=20000, ge=1)
+    #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
+    recall_labels: Literal["zh", "en"] = "zh"
+    #: users with at least this many memories are cut into cells by ``eros.cluster_memories``
+    #: (beat), so their recall reads only the cells nearest the query (docs/recall.md).
+    recall_cell_min_rows: int = Field(default=5000, ge=1)
+    #: the share of a clustered user's cells a recall reads (the nearest first); 1 = read all
+    #: (the plain quantised scan), a smaller share is faster and may miss a far-flung match.
+    recall_cell_probe_share: float = Field(default=0.2, gt=0, le=1)
+    #: seconds between two beat runs of ``eros.cluster_memories`` (users due for clustering).
+    recall_cell_interval_secs: int = Field(default=3600, ge=1)
