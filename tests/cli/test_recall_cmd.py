@@ -49,7 +49,7 @@ def test_recall_json(cli: Cli, engine: Engine) -> None:
     assert {m["layer"] for m in out["memories"]} <= {"profile", "relationship"}
     assert set(out["memories"][0]) == {"id", "content", "category", "importance",
                                        "created_at", "layer", "similarity", "score",
-                                       "sources", "source_fallback"}
+                                       "sources", "source_fallback", "sensitivity"}
     assert out["memories"][0]["sources"] is None  # written without provenance
     assert {"embed", "count", "search", "rank", "total"} <= set(out["timings_ms"])
 
