@@ -104,7 +104,8 @@ def test_the_dashboard_and_alerts_query_only_metrics_a_worker_serves(
     wait_until(lambda: unfinished() == 0, timeout=90, message="drain")
     app = create_app(load_settings(database_url=stack_env["DATABASE_URL"],
                                    redis_url=stack_env["REDIS_URL"]))
-    app.send_task(CONSOLIDATE_TASK, args=[str(user)])
+    # waited for: a forget that overtook it would leave nothing to consolidate
+    app.send_task(CONSOLIDATE_TASK, args=[str(user)], ignore_result=False).get(timeout=60)
     recalled = app.send_task(RECALL_TASK, args=[str(user), "what does she like"],
                              ignore_result=False).get(timeout=60)
     assert recalled["memories"], recalled
