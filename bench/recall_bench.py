@@ -58,8 +58,8 @@ from bench.recall_setup import (
     cluster_heavy,
     database_url,
     drop_database,
+    population,
     prepare,
-    schema_head,
     sizes,
     warm,
 )
@@ -179,13 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args(argv)
-    if args.dim != 512:
-        os.environ["EMBEDDING_DIM"] = str(args.dim)
-    heavy = [int(h) for h in args.heavy.split(",") if h.strip()]
-    params = {"memories": args.memories, "users": args.users, "heavy": heavy, "dim": args.dim,
-              "data": 2, "schema": schema_head()}
+    heavy, params, pop = population(args)
     info = machine()
-    pop = rd.make_population(args.memories, args.users, heavy, args.dim)
     cfg = load_settings(embedding_dim=args.dim)
     exact_cfg = load_settings(embedding_dim=args.dim, recall_exact_scan_below=10**9)
     with bench_server(args.data_dir, args.shared_buffers, args.keep) as server_url:

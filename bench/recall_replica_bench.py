@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import sys
@@ -47,8 +46,8 @@ from bench.recall_setup import (
     cluster_heavy,
     database_url,
     drop_database,
+    population,
     prepare,
-    schema_head,
     warm,
 )
 from eros.db.engine import get_replica_engine, make_engine
@@ -167,13 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args(argv)
-    if args.dim != 512:
-        os.environ["EMBEDDING_DIM"] = str(args.dim)
-    heavy = [int(h) for h in args.heavy.split(",") if h.strip()]
-    params = {"memories": args.memories, "users": args.users, "heavy": heavy, "dim": args.dim,
-              "data": 2, "schema": schema_head()}
+    heavy, params, pop = population(args)
     info = machine()
-    pop = rd.make_population(args.memories, args.users, heavy, args.dim)
     base_cfg = load_settings(embedding_dim=args.dim)
     with bench_server(None, args.shared_buffers, False) as server_url:
         prepare(server_url, pop, params, args.maintenance_work_mem)

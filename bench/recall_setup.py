@@ -98,6 +98,18 @@ def schema_head() -> str:
     return str(ScriptDirectory.from_config(alembic_config("postgresql://")).get_current_head())
 
 
+def population(args: Any) -> tuple[list[int], dict[str, Any], rd.Population]:
+    """The population both recall benches build from ``--memories/--users/--heavy/--dim``:
+    heavy users' sizes, the parameters a kept database is checked against, the rows. Sets
+    EMBEDDING_DIM for a non-default ``--dim`` (the vector column is sized at creation)."""
+    if args.dim != 512:
+        os.environ["EMBEDDING_DIM"] = str(args.dim)
+    heavy = [int(h) for h in args.heavy.split(",") if h.strip()]
+    params = {"memories": args.memories, "users": args.users, "heavy": heavy, "dim": args.dim,
+              "data": 2, "schema": schema_head()}
+    return heavy, params, rd.make_population(args.memories, args.users, heavy, args.dim)
+
+
 def _plain(url: str) -> str:
     return url.replace("postgresql+psycopg://", "postgresql://", 1)
 
