@@ -7,7 +7,8 @@ identity number.
   (``cn.ric``, ISO 7064 with a final X), the Korean resident registration number (``kr.rrn``),
   the US social security number (``us.ssn``, dashed, spaced or dotted), and any 6+ digit
   run announced as an identity number (身份证, 주민번호, SSN, passport, …). A digit run that fails
-  its checksum — the digits of pi, a 19-digit order number — is not a secret;
+  its checksum — the digits of pi, a 19-digit order number — is not a secret, nor is one glued
+  to letters or inside a UUID (an identifier, masked before numbers and words are looked for);
 - a one-time code: a 4–8 digit number next to a phone number (``phonenumbers``) or next to a
   word for "code" in one of the supported languages;
 - provider keys: ``detect-secrets``' own provider patterns (AWS, GitHub, GitLab, OpenAI,
@@ -33,7 +34,14 @@ from stdnum.kr import rrn
 from stdnum.us import ssn
 
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}\b")
-_DIGIT_RUN = re.compile(r"(?<![\d.,])\d(?:[ .\-]?\d){12,18}(?![\d])")
+# a card number stands on its own: a digit run glued to letters or hex groups (a UUID, a hash,
+# an order reference) is part of another token, not a card
+_DIGIT_RUN = re.compile(r"(?<![0-9A-Za-z.,])(?<![0-9A-Za-z][.\-])\d(?:[ .\-]?\d){12,18}"
+                        r"(?![0-9A-Za-z])(?![.\-][0-9A-Za-z])")
+# a UUID is an identifier, never a secret: masked before any number or word is looked for, so
+# neither its digit groups (a Luhn-valid run) nor a hex group spelling a word ("cccd") match
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
+                   re.IGNORECASE)
 _CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])")
 _KR_RRN = re.compile(r"(?<!\d)\d{6}[- ]?\d{7}(?!\d)")
 _SSN = re.compile(r"(?<![\d-])\d{3}([- .])\d{2}\1\d{4}(?![\d-])")
@@ -122,12 +130,8 @@ def _token_like(token: str) -> bool:
     return has_alpha and (has_digit or has_symbol) and not token.startswith(("http", "www."))
 
 
-def find_secret(text: str) -> str | None:
-    """The kind of secret ``text`` holds (``secret.iban``, ``secret.card``, …) or None."""
-    raw = unicodedata.normalize("NFKC", text)
-    for pattern in _provider_patterns():
-        if pattern.search(raw):
-            return "secret.provider-key"
+def _find_number(raw: str) -> str | None:
+    """A checksummed or announced number: IBAN, identity numbers, cards, one-time codes."""
     for match in _IBAN.finditer(raw.upper()):
         if iban.is_valid(match.group(0)):
             return "secret.iban"
@@ -148,6 +152,18 @@ def find_secret(text: str) -> str | None:
         return "secret.id-number"
     if _SHORT_CODE.search(raw) and (_CODE_WORD.search(raw) or _has_phone(raw)):
         return "secret.one-time-code"
+    return None
+
+
+def find_secret(text: str) -> str | None:
+    """The kind of secret ``text`` holds (``secret.iban``, ``secret.card``, …) or None."""
+    raw = unicodedata.normalize("NFKC", text)
+    for pattern in _provider_patterns():
+        if pattern.search(raw):
+            return "secret.provider-key"
+    kind = _find_number(_UUID.sub("uuid", raw))
+    if kind is not None:
+        return kind
     for match in _PASSWORD.finditer(raw):
         window = raw[match.end():match.end() + 40]
         if _NOT_A_VALUE.match(window):  # "password manager", "password reset"
