@@ -217,7 +217,8 @@ def test_guard_check_reads_json_lines_and_plain_lines_in_order() -> None:
 # The classify CPU bench's memories carry their session's random UUID; about one UUID in 700
 # held a Luhn-valid digit run glued to hex letters ("13c54244-3554-4413-…") or a hex group
 # spelling an identity-number word ("cccd-4231-…"), the guard dropped all three of that
-# session's memories, and the bench's smoke test failed at random (about one run in 45).
+# session's memories, and the bench's smoke test failed at random (26 sessions a run: about one
+# run in 30).
 
 @pytest.mark.parametrize("uuid_text", [
     "13c54244-3554-4413-b4bd-89bc52ed5096",   # digit run 5424435544413 passes Luhn
