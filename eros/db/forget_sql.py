@@ -126,10 +126,20 @@ ON CONFLICT DO NOTHING
 # their claims dropped, in statements of their own: a classify that read the source turns
 # before the forget committed then finds its token gone and writes nothing; one that reads
 # later no longer sees them (ERASE_TURNS). The session is claimable again at once.
+# By provenance (issue 32): the memory's own session AND every session of the user holding one
+# of its source turns — a canonical row consolidation wrote has no session of its own, and a
+# kept member's source_seqs are the union of its members', which span other sessions (their
+# member rows may be gone: HISTORY_RETENTION_DAYS).
 SOURCE_SESSIONS = text("""
 SELECT id FROM engine.chat_sessions
- WHERE id IN (SELECT session_id FROM engine.companion_memories
-               WHERE id = ANY(CAST(:ids AS uuid[])) AND session_id IS NOT NULL)
+ WHERE user_id = :user_id
+   AND id IN (SELECT session_id FROM engine.companion_memories
+               WHERE id = ANY(CAST(:ids AS uuid[])) AND session_id IS NOT NULL
+              UNION
+              SELECT c.session_id FROM engine.companion_memories mem
+               CROSS JOIN LATERAL unnest(mem.source_seqs) AS q(seq)
+               JOIN engine.chat_messages c ON c.seq = q.seq
+               WHERE mem.id = ANY(CAST(:ids AS uuid[])))
  ORDER BY id FOR UPDATE
 """)
 FENCE_SESSIONS = text("""
@@ -140,21 +150,29 @@ RETURNING id
 
 # The memory tombstone: the forgotten memories' source turns leave every later extraction of
 # their session (``chat_sessions.erased_seqs``, which repo.READ_NEW_TURNS skips). Which turns,
-# for each forgotten memory of the lineage that has a session: its provenance
-# (``source_seqs``, issue 24: the turns it cites, or its extraction window when the citation
-# was missing — ``source_fallback``); for a row written before provenance (NULL), the
-# extraction window its metadata records (``source_seq`` [first, last]); without either, every
-# turn the session had. Only turns that exist now: a turn written later is learned
-# as usual. The sessions are locked already (SOURCE_SESSIONS), so the arrays read here are
-# the ones this UPDATE replaces; RETURNING counts the turns newly tombstoned.
+# for each forgotten memory of the lineage: its provenance (``source_seqs``, issue 24: the
+# turns it cites, or its extraction window when the citation was missing —
+# ``source_fallback``) in WHICHEVER of the user's sessions they are (issue 32: a canonical row
+# has no session, a kept member's sources span its members' sessions; seq is one global
+# identity, so a seq names one turn); for a row written before provenance (NULL), the
+# extraction window its metadata records in its own session (``source_seq`` [first, last]);
+# without either, every turn its session had. Only turns that exist now: a turn written later
+# is learned as usual. The sessions are locked already (SOURCE_SESSIONS), so the arrays read
+# here are the ones this UPDATE replaces; RETURNING counts the turns newly tombstoned.
 ERASE_TURNS = text("""
-WITH turns AS (
-    SELECT DISTINCT c.session_id, c.seq
-      FROM engine.companion_memories mem
-      JOIN engine.chat_messages c ON c.session_id = mem.session_id
-     WHERE mem.id = ANY(CAST(:ids AS uuid[]))
-       AND CASE WHEN mem.source_seqs IS NOT NULL THEN c.seq = ANY(mem.source_seqs)
-                WHEN jsonb_typeof(mem.metadata -> 'source_seq') = 'array'
+WITH mem AS (
+    SELECT id, user_id, session_id, source_seqs, metadata FROM engine.companion_memories
+     WHERE id = ANY(CAST(:ids AS uuid[]))),
+turns AS (
+    SELECT c.session_id, c.seq
+      FROM mem CROSS JOIN LATERAL unnest(mem.source_seqs) AS q(seq)
+      JOIN engine.chat_messages c ON c.seq = q.seq
+      JOIN engine.chat_sessions s ON s.id = c.session_id AND s.user_id = mem.user_id
+    UNION
+    SELECT c.session_id, c.seq
+      FROM mem JOIN engine.chat_messages c ON c.session_id = mem.session_id
+     WHERE mem.source_seqs IS NULL
+       AND CASE WHEN jsonb_typeof(mem.metadata -> 'source_seq') = 'array'
                 THEN c.seq BETWEEN (mem.metadata -> 'source_seq' ->> 0)::bigint
                                AND (mem.metadata -> 'source_seq' ->> -1)::bigint
                 ELSE true END),
@@ -289,7 +307,8 @@ def erase_memories(conn: Connection, user_id: uuid.UUID, ids: Sequence[uuid.UUID
     if not ids:
         return counts
     ids = list(ids)
-    sessions = [r.id for r in conn.execute(SOURCE_SESSIONS, {"ids": ids})]
+    sessions = [r.id for r in conn.execute(SOURCE_SESSIONS, {"ids": ids,
+                                                               "user_id": user_id})]
     counts["sessions_fenced"] = _n(conn, FENCE_SESSIONS, {"sessions": sessions})
     counts["erased_turns"] = sum(r.n for r in conn.execute(ERASE_TURNS, {"ids": ids}))
     derived = [r.id for r in conn.execute(DERIVED, {"ids": ids})]

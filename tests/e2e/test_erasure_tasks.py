@@ -10,6 +10,10 @@
 - A non-transient failure (the statement cancelled, 57014) ends ``failed`` in the log.
 - A ``classify_session`` message with ``force=true`` queued before a forget and delivered
   after it learns nothing back.
+- The security review's reproduction (issue 32), through the worker: a kept member of a
+  consolidation whose ``source_seqs`` span two sessions, its merged copy deleted by
+  HISTORY_RETENTION_DAYS; ``eros.forget_memory`` on it, then forced re-runs of both sessions
+  learn nothing back (tests/integration/test_erasure_matrix.py runs the whole matrix in-process).
 """
 
 from __future__ import annotations
@@ -186,3 +190,35 @@ def test_erasure_tasks_survive_transient_errors_and_queued_replays(
     assert [(r["status"], r["error_code"], r["task_id"], r["id"]) for r in rows] == [
         ("failed", "57014", result.id, payload["erasure_id"])]
     assert left == 1
+    _survivor_forgotten_after_retention(engine, client)
+
+
+def _survivor_forgotten_after_retention(engine: Engine, client: Celery) -> None:
+    user = uuid.uuid4()
+    with engine.begin() as conn:
+        sids = [add_session(conn, [mem_line("preference", 0.6, "Likes jazz")], user_id=user)
+                for _ in range(2)]
+        conn.execute(text("UPDATE engine.chat_sessions SET classified_at = now(),"
+                          " classified_through_seq = last_seq WHERE user_id = :u"), {"u": user})
+        seqs = sorted(conn.execute(text(
+            "SELECT seq FROM engine.chat_messages WHERE session_id = ANY(:s)"),
+            {"s": sids}).scalars())
+        survivor = conn.execute(text(  # the merged copy of sids[1] is gone (retention)
+            "INSERT INTO engine.companion_memories (session_id, user_id, content, category,"
+            " source_seqs) VALUES (:s, :u, 'Likes jazz', 'preference', :q) RETURNING id"),
+            {"s": sids[0], "u": user, "q": seqs}).scalar_one()
+    payload = client.send_task("eros.forget_memory", args=[str(survivor)],
+                               queue="eros.claim").get(timeout=60)
+    assert (payload["outcome"], payload["erased_turns"]) == ("forgotten", 2), payload
+    for sid in sids:
+        client.send_task("eros.classify_session", args=[str(sid)], kwargs={"force": True},
+                         queue="eros.classify")
+
+    def ran() -> bool:
+        with engine.connect() as conn:
+            return conn.execute(text("SELECT count(*) FROM engine.classification_runs"
+                                     " WHERE user_id = :u"), {"u": user}).scalar_one() == 2
+    wait_until(ran, timeout=60, message="both forced re-runs ran")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM engine.companion_memories"
+                                 " WHERE user_id = :u"), {"u": user}).scalar_one() == 0
