@@ -52,6 +52,11 @@ def _counts(counts: dict[str, int]) -> str:
 @click.option("--message", "message", type=click.UUID, default=None,
               help="Erase one chat message (chat_messages.id) and every memory derived "
                    "from it (their sources hold its seq), each with its lineage.")
+@click.option("--session", "session", type=click.UUID, default=None,
+              help="Forget one whole conversation (chat_sessions.id): its messages, every "
+                   "memory learned from it alone (with lineage), and its share of the sources "
+                   "of memories other sessions also support (those stay, their provenance "
+                   "trimmed). Recorded with scope 'session'.")
 @click.option("--sensitive", "sensitive", is_flag=False, flag_value="all", default=None,
               type=click.Choice(["all", *SENSITIVITY_LABELS]), metavar="[LABEL]",
               help="Forget only USER's memories with a special-category label (LABEL: "
@@ -60,32 +65,34 @@ def _counts(counts: dict[str, int]) -> str:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
-           memory: uuid.UUID | None, message: uuid.UUID | None, sensitive: str | None,
-           yes: bool, as_json: bool) -> None:
+           memory: uuid.UUID | None, message: uuid.UUID | None, session: uuid.UUID | None,
+           sensitive: str | None, yes: bool, as_json: bool) -> None:
     """Erase what eros keeps about USER (every memory, its lineage and bookkeeping), one
-    relationship (--persona), one memory (--memory ID), or one chat message and the memories
-    derived from it (--message ID). Immediate and idempotent; a classification or
-    consolidation in flight commits nothing. The same as the tasks eros.forget_user /
-    eros.forget_memory / eros.forget_message. Every erasure is recorded in
-    engine.erasure_log (`eros erasures`); one that fails is recorded 'failed' and the command
-    exits 1."""
+    relationship (--persona), one memory (--memory ID), one chat message and the memories
+    derived from it (--message ID), or one whole conversation (--session ID). Immediate and
+    idempotent; a classification or consolidation in flight commits nothing. The same as the
+    tasks eros.forget_user / eros.forget_memory / eros.forget_message / eros.forget_session.
+    Every erasure is recorded in engine.erasure_log (`eros erasures`); one that fails is
+    recorded 'failed' and the command exits 1."""
     from eros.cli._common import runtime
     from eros.core.erasure import error_code
     from eros.services import forget as svc
     from eros.services.erasure import Request, record_failed
 
-    if sum(x is not None for x in (user, memory, message)) != 1:
-        raise click.UsageError("give one of USER, --memory ID or --message ID")
-    if (memory is not None or message is not None) and (instance is not None or sessions):
-        raise click.UsageError("--persona and --sessions apply to a USER, not to --memory "
-                               "or --message")
-    if sensitive is not None and (memory is not None or message is not None
-                                  or instance is not None or sessions):
+    if sum(x is not None for x in (user, memory, message, session)) != 1:
+        raise click.UsageError("give one of USER, --memory ID, --message ID or --session ID")
+    one = memory is not None or message is not None or session is not None
+    if one and (instance is not None or sessions):
+        raise click.UsageError("--persona and --sessions apply to a USER, not to --memory, "
+                               "--message or --session")
+    if sensitive is not None and (one or instance is not None or sessions):
         raise click.UsageError("--sensitive applies to a USER alone (no --memory, --message, "
                                "--persona or --sessions)")
     if sensitive is not None:
         what = (f"user {user}'s memories labelled " +
                 ("with any special category" if sensitive == "all" else repr(sensitive)))
+    elif session is not None:
+        what = f"session {session} and the memories learned from it"
     elif message is not None:
         what = f"message {message} and the memories derived from it"
     elif memory is not None:
@@ -102,6 +109,8 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
         if sensitive is not None:
             assert user is not None
             request = Request("sensitive", user_id=user)
+        elif session is not None:
+            request = svc.session_request(session)
         elif message is not None:
             request = svc.message_request()
         elif memory is not None:
@@ -115,6 +124,8 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
                 counts = svc.forget_sensitive(rt.engine, user,
                                               None if sensitive == "all" else sensitive,
                                               request=request)
+            elif session is not None:
+                counts = svc.forget_session(rt.engine, session, request=request)
             elif message is not None:
                 counts = svc.forget_message(rt.engine, message, request=request)
             elif memory is not None:
@@ -192,6 +203,7 @@ def erasures(user: uuid.UUID | None, failed: bool, limit: int, as_json: bool) ->
         return
     for r in rows:
         target = (f"memory {r['memory_id']}" if r["memory_id"] else
+                  f"session {r['session_id']}" if r.get("session_id") else
                   f"persona {r['instance_id']}" if r["instance_id"] else "")
         what = r["error_code"] if r["status"] == "failed" else _counts(r["counts"])
         click.echo(f"{r['id']:>6} {r['requested_at']:%Y-%m-%d %H:%M:%S} {r['status']:<6}"

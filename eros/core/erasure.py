@@ -7,9 +7,10 @@ from typing import Final, Literal, get_args
 
 #: ``user`` (everything of a user), ``persona`` (one relationship: instance_id), ``memory`` (one
 #: memory and its lineage), ``sensitive`` (a user's memories of a special category, issue 26)
-#: and ``message`` (one chat message and what was learned from it, issue 24's
-#: ``eros forget --message``).
-Scope = Literal["user", "persona", "memory", "sensitive", "message"]
+#: ``message`` (one chat message and what was learned from it, issue 24's
+#: ``eros forget --message``) and ``session`` (one whole conversation and what was learned
+#: from it alone, issue 32's ``eros forget --session``).
+Scope = Literal["user", "persona", "memory", "sensitive", "message", "session"]
 SCOPES: Final[tuple[Scope, ...]] = get_args(Scope)
 
 #: an erasure_log row is written when the request has ended: ``done`` in the erasure's own

@@ -17,6 +17,7 @@ CLUSTER_TASK: Final = "eros.cluster_memories"
 FORGET_USER_TASK: Final = "eros.forget_user"
 FORGET_MEMORY_TASK: Final = "eros.forget_memory"
 FORGET_MESSAGE_TASK: Final = "eros.forget_message"
+FORGET_SESSION_TASK: Final = "eros.forget_session"
 RETENTION_TASK: Final = "eros.apply_retention"
 REEMBED_TASK: Final = "eros.reembed_memories"
 

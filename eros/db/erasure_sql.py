@@ -17,11 +17,11 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 INSERT = text("""
-INSERT INTO engine.erasure_log (scope, user_id, instance_id, memory_id, requested_at,
-                                completed_at, status, counts, task_id, error_code)
+INSERT INTO engine.erasure_log (scope, user_id, instance_id, memory_id, session_id,
+                                requested_at, completed_at, status, counts, task_id, error_code)
 VALUES (:scope, CAST(:user_id AS uuid), CAST(:instance_id AS uuid), CAST(:memory_id AS uuid),
-        COALESCE(CAST(:requested_at AS timestamptz), now()), clock_timestamp(), :status,
-        CAST(:counts AS jsonb), :task_id, :error_code)
+        CAST(:session_id AS uuid), COALESCE(CAST(:requested_at AS timestamptz), now()),
+        clock_timestamp(), :status, CAST(:counts AS jsonb), :task_id, :error_code)
 RETURNING id
 """)
 
@@ -33,8 +33,8 @@ UPDATE engine.erasure_log
 """)
 
 LIST = text("""
-SELECT id, scope, user_id, instance_id, memory_id, requested_at, completed_at, status, counts,
-       task_id, error_code
+SELECT id, scope, user_id, instance_id, memory_id, session_id, requested_at, completed_at,
+       status, counts, task_id, error_code
   FROM engine.erasure_log
  WHERE (CAST(:user_id AS uuid) IS NULL OR user_id = CAST(:user_id AS uuid))
    AND (NOT :failed OR status = 'failed')
@@ -50,21 +50,25 @@ def _s(value: uuid.UUID | None) -> str | None:
 def record(conn: Connection, *, scope: str, status: str, user_id: uuid.UUID | None = None,
            instance_id: uuid.UUID | None = None, memory_id: uuid.UUID | None = None,
            counts: Mapping[str, int] | None = None, task_id: str | None = None,
-           error_code: str | None = None, requested_at: datetime | None = None) -> int:
+           error_code: str | None = None, requested_at: datetime | None = None,
+           session_id: uuid.UUID | None = None) -> int:
     """Insert one erasure_log row (completed now); its id."""
     return int(conn.execute(INSERT, {
         "scope": scope, "user_id": _s(user_id), "instance_id": _s(instance_id),
-        "memory_id": _s(memory_id), "requested_at": requested_at, "status": status,
+        "memory_id": _s(memory_id), "session_id": _s(session_id),
+        "requested_at": requested_at, "status": status,
         "counts": json.dumps(dict(counts or {}), sort_keys=True), "task_id": task_id,
         "error_code": error_code}).scalar_one())
 
 
 def begin(conn: Connection, *, scope: str, user_id: uuid.UUID | None = None,
           instance_id: uuid.UUID | None = None, memory_id: uuid.UUID | None = None,
-          task_id: str | None = None, requested_at: datetime | None = None) -> int:
+          task_id: str | None = None, requested_at: datetime | None = None,
+          session_id: uuid.UUID | None = None) -> int:
     """The ``done`` row of the erasure this transaction runs (counts filled by complete)."""
     return record(conn, scope=scope, status="done", user_id=user_id, instance_id=instance_id,
-                  memory_id=memory_id, task_id=task_id, requested_at=requested_at)
+                  memory_id=memory_id, task_id=task_id, requested_at=requested_at,
+                  session_id=session_id)
 
 
 def complete(conn: Connection, erasure_id: int, counts: Mapping[str, int], *,

@@ -318,7 +318,7 @@ consolidation_state = Table(
 erasure_log = Table(
     "erasure_log", metadata,
     Column("id", BigInteger, Identity(always=False), primary_key=True),
-    #: user | persona | memory | sensitive | message (core/erasure.py)
+    #: user | persona | memory | sensitive | message | session (core/erasure.py)
     Column("scope", Text, nullable=False),
     Column("user_id", UUID(as_uuid=True), nullable=True),
     Column("instance_id", UUID(as_uuid=True), nullable=True),
@@ -331,6 +331,8 @@ erasure_log = Table(
     Column("task_id", Text, nullable=True),
     #: a SQLSTATE or an exception class name, never a message.
     Column("error_code", Text, nullable=True),
+    #: the conversation a ``session`` erasure forgot (0019); NULL for the other scopes.
+    Column("session_id", UUID(as_uuid=True), nullable=True),
     CheckConstraint(f"scope IN {SCOPES!r}", name="ck_erasure_log_scope"),
     CheckConstraint(f"status IN {STATUSES!r}", name="ck_erasure_log_status"),
     Index("ix_erasure_log_user", "user_id", "requested_at"),

@@ -49,6 +49,8 @@ class Request:
     memory_id: uuid.UUID | None = None
     task_id: str | None = None
     requested_at: datetime = field(default_factory=_now)
+    #: the conversation of a ``session`` erasure (issue 32).
+    session_id: uuid.UUID | None = None
 
 
 @dataclass
@@ -72,15 +74,17 @@ def run(engine: Engine, request: Request) -> Iterator[Erasure]:
         erasure_id = erasure_sql.begin(
             conn, scope=request.scope, user_id=request.user_id,
             instance_id=request.instance_id, memory_id=request.memory_id,
-            task_id=request.task_id, requested_at=request.requested_at)
+            task_id=request.task_id, requested_at=request.requested_at,
+            session_id=request.session_id)
         e = Erasure(conn, erasure_id, request)
         yield e
         erasure_sql.complete(conn, erasure_id, e.counts, user_id=e.user_id)
     metrics.record_erasure(request.scope)
-    log.info("erasure %d done: scope=%s user=%s%s%s %s", erasure_id, request.scope,
+    log.info("erasure %d done: scope=%s user=%s%s%s%s %s", erasure_id, request.scope,
              request.user_id or e.user_id,
              f" persona={request.instance_id}" if request.instance_id else "",
              f" memory={request.memory_id}" if request.memory_id else "",
+             f" session={request.session_id}" if request.session_id else "",
              " ".join(f"{k}={v}" for k, v in sorted(e.counts.items())))
 
 
@@ -98,7 +102,8 @@ def record_failed(engine: Engine, request: Request, err: BaseException) -> int |
             return erasure_sql.record(
                 conn, scope=request.scope, status="failed", user_id=request.user_id,
                 instance_id=request.instance_id, memory_id=request.memory_id,
-                task_id=request.task_id, error_code=code, requested_at=request.requested_at)
+                task_id=request.task_id, error_code=code, requested_at=request.requested_at,
+                session_id=request.session_id)
     except DBAPIError as again:
         log.error("could not record the failed erasure: %s", error_code(again))
         return None

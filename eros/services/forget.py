@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from eros.core.sensitivity import SENSITIVITY_LABELS
-from eros.db import forget_sql, provenance_sql
+from eros.db import forget_session_sql, forget_sql, provenance_sql
 from eros.services import erasure
 
 
@@ -107,4 +107,24 @@ def forget_message(engine: Engine, message_id: uuid.UUID, *, task_id: str | None
             e.counts.update(forget_sql.erase_memories(e.conn, message.user_id,
                                                       sorted(lineage, key=str)))
             e.counts["messages"] = provenance_sql.delete_message(e.conn, message_id)
+    return {**e.counts, "erasure_id": e.id}
+
+
+def session_request(session_id: uuid.UUID, *, task_id: str | None = None) -> erasure.Request:
+    """The erasure_log request of a conversation forget (scope ``session``; the user is filled
+    in once the session is found)."""
+    return erasure.Request("session", session_id=session_id, task_id=task_id)
+
+
+def forget_session(engine: Engine, session_id: uuid.UUID, *, task_id: str | None = None,
+                   request: erasure.Request | None = None) -> dict[str, Any]:
+    """One whole conversation (issue 32): its messages and classification runs, every memory
+    learned from it alone (with lineage), and its share of the sources of memories that other
+    sessions also support — the rule is :mod:`eros.db.forget_session_sql`'s. One
+    transaction, recorded in erasure_log with scope ``session``; idempotent (an unknown
+    session removes nothing). Counts and ``erasure_id``."""
+    request = request or session_request(session_id, task_id=task_id)
+    with erasure.run(engine, request) as e:
+        e.user_id, counts = forget_session_sql.forget_session(e.conn, session_id)
+        e.counts.update(counts)
     return {**e.counts, "erasure_id": e.id}

@@ -17,6 +17,7 @@ from eros.core.names import (
     FIND_CONSOLIDATION_TASK,
     FORGET_MEMORY_TASK,
     FORGET_MESSAGE_TASK,
+    FORGET_SESSION_TASK,
     FORGET_USER_TASK,
     RECALL_TASK,
     REEMBED_TASK,
@@ -65,7 +66,8 @@ def create_app(settings: Settings) -> Celery:
                      # erasure is short database work: never behind LLM calls (issue 14)
                      FORGET_USER_TASK: {"queue": settings.eros_claim_queue},
                      FORGET_MEMORY_TASK: {"queue": settings.eros_claim_queue},
-                     FORGET_MESSAGE_TASK: {"queue": settings.eros_claim_queue}},
+                     FORGET_MESSAGE_TASK: {"queue": settings.eros_claim_queue},
+                     FORGET_SESSION_TASK: {"queue": settings.eros_claim_queue}},
         # The hard limit kills an attempt before its claim can go stale and be re-taken.
         task_soft_time_limit=int(stale * SOFT_LIMIT_FRACTION),
         task_time_limit=int(stale * HARD_LIMIT_FRACTION),

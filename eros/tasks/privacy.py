@@ -1,5 +1,5 @@
-"""The erasure tasks (issue 14): ``eros.forget_user``, ``eros.forget_memory`` and (issue 24)
-``eros.forget_message``. Contract:
+"""The erasure tasks (issue 14): ``eros.forget_user``, ``eros.forget_memory``, (issue 24)
+``eros.forget_message`` and (issue 32) ``eros.forget_session``. Contract:
 names and JSON arguments. Both keep their result (counts and ids, never text) so the product
 can confirm the erasure; both are idempotent, so a redelivery or a retry is harmless.
 
@@ -21,7 +21,12 @@ from typing import Any
 from celery import shared_task
 from sqlalchemy.exc import DBAPIError
 
-from eros.core.names import FORGET_MEMORY_TASK, FORGET_MESSAGE_TASK, FORGET_USER_TASK
+from eros.core.names import (
+    FORGET_MEMORY_TASK,
+    FORGET_MESSAGE_TASK,
+    FORGET_SESSION_TASK,
+    FORGET_USER_TASK,
+)
 from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.services import erasure, forget
 from eros.tasks.base import ErosTask, describe_database_error
@@ -128,3 +133,19 @@ def forget_message(self: ErosTask, message_id: str) -> dict[str, Any]:
     if result.get("outcome") == "error":
         return result
     return {"outcome": "forgotten", "message_id": str(mid), **result}
+
+
+@shared_task(base=ErosTask, bind=True, name=FORGET_SESSION_TASK, ignore_result=False)
+def forget_session(self: ErosTask, session_id: str) -> dict[str, Any]:
+    """Forget one conversation (``chat_sessions.id``): its messages, every memory learned from
+    it alone, its share of the sources of the others; counts of what was removed."""
+    sid = _uuid(session_id)
+    if sid is None:
+        log.error("forget_session: session_id must be a UUID")
+        return {"outcome": "invalid_argument"}
+    request = forget.session_request(sid, task_id=self.request.id)
+    result = _run(self, request, lambda: forget.forget_session(
+        self.resources.engine, sid, request=request), {"session_id": session_id})
+    if result.get("outcome") == "error":
+        return result
+    return {"outcome": "forgotten", "session_id": str(sid), **result}

@@ -70,3 +70,15 @@ def test_export_carries_sources_and_forget_message_erases_what_cites_it(
     assert {m["content"] for m in listing} == {"Lives in Lyon", "Has a cat"}
     assert cli("forget", "--message", str(ids[1]), "--persona", str(user)).code == 2
     assert cli("forget", str(user), "--message", str(ids[0])).code == 2
+    # the whole conversation (issue 32): its messages and what came from it alone; listed
+    with engine.connect() as conn:
+        sid = conn.execute(text("SELECT session_id FROM engine.chat_messages WHERE id = :m"),
+                           {"m": ids[0]}).scalar_one()
+    assert cli("forget", "--session", str(sid), "--memory", str(ids[0])).code == 2
+    res = cli("forget", "--session", str(sid), "--yes", "--json")
+    assert res.code == 0, res.err
+    counts = json.loads(res.out)
+    assert (counts["messages"], counts["memories"]) == (2, 1)  # Lyon; the cat has no session
+    listed = cli("erasures", str(user))
+    assert listed.code == 0, listed.err
+    assert f" session   user {user} session {sid} " in listed.out.splitlines()[0]

@@ -9,6 +9,7 @@ from eros.core.names import (
     CLASSIFY_TASK,
     FORGET_MEMORY_TASK,
     FORGET_MESSAGE_TASK,
+    FORGET_SESSION_TASK,
     FORGET_USER_TASK,
 )
 from eros.ops.metrics import queue_depths
@@ -38,7 +39,8 @@ def test_erasure_tasks_go_to_the_claim_queue_and_keep_a_short_result(redis_url: 
     app.send_task(FORGET_USER_TASK, args=["00000000-0000-0000-0000-000000000001"])
     app.send_task(FORGET_MEMORY_TASK, args=["00000000-0000-0000-0000-000000000002"])
     app.send_task(FORGET_MESSAGE_TASK, args=["00000000-0000-0000-0000-000000000003"])
+    app.send_task(FORGET_SESSION_TASK, args=["00000000-0000-0000-0000-000000000004"])
     client = redis.Redis.from_url(settings.redis_client_url())
-    assert client.llen(settings.eros_claim_queue) == 3
+    assert client.llen(settings.eros_claim_queue) == 4
     assert client.llen(settings.eros_classify_queue) == 0
     assert app.conf.result_expires == 45
