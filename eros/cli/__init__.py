@@ -66,6 +66,7 @@ from eros.cli import eval_cmd as _eval_cmd  # noqa: E402,F401
 from eros.cli import guard_cmds as _guard_cmds  # noqa: E402,F401
 from eros.cli import health_cmd as _health_cmd  # noqa: E402,F401
 from eros.cli import inspect_cmds as _inspect_cmds  # noqa: E402,F401
+from eros.cli import ledger_cmd as _ledger_cmd  # noqa: E402,F401
 from eros.cli import ops_cmds as _ops_cmds  # noqa: E402,F401
 from eros.cli import privacy_cmds as _privacy_cmds  # noqa: E402,F401
 from eros.cli import recall_cmd as _recall_cmd  # noqa: E402,F401

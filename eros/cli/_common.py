@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from eros.errors import ServiceUnavailable
+from eros.services.status import mask as mask  # re-exported
+from eros.services.status import providers_info as providers_info  # re-exported
 from eros.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -33,15 +35,6 @@ class Runtime:
     settings: Settings
     engine: Engine
     services: Services
-
-
-def mask(url: str) -> str:
-    """The URL with its password masked, readable (``?host=/tmp/x``, not ``%2Ftmp%2Fx``)."""
-    from urllib.parse import unquote
-
-    from eros.db.engine import safe_url
-
-    return unquote(safe_url(url))
 
 
 def check_db(engine: Engine, settings: Settings, *, embedded: bool = False) -> None:
@@ -122,31 +115,6 @@ def export_services(settings: Settings) -> None:
     if settings.redis_url:
         os.environ["REDIS_URL"] = settings.redis_url
     get_settings.cache_clear()
-
-
-def providers_info(settings: Settings) -> dict[str, Any]:
-    """Which providers a worker with these settings uses — names and models, never keys."""
-    from eros.core.text import mask_url
-
-    def public(url: str | None) -> str | None:
-        return mask_url(url) if url else None
-
-    llm: dict[str, Any] = ({"offline": True, "name": "offline-heuristic", "model": None,
-                            "base_url": None} if settings.llm_is_offline else
-                           {"offline": False, "name": "openai-compatible",
-                            "model": settings.dreaming_model,
-                            "base_url": public(settings.openrouter_base_url)})
-    from eros.providers.offline import offline_embedder_name
-
-    offline_name = offline_embedder_name(settings.embedding_dim, settings.eros_offline_embedder)
-    embedder: dict[str, Any] = ({"offline": True, "name": offline_name, "model": None,
-                                 "dim": settings.embedding_dim, "base_url": None}
-                                if settings.embedder_is_offline else
-                                {"offline": False, "name": "voyage",
-                                 "model": settings.embedding_model,
-                                 "dim": settings.embedding_dim,
-                                 "base_url": public(settings.voyage_base_url)})
-    return {"mode": settings.eros_providers, "llm": llm, "embedder": embedder}
 
 
 def describe_providers(info: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -31,6 +31,7 @@ which providers and services are in use.
   dead_letters  count, sessions [{session_id, dead_lettered_at, last_error}] (newest 5)
   recent_errors [{session_id, attempt, outcome, error, finished_at}] (newest 5)
   totals        sessions, classified, users, memories, memories_current
+  guard         quarantined (memories), classifier, llm, max_chars (MEMORY_GUARD_*)
   providers     mode, llm {offline, name, model, base_url},
                 embedder {offline, name, model, dim, base_url}
   services      database {url, embedded}, broker {url, embedded, reachable}
@@ -57,7 +58,7 @@ def status(as_json: bool) -> None:
         _print_status(report)
 
 
-def _broker_info(rt: Runtime) -> dict[str, Any]:
+def broker_info(rt: Runtime) -> dict[str, Any]:
     """The broker a worker would use; looked at, never started (status must not change it)."""
     from eros.cli._common import mask
     from eros.devstack.embedded import EmbeddedRedis, data_dir
@@ -91,40 +92,10 @@ def _broker_info(rt: Runtime) -> dict[str, Any]:
 
 
 def _status_report(rt: Runtime) -> dict[str, Any]:
-    from eros.cli._common import mask, providers_info
-    from eros.db import queries
+    from eros.services.status import status_report
 
-    s = rt.settings
-    with rt.engine.connect() as conn:
-        counts = queries.session_counts(conn, idle_secs=s.dreaming_idle_secs,
-                                        stale_secs=s.dreaming_claim_stale_secs)
-        outcomes = queries.outcome_counts(conn)
-        dead = queries.dead_letters(conn)
-        errors = queries.recent_errors(conn)
-        memories = queries.memory_counts(conn)
-        cost = queries.cost_report(conn)
-    return {
-        "backlog": {k: counts[k] for k in ("eligible", "claimable", "oldest_idle_secs",
-                                           "waiting_retry", "not_idle_yet")},
-        "in_flight": {"claimed": counts["in_flight"], "stale_claims": counts["stale_claims"]},
-        "outcomes": outcomes,
-        "dead_letters": {"count": counts["dead_letters"], "sessions": dead},
-        "recent_errors": errors,
-        "totals": {"sessions": counts["sessions"], "classified": counts["classified"],
-                   "users": counts["users"], "memories": memories["total"],
-                   "memories_current": memories["current"]},
-        "providers": providers_info(s),
-        "services": {
-            "database": {"url": mask(s.require_database_url()),
-                         "embedded": rt.services.db_embedded},
-            "broker": _broker_info(rt),
-        },
-        "settings": {"idle_secs": s.dreaming_idle_secs, "tick_secs": s.dreaming_tick_secs,
-                     "claim_stale_secs": s.dreaming_claim_stale_secs,
-                     "batch": s.dreaming_batch, "max_attempts": s.dreaming_max_attempts},
-        "cost": cost,
-        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
+    return status_report(rt.engine, rt.settings, db_embedded=rt.services.db_embedded,
+                         broker=broker_info(rt))
 
 
 def _age(secs: float | None) -> str:
@@ -160,7 +131,10 @@ def _print_status(r: dict[str, Any]) -> None:
     lines.append(f"recent errors {len(r['recent_errors'])}")
     lines += [clip(f"  {e['finished_at'][:19]}  {e['session_id']}  {e['outcome']}: "
                    f"{e['error']}", cols) for e in r["recent_errors"]]
+    g = r["guard"]
     lines += [
+        f"guard        {g['quarantined']} quarantined memories (eros rescreen --restore ID); "
+        f"classifier {g['classifier']}, LLM second opinion {g['llm']}",
         f"totals       {t['sessions']} sessions ({t['classified']} classified) of {t['users']} "
         f"users; {t['memories_current']} current memories ({t['memories']} in all)",
         f"providers    {describe_providers(r['providers'])}",

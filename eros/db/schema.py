@@ -338,3 +338,16 @@ erasure_log = Table(
     Index("ix_erasure_log_user", "user_id", "requested_at"),
     Index("ix_erasure_log_failed", "requested_at", postgresql_where=text("status = 'failed'")),
 )
+
+#: the memory ledger's access log (0019, ``eros ledger``): every view of a user's ledger and
+#: every action, with its time — ids only, never text (``eros ledger-log``).
+ledger_access_log = Table(
+    "ledger_access_log", metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    _now("at"),
+    #: view_user | recall | export | forget_memory | forget_message | forget_user | restore
+    Column("action", Text, nullable=False),
+    Column("user_id", UUID(as_uuid=True), nullable=True),
+    Column("object_id", UUID(as_uuid=True), nullable=True),
+    Index("ix_ledger_access_log_user", "user_id", "at"),
+)

@@ -176,6 +176,9 @@ class Settings(RecallSettings, ConsolidationSettings):
     recall_max_replica_lag_ms: int = Field(default=5000, ge=0)
     #: Prometheus metrics port of a worker's main process (0 = off).
     eros_metrics_port: int = Field(default=0, ge=0, le=65535)
+    #: the memory ledger's login token (``eros ledger``, docs/ledger.md); unset: a random one
+    #: per start, printed once as a login URL, and only a loopback address may be bound.
+    eros_ledger_token: str | None = Field(default=None, repr=False, min_length=16)
     #: price table, US dollars per million tokens (Claude Haiku 4.5 and voyage-3.5-lite list
     #: prices at the time of writing); offline providers cost nothing.
     llm_price_input_per_mtok: float = Field(default=1.0, ge=0)

@@ -15,7 +15,7 @@ from tests.support.data import add_session
 
 CORPUS_SESSIONS, CORPUS_MESSAGES = 40, 353
 STATUS_KEYS = {"backlog", "in_flight", "outcomes", "dead_letters", "recent_errors", "totals",
-               "providers", "services", "settings", "cost", "generated_at"}
+               "guard", "providers", "services", "settings", "cost", "generated_at"}
 TURNS = [("user", "I live in Shanghai."), ("assistant", "Nice city!"),
          ("user", "I love jazz and I work as a nurse.")]
 
@@ -57,6 +57,7 @@ def test_seed_is_idempotent_and_status_json_has_the_documented_keys(cli: Cli,
     assert set(report["services"]["broker"]) == {"url", "embedded", "reachable"}
     human = cli("status")
     assert human.code == 0 and "backlog" in human.out and "offline heuristic" in human.out
+    assert report["guard"]["quarantined"] == 0 and "0 quarantined memories" in human.out
 
 
 def test_ingest_reports_bad_lines_by_number_and_loads_the_good_ones(cli: Cli, engine: Engine,

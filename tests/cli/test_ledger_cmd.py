@@ -1,0 +1,46 @@
+"""``eros ledger`` and ``eros ledger-log`` at the edge (issue 33): the bind check, the help a
+person deploying it reads, and the access log as a command prints it."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from click.testing import CliRunner
+from sqlalchemy import Engine, text
+
+from eros.cli import main
+from tests.cli.conftest import Cli
+
+
+def test_refuses_a_public_address_without_a_token() -> None:
+    runner = CliRunner()
+    for host in ("0.0.0.0", "192.0.2.7", "::"):
+        res = runner.invoke(main, ["ledger", "--host", host, "--port", "1"],
+                            env={"EROS_LEDGER_TOKEN": None})
+        assert res.exit_code == 1, res.output
+        assert f"refusing to bind {host}: set EROS_LEDGER_TOKEN" in res.output
+    short = runner.invoke(main, ["ledger", "--host", "0.0.0.0"],
+                          env={"EROS_LEDGER_TOKEN": "short"})
+    assert short.exit_code != 0 and "EROS_LEDGER_TOKEN" in short.output
+
+
+def test_help_explains_the_reverse_proxy() -> None:
+    out = CliRunner().invoke(main, ["ledger", "--help"]).output
+    assert "reverse proxy with TLS" in out and "EROS_LEDGER_TOKEN" in out
+    assert "--secure-cookies" in out and "127.0.0.1" in out
+
+
+def test_ledger_log_prints_ids_only(cli: Cli, engine: Engine) -> None:
+    user, memory = uuid.uuid4(), uuid.uuid4()
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO engine.ledger_access_log (action, user_id, object_id)"
+                          " VALUES ('view_user', :u, NULL), ('forget_memory', :u, :m),"
+                          " ('view_user', :o, NULL)"),
+                     {"u": user, "m": memory, "o": uuid.uuid4()})
+    res = cli("ledger-log", str(user))
+    assert res.code == 0, res.err
+    lines = res.out.splitlines()
+    assert len(lines) == 2 and "forget_memory" in lines[0] and str(memory) in lines[0]
+    doc = json.loads(cli("ledger-log", "--json").out)
+    assert len(doc) == 3 and {d["action"] for d in doc} == {"view_user", "forget_memory"}
