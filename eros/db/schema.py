@@ -339,7 +339,7 @@ erasure_log = Table(
     Index("ix_erasure_log_failed", "requested_at", postgresql_where=text("status = 'failed'")),
 )
 
-#: the memory ledger's access log (0019, ``eros ledger``): every view of a user's ledger and
+#: the memory ledger's access log (0020, ``eros ledger``): every view of a user's ledger and
 #: every action, with its time — ids only, never text (``eros ledger-log``).
 ledger_access_log = Table(
     "ledger_access_log", metadata,
