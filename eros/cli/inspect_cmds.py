@@ -30,6 +30,8 @@ which providers and services are in use.
                 runs_24h {kind: count} (every run in the last 24 hours)
   dead_letters  count, sessions [{session_id, dead_lettered_at, last_error}] (newest 5)
   recent_errors [{session_id, attempt, outcome, error, finished_at}] (newest 5)
+  rejected_tasks count, tasks [{task, task_id, error, rejected_at}] (newest 5): messages
+                refused for their arguments (engine.rejected_tasks)
   totals        sessions, classified, users, memories, memories_current
   guard         quarantined (memories), classifier, llm, max_chars (MEMORY_GUARD_*)
   providers     mode, llm {offline, name, model, base_url},
@@ -131,6 +133,10 @@ def _print_status(r: dict[str, Any]) -> None:
     lines.append(f"recent errors {len(r['recent_errors'])}")
     lines += [clip(f"  {e['finished_at'][:19]}  {e['session_id']}  {e['outcome']}: "
                    f"{e['error']}", cols) for e in r["recent_errors"]]
+    if r["rejected_tasks"]["count"]:
+        lines.append(f"refused tasks {r['rejected_tasks']['count']} (invalid arguments)")
+        lines += [clip(f"  {x['rejected_at'][:19]}  {x['task']}  {x['error']}", cols)
+                  for x in r["rejected_tasks"]["tasks"]]
     g = r["guard"]
     lines += [
         f"guard        {g['quarantined']} quarantined memories (eros rescreen --restore ID); "

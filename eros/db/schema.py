@@ -351,3 +351,16 @@ ledger_access_log = Table(
     Column("object_id", UUID(as_uuid=True), nullable=True),
     Index("ix_ledger_access_log_user", "user_id", "at"),
 )
+
+#: the task dead letter (0021, issue 32): one row per message refused for its arguments —
+#: the task, the message id and what was wrong, never an argument's value.
+rejected_tasks = Table(
+    "rejected_tasks", metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column("task_name", Text, nullable=False),
+    Column("task_id", Text, nullable=True),
+    #: argument names and fixed phrases (eros/tasks/args.py), never a value.
+    Column("error", Text, nullable=False),
+    _now("rejected_at"),
+    Index("ix_rejected_tasks_rejected_at", "rejected_at"),
+)

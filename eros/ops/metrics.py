@@ -82,6 +82,9 @@ def _build() -> dict[str, Any]:
         "ERASURES_FAILED": Counter("eros_erasures_failed",
                                    "Erasures that failed for good (status 'failed' in"
                                    " engine.erasure_log)", ["scope"]),
+        "TASKS_REJECTED": Counter("eros_tasks_rejected",
+                                  "Task messages refused for their arguments (dead-lettered in"
+                                  " engine.rejected_tasks)", ["task"]),
         "RETENTION_DELETED": Counter("eros_retention_deleted",
                                      "Rows deleted by the retention task", ["table"]),
         "NEAR_DUP_SHARE": Histogram("eros_near_duplicate_share",

@@ -55,7 +55,7 @@ def providers_info(settings: Settings) -> dict[str, Any]:
 def status_report(engine: Engine, settings: Settings, *, db_embedded: bool,
                   broker: dict[str, Any]) -> dict[str, Any]:
     """Everything ``eros status --json`` prints (its keys are documented there)."""
-    from eros.db import queries
+    from eros.db import queries, rejected_sql
 
     s = settings
     with engine.connect() as conn:
@@ -67,6 +67,7 @@ def status_report(engine: Engine, settings: Settings, *, db_embedded: bool,
         memories = queries.memory_counts(conn)
         cost = queries.cost_report(conn)
         quarantined = int(conn.execute(QUARANTINED).scalar_one())
+        rejected = {"count": rejected_sql.count(conn), "tasks": rejected_sql.recent(conn)}
     return {
         "backlog": {k: counts[k] for k in ("eligible", "claimable", "oldest_idle_secs",
                                            "waiting_retry", "not_idle_yet")},
@@ -74,6 +75,7 @@ def status_report(engine: Engine, settings: Settings, *, db_embedded: bool,
         "outcomes": outcomes,
         "dead_letters": {"count": counts["dead_letters"], "sessions": dead},
         "recent_errors": errors,
+        "rejected_tasks": rejected,
         "totals": {"sessions": counts["sessions"], "classified": counts["classified"],
                    "users": counts["users"], "memories": memories["total"],
                    "memories_current": memories["current"]},

@@ -24,6 +24,7 @@ socket or database wait, which is where a stuck classification sits).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from functools import cached_property
@@ -37,13 +38,16 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.core.prompts import load_prompt
 from eros.core.retry import RetryPolicy, compute_backoff, is_transient_sqlstate
+from eros.db import rejected_sql
 from eros.db.engine import get_engine, green_process
 from eros.errors import TransientError
+from eros.ops import metrics
 from eros.providers import ChatCompleter, Embedder, make_providers
 from eros.providers.ratelimit import make_limiter
 from eros.services.classify import Pipeline
 from eros.services.consolidate import Consolidator
 from eros.settings import Settings
+from eros.tasks.args import InvalidArguments, validate
 from eros.tasks.broker import broker_countdown
 
 log = logging.getLogger("eros.worker")
@@ -121,7 +125,11 @@ class ErosTask(Task):  # type: ignore[misc]
         return process_resources(self.settings)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the body; on a gevent worker, under our own soft time limit (see module doc)."""
+        """Check the arguments (refusing a message that does not fit the task's model), then
+        run the body; on a gevent worker, under our own soft time limit (see module doc)."""
+        error = self.argument_error(args, kwargs)
+        if error is not None:
+            return self.refuse(error)
         soft = self.soft_limit() if green_process() else None
         if not soft:
             return super().__call__(*args, **kwargs)
@@ -131,6 +139,34 @@ class ErosTask(Task):  # type: ignore[misc]
         # push an empty one over it (Celery's docs call run() from a custom __call__ too).
         with gevent.Timeout(soft, SoftTimeLimitExceeded(f"soft time limit ({soft:g}s) exceeded")):
             return self.run(*args, **kwargs)
+
+    def argument_error(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+        """What is wrong with a message's arguments (:mod:`eros.tasks.args`), or None. The
+        positional ones are bound to their names first, so ``args=[user, persona, "false"]``
+        is checked exactly like the same three by name."""
+        try:
+            bound = inspect.signature(self.run).bind(*args, **kwargs)
+        except TypeError as err:  # names only: "missing a required argument: 'user_id'"
+            return str(err)
+        try:
+            validate(self.name, dict(bound.arguments))
+        except InvalidArguments as err:
+            return str(err)
+        return None
+
+    def refuse(self, error: str) -> dict[str, Any]:
+        """A malformed message changes nothing: logged and counted, recorded in the dead letter
+        (``engine.rejected_tasks``) and answered with the error, never retried."""
+        task_id = getattr(self.request, "id", None)
+        log.error("%s: message %s refused, invalid arguments: %s", self.name, task_id, error)
+        metrics.TASKS_REJECTED.labels(self.name).inc()
+        try:
+            with self.resources.engine.begin() as conn:
+                rejected_sql.record(conn, self.name, task_id, error)
+        except DBAPIError as err:  # refused all the same; the log line and the counter remain
+            log.error("%s: could not record the refused message %s: %s", self.name, task_id,
+                      describe_database_error(err))
+        return {"outcome": "invalid_argument", "error": error}
 
     def soft_limit(self) -> float | None:
         """This message's soft limit (``timelimit`` header), else the task's, else the app's."""

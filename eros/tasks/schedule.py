@@ -12,6 +12,7 @@ from celery.schedules import crontab
 from eros.core.names import CLAIM_TASK, CLUSTER_TASK, FIND_CONSOLIDATION_TASK, RETENTION_TASK
 from eros.errors import ConfigError
 from eros.settings import Settings
+from eros.tasks.args import InvalidArguments, validate
 
 
 def default_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
@@ -99,6 +100,10 @@ def _entry(name: str, entry: dict[str, Any], settings: Settings) -> dict[str, An
         if not isinstance(entry["kwargs"], dict):
             raise ConfigError(f"{where}: 'kwargs' must be a table")
         result["kwargs"] = dict(entry["kwargs"])
+    try:  # the worker would refuse every tick: say so at start-up instead
+        validate(task, result.get("kwargs", {}))
+    except InvalidArguments as err:
+        raise ConfigError(f"{where}: {err}") from None
     return result
 
 

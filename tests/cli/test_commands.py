@@ -15,7 +15,8 @@ from tests.support.data import add_session
 
 CORPUS_SESSIONS, CORPUS_MESSAGES = 40, 353
 STATUS_KEYS = {"backlog", "in_flight", "outcomes", "dead_letters", "recent_errors", "totals",
-               "guard", "providers", "services", "settings", "cost", "generated_at"}
+               "rejected_tasks", "guard", "providers", "services", "settings", "cost",
+               "generated_at"}
 TURNS = [("user", "I live in Shanghai."), ("assistant", "Nice city!"),
          ("user", "I love jazz and I work as a nurse.")]
 
@@ -45,10 +46,15 @@ def test_seed_is_idempotent_and_status_json_has_the_documented_keys(cli: Cli,
     assert second.code == 0 and "inserted 0 new sessions" in second.out
     assert _counts(engine)[:2] == (CORPUS_SESSIONS, CORPUS_MESSAGES)
 
+    with engine.begin() as conn:  # a message refused for its arguments (issue 32)
+        conn.execute(text("INSERT INTO engine.rejected_tasks (task_name, task_id, error)"
+                          " VALUES ('eros.forget_user', 'm1', 'sessions: must be true or false')"))
     result = cli("status", "--json")
     assert result.code == 0, result.err
     report = json.loads(result.out)
     assert set(report) == STATUS_KEYS
+    assert report["rejected_tasks"]["count"] == 1
+    assert report["rejected_tasks"]["tasks"][0]["error"] == "sessions: must be true or false"
     assert report["backlog"]["eligible"] == CORPUS_SESSIONS  # the corpus dates are all past
     assert report["backlog"]["oldest_idle_secs"] > 0
     assert report["totals"]["sessions"] == CORPUS_SESSIONS and report["totals"]["users"] == 6
@@ -58,6 +64,7 @@ def test_seed_is_idempotent_and_status_json_has_the_documented_keys(cli: Cli,
     human = cli("status")
     assert human.code == 0 and "backlog" in human.out and "offline heuristic" in human.out
     assert report["guard"]["quarantined"] == 0 and "0 quarantined memories" in human.out
+    assert "refused tasks 1" in human.out
 
 
 def test_ingest_reports_bad_lines_by_number_and_loads_the_good_ones(cli: Cli, engine: Engine,

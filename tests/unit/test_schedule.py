@@ -93,6 +93,10 @@ def test_crontab_entry_without_expiry(tmp_path: Path) -> None:
     ('[tick]\ntask = "eros.claim_idle_sessions"\ncrontab = "99 * * * *"\n', "crontab"),
     ('[tick]\ntask = "eros.claim_idle_sessions"\ncrontab = "0 0 * * funday"\n', "crontab"),
     ('[tick]\ntask = "eros.claim_idle_sessions"\nkwargs = 3\n', "kwargs"),
+    # issue 32: the worker would refuse every tick of these
+    ('[tick]\ntask = "eros.claim_idle_sessions"\nkwargs = { batch = "50" }\n', "batch"),
+    ('[tick]\ntask = "eros.claim_idle_sessions"\nkwargs = { size = 50 }\n', "size"),
+    ('[tick]\ntask = "eros.no_such_task"\n', "no argument model"),
     ("tick = 300\n", "must be a table"),
 ])
 def test_bad_entries_name_the_variable_and_the_entry(tmp_path: Path, text: str,
