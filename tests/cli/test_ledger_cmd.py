@@ -4,13 +4,21 @@ person deploying it reads, and the access log as a command prints it."""
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 import uuid
+from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from sqlalchemy import Engine, text
 
 from eros.cli import main
-from tests.cli.conftest import Cli
+from tests.cli.conftest import ROOT, Cli
 
 
 def test_refuses_a_public_address_without_a_token() -> None:
@@ -44,3 +52,52 @@ def test_ledger_log_prints_ids_only(cli: Cli, engine: Engine) -> None:
     assert len(lines) == 2 and "forget_memory" in lines[0] and str(memory) in lines[0]
     doc = json.loads(cli("ledger-log", "--json").out)
     assert len(doc) == 3 and {d["action"] for d in doc} == {"view_user", "forget_memory"}
+
+
+def test_without_a_token_it_prints_a_login_url_once(db_url: str, cli_env: Any) -> None:
+    """`eros ledger` with no EROS_LEDGER_TOKEN: a random token, shown once as a login URL
+    that logs a browser in (and a wrong one does not)."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "eros", "ledger", "--port", str(port)],
+                            env=cli_env(DATABASE_URL=db_url), cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stderr is not None
+        url = ""
+        for line in proc.stderr:
+            if "/login?token=" in line:
+                url = line.strip()
+                break
+        assert url.startswith(f"http://127.0.0.1:{port}/login?token=")
+        token = url.split("token=", 1)[1]
+        assert len(token) >= 40
+        opener = urllib.request.build_opener(_NoRedirect)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                res = opener.open(url, timeout=5)
+                break
+            except urllib.error.HTTPError as err:
+                res = err
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the ledger did not start"
+                time.sleep(0.2)
+        assert res.status == 303 and "eros_ledger_session=" in res.headers["Set-Cookie"]
+        with pytest.raises(urllib.error.HTTPError) as wrong:
+            opener.open(url[:-1] + ("a" if token[-1] != "a" else "b"), timeout=5)
+        assert wrong.value.code == 401
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
