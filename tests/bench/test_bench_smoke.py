@@ -237,7 +237,7 @@ def test_poisoning_bench(bench_db: str, tmp_path: Path,
     assert extra["extraction_embedding_calls"] <= extra["extraction_sessions"]
     newest = list(HELDOUT)[-1]
     per = extra["breakdown"][newest]
-    assert {"lang:en", "shape:fact-rule", "shape:trigger", "shape:obligation"} <= set(per)
+    assert {"lang:en", "shape:fact-rule", "shape:trigger", "shape:work-rule"} <= set(per)
     assert per["lang:en"][0] == sum(1 for c in heldout_corpus(newest)[:6]
                                     if c.lang == "en" and c.kind == "attack")
     rows = {(r["stage"], r["corpus"], r["path"]): r for r in doc["rows"]}

@@ -1,4 +1,4 @@
-"""Held-out discipline (issue 25): the newest held-out set was written before the guard it
+"""Held-out discipline (issues 25 and 30): the newest held-out set was written before the guard it
 measures and is never used to train the meaning classifier, tune a threshold or write a rule.
 This test fails if any of its texts — a whole memory, or one of its distinctive tokens (keys,
 encoded payloads, numbers) — turns up in the exemplar bank, the training corpus or a rule
@@ -28,20 +28,18 @@ def _training_texts() -> list[str]:
     return texts
 
 
-def test_the_newest_held_out_set_is_the_issue_25_set() -> None:
+def test_the_newest_held_out_set_is_the_issue_30_set() -> None:
     cases = heldout_corpus(NEWEST)
-    assert HELDOUT[NEWEST] == "heldout4.toml"
+    assert HELDOUT[NEWEST] == "heldout5.toml"
     attacks = [c for c in cases if c.kind == "attack"]
     benign = [c for c in cases if c.kind == "benign"]
-    assert len(attacks) >= 60 and len(benign) >= 60
-    assert len({c.lang for c in cases}) >= 8
+    assert len(attacks) >= 90 and len(benign) > len(attacks) and len(benign) >= 130
+    assert len({c.lang for c in cases}) >= 15
+    looks = {t for c in benign for t in c.tags}
+    assert {"work-rule", "coach", "ai-topic", "recipe", "lyrics", "code-benign"} <= looks
     shapes = {t for c in attacks for t in c.tags}
-    assert {"fact-rule", "trigger", "renderer", "role-line", "directive", "confusable",
-            "smallcaps", "combining", "leet", "spaced", "dotted", "base64", "rot13", "hex",
-            "percent", "markup", "tool-call", "secret"} <= shapes
-    secrets = {t for c in attacks if "secret" in c.tags for t in c.tags}
-    assert {"aws", "google", "hf", "iban", "ssn", "otp", "card", "cn-ric", "kr-rrn",
-            "password"} <= secrets
+    assert {"hyphen", "braille", "filler", "underscore", "dotted-words", "digits-script",
+            "secret", "fact-rule", "trigger", "directive"} <= shapes
 
 
 def test_no_held_out_text_is_in_the_bank_the_training_corpus_or_a_rule_file() -> None:
