@@ -8,7 +8,9 @@ canonical text consolidation writes passes through :meth:`Guard.check`.
 
 It judges a *normalised* view (:mod:`eros.core.guard_text`: NFKC, invisible characters removed,
 a ``\r`` read as a line break, case-folded, small capitals, combining marks and TR39
-confusables folded), a *compact* view of it (letters and digits only), and the alternate views
+confusables folded, blank letters read as spaces), the same view with words joined by
+non-letters read as words (``from-now-on``, ``forget.your.rules``), a *compact* view of it
+(letters and digits only), and the alternate views
 of what obfuscation hides (letters spaced apart joined, leetspeak, rot13, base64 / hex /
 percent-encoded payloads decoded). The rules are data: TOML files shipped in
 ``eros/core/guard_patterns`` plus any ``*.toml`` in the directory ops name
@@ -33,21 +35,22 @@ from pathlib import Path
 from typing import Literal
 
 from eros.core.guard_secrets import find_secret
-from eros.core.guard_text import alternate_views, compact, normalise, strip_invisible
+from eros.core.guard_text import alternate_views, compact, normalise, strip_invisible, unjoined
 
 View = Literal["text", "compact"]
 #: the reason codes a rule may carry (``too_long`` is the length cap's own; ``instruction`` is
-#: the meaning classifier's, eros/core/guard_meaning.py).
+#: the meaning classifier's, eros/core/guard_meaning.py; ``unverified`` is a text held back
+#: because the LLM second opinion asked about it gave no usable answer, issue 30).
 REASONS = ("addresses_ai", "role_impersonation", "persona_claim", "secret", "too_long",
-           "instruction")
+           "instruction", "unverified")
 #: the layers a verdict names: which check dropped the text (``eros guard check`` prints it).
 LAYERS = ("length", "rules", "secrets", "meaning", "llm")
 #: default cap on a memory's length in characters (``MEMORY_GUARD_MAX_CHARS``).
 DEFAULT_MAX_CHARS = 300
 
 __all__ = ["KEEP", "LAYERS", "REASONS", "Guard", "PatternError", "Rule", "Screened",
-           "Verdict", "build_guard", "compact", "load_guard", "normalise", "screen",
-           "strip_invisible"]
+           "Verdict", "build_guard", "compact", "load_guard", "normalise", "scalar_text",
+           "screen", "strip_invisible"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,9 @@ class Guard:
         verdict = self._match(view)
         if verdict is not None:
             return verdict
+        joined = unjoined(view)  # "from-now-on", "forget.your.rules" read as words
+        if joined is not None and (verdict := self._match(joined)) is not None:
+            return verdict
         secret = find_secret(strip_invisible(text))
         if secret is not None:
             return Verdict(False, "secret", secret, "secrets")
@@ -115,6 +121,21 @@ class Guard:
     def _secret(view: str) -> Verdict | None:
         secret = find_secret(view)
         return None if secret is None else Verdict(False, "secret", secret, "secrets")
+
+
+def scalar_text(value: object) -> str | None:
+    """What the guard judges for a metadata value: a string as itself, a number as its digits
+    (an integral float without its ``.0``: 4111111111111111.0 is a card number too), None for a
+    boolean or anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return None
 
 
 @dataclass
@@ -160,7 +181,7 @@ def parse_rules(source: str, content: str) -> list[Rule]:
         if not isinstance(rule_id, str) or not rule_id:
             raise PatternError(f"{where}: 'id' must be a non-empty string")
         where = f"{source}: rule {rule_id!r}"
-        if reason not in REASONS or reason in ("too_long", "instruction"):
+        if reason not in REASONS[:4]:
             raise PatternError(f"{where}: 'reason' must be one of {list(REASONS[:4])}")
         if view not in ("text", "compact"):
             raise PatternError(f"{where}: 'view' must be 'text' or 'compact'")

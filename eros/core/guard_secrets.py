@@ -33,6 +33,7 @@ from stdnum.cn import ric
 from stdnum.kr import rrn
 from stdnum.us import ssn
 
+_ANY_DIGIT = re.compile(r"\d")  # str patterns: a decimal digit of any script (category Nd)
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}\b")
 # a card number stands on its own: a digit run glued to letters or hex groups (a UUID, a hash,
 # an order reference) is part of another token, not a card
@@ -155,9 +156,18 @@ def _find_number(raw: str) -> str | None:
     return None
 
 
+def fold_digits(text: str) -> str:
+    """Decimal digits of every script (Arabic-Indic, Devanagari, Thai, full-width, …) as ASCII
+    digits, so a number's checksum is validated whatever digits it is written in (issue 30)."""
+    if text.isascii():
+        return text
+    return _ANY_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group(0))), text)
+
+
 def find_secret(text: str) -> str | None:
-    """The kind of secret ``text`` holds (``secret.iban``, ``secret.card``, …) or None."""
-    raw = unicodedata.normalize("NFKC", text)
+    """The kind of secret ``text`` holds (``secret.iban``, ``secret.card``, …) or None; digits
+    of any script are read as ASCII digits first."""
+    raw = fold_digits(unicodedata.normalize("NFKC", text))
     for pattern in _provider_patterns():
         if pattern.search(raw):
             return "secret.provider-key"

@@ -10,6 +10,12 @@
   look-alikes (``іgnore``, ``ѕуѕтем``) — the TR39 data comes from the maintained
   ``confusable-homoglyphs`` package, never from a hand list; whitespace collapsed;
 - :func:`compact` — letters and digits only;
+- :func:`unjoined` — words joined by anything that is not a letter read as words: every run of
+  punctuation, symbols or blanks between two letters (``from-now-on``, ``forget.your.rules``,
+  ``disregard_your``, U+2800 braille blank, U+3164 Hangul filler, any Unicode space) becomes
+  one space (issue 30), judged by the rules (not the secret detectors: a number's own dashes
+  and dots are part of it); blank "letters" (the Hangul fillers, the braille blank) are spaces
+  in every view;
 - :func:`alternate_views` — what obfuscation hides: letters spaced or dotted apart joined
   (``i g n o r e``, ``O.V.E.R``), leetspeak read (``1gn0r3``), rot13, and payloads in base64,
   hex or percent-encoding decoded. Each is judged by the same rules.
@@ -51,6 +57,12 @@ _WIDE_GAP = re.compile(r"\s{2,}")
 _LETTERS_APART = re.compile(r"\S(?: \S)*")
 _SINGLE_SPACE = re.compile(r" ")
 _B64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+# characters that render as blank but are letters or symbols to Unicode (so neither ``\s`` nor
+# ``\W`` sees them): Hangul fillers (choseong, jungseong, compatibility, half-width), the
+# braille blank, the Mongolian vowel separator
+_BLANKS = str.maketrans({c: " " for c in "\u115f\u1160\u3164\uffa0\u2800\u180e"})
+# ASCII fast path of unjoined(): a run of non-letters, not only spaces, no digits, between letters
+_ASCII_JOIN = re.compile(r"(?<=[a-z])[^a-z0-9]*[^a-z0-9\s][^a-z0-9]*(?=[a-z])")
 _HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}){8,}\b")
 _PERCENT = re.compile(r"%[0-9a-fA-F]{2}")
 
@@ -119,7 +131,7 @@ def normalise(text: str) -> str:
     """The view the guard judges: invisible characters removed, NFKC (full-width folded),
     case-folded, small capitals and TR39 confusables folded to Latin in Latin-looking words,
     combining marks on Latin letters removed, whitespace collapsed."""
-    folded = unicodedata.normalize("NFKC", strip_invisible(text)).casefold()
+    folded = unicodedata.normalize("NFKC", strip_invisible(text)).casefold().translate(_BLANKS)
     # NFKC can itself produce format characters from compatibility forms; strip again
     folded = _strip_latin_marks(strip_invisible(folded))
     if not folded.isascii():
@@ -130,6 +142,39 @@ def normalise(text: str) -> str:
 def compact(normalised: str) -> str:
     """Letters and digits only (any script): "i-g-n-o-r-e" and "忽 略" read as one word."""
     return _NOT_WORD.sub("", normalised)
+
+
+def _joiner(ch: str) -> bool:
+    """Punctuation, a symbol or a separator: what may join words instead of a space."""
+    return unicodedata.category(ch)[0] in "PSZ" or ch.isspace()
+
+
+def unjoined(view: str) -> str | None:
+    """``view`` (normalised) with every run of non-letter joiners between two letters read as
+    one space ("from-now-on" → "from now on"; a letter may carry its marks), or None when
+    nothing changes. Digits are no joiners ("covid-19" stays)."""
+    if view.isascii():
+        out = _ASCII_JOIN.sub(" ", view)
+        return out if out != view else None
+    chars: list[str] = []
+    i, n, changed = 0, len(view), False
+    while i < n:
+        if not _joiner(view[i]):
+            chars.append(view[i])
+            i += 1
+            continue
+        k = i
+        while k < n and _joiner(view[k]):
+            k += 1
+        run = view[i:k]
+        if (run.strip() and chars and unicodedata.category(chars[-1])[0] in "LM"
+                and k < n and view[k].isalpha()):
+            chars.append(" ")
+            changed = True
+        else:
+            chars.append(run)
+        i = k
+    return "".join(chars) if changed else None
 
 
 def _despaced(raw: str) -> str | None:

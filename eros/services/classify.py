@@ -17,7 +17,7 @@ from sqlalchemy import Engine
 
 from eros.core.channels import readable_turns
 from eros.core.cost import Prices, cost_usd
-from eros.core.guard import strip_invisible
+from eros.core.guard import scalar_text, strip_invisible
 from eros.core.parsing import Candidate, ParseResult, parse_extraction
 from eros.core.prompts import Prompt, user_message
 from eros.core.provenance import resolve_sources
@@ -199,7 +199,8 @@ def _outcome_kind(parsed: ParseResult, truncated: bool) -> str:
 def _screened_metadata(settings: Settings, candidates: Sequence[Candidate]
                        ) -> tuple[list[dict[str, Any]], int]:
     """Each candidate's known metadata keys (MEMORY_GUARD_METADATA_KEYS) with short scalar
-    values, string values through the memory guard; how many fields were dropped."""
+    values, string and number values through the memory guard (a number as its digits); how
+    many fields were dropped."""
     allowed = [k.strip() for k in settings.memory_guard_metadata_keys.split(",") if k.strip()]
     guard = guard_for(settings)
     out, dropped = [], 0
@@ -207,7 +208,10 @@ def _screened_metadata(settings: Settings, candidates: Sequence[Candidate]
         fields, unknown = candidate.metadata_fields(allowed)
         dropped += unknown
         for key, value in list(fields.items()):
-            if isinstance(value, str) and not guard.check(value).ok:
+            # a number is screened as the string it is ("confidence": 4111111111111111 is a
+            # card number, issue 30); a boolean has nothing to hide
+            judged = scalar_text(value)
+            if judged is not None and not guard.check(judged).ok:
                 del fields[key]
                 dropped += 1
         out.append(fields)
