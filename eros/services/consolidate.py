@@ -229,14 +229,18 @@ def _ask(c: Consolidator, selection: Selection, report: ConsolidationReport,
 
 def _guard_canonicals(c: Consolidator, reply: ReplyResult, report: ConsolidationReport,
                       prepared: dict[str, list[float]]) -> ReplyResult:
-    """The memory guard on every canonical text (rules and secrets, then the meaning layer on
-    the canonical's embedding, kept for the write: no extra call): a cluster whose canonical
+    """The memory guard on every canonical text, judged like a candidate (rules and secrets,
+    the meaning layer on the canonical's embedding, kept for the write: no extra call, then
+    the LLM second opinion when configured): a cluster whose canonical
     fails it is rejected (its members stay as they are) and counted by reason; its text is
     never logged."""
     texts = [strip_invisible(d.canonical.content) for d in reply.decisions
              if d.canonical is not None]
-    screening = screen_texts(c.settings, c.engine, c.embedder, texts,
+    # judged exactly like a candidate: the same layers, the LLM second opinion included
+    screening = screen_texts(c.settings, c.engine, c.embedder, texts, llm=c.llm,
                              need_vectors=not report.dry_run)
+    report.prompt_tokens += screening.prompt_tokens  # the second opinion's, if it was asked
+    report.completion_tokens += screening.completion_tokens
     if screening.embeddings is not None:
         report.embedding_calls += 1
         report.embedding_tokens += screening.embeddings.total_tokens

@@ -141,7 +141,8 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
                  need_vectors: bool = True) -> Screening:
     """Rules and secrets on every text; the kept ones embedded (one call; ``vectors`` given
     — a stored memory's — are used instead) and judged by the meaning layer; with
-    ``MEMORY_GUARD_LLM=on`` and a live ``llm``, the uncertain band asked in one call.
+    ``MEMORY_GUARD_LLM=on`` and a live ``llm``, the uncertain band asked in one call (a reply
+    that cannot be used holds the band's texts back: reason ``unverified``).
     ``need_vectors=False``: no embedding call unless the meaning layer needs one."""
     guard = guard_for(settings)
     verdicts = [guard.check(t) for t in texts]
@@ -172,8 +173,13 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
         opinion = second_opinion(llm, [texts[i] for i in uncertain])
         out.prompt_tokens, out.completion_tokens = opinion.prompt_tokens, opinion.completion_tokens
         out.llm_calls = 1
+        if opinion.failed is not None:  # fails closed: held back, counted, never kept
+            log.warning("memory guard second opinion %s: %d uncertain texts held back",
+                        opinion.failed, len(uncertain))
         for i, flagged in zip(uncertain, opinion.flags, strict=True):
-            if flagged:
+            if opinion.failed is not None:
+                verdicts[i] = Verdict(False, "unverified", f"llm.{opinion.failed}", "llm")
+            elif flagged:
                 verdicts[i] = Verdict(False, "instruction", "llm.second-opinion", "llm")
     return out
 

@@ -197,11 +197,17 @@ def test_the_shipped_bank_is_multilingual_and_labelled() -> None:
         parse_bank('{"label": "rule", "text": "x"}')
 
 
-def test_second_opinion_reply_is_read_by_number_and_unreadable_keeps_everything() -> None:
+def test_second_opinion_reply_is_read_by_number_and_unreadable_is_none() -> None:
     assert build_request(["a", "b"]).startswith('[{"n": 1, "note": "a"}')
     assert parse_opinion('```json\n{"instructions": [2]}\n```', 3) == [False, True, False]
-    assert parse_opinion("no idea", 2) == [False, False]
-    assert parse_opinion('{"instructions": [true, "1"]}', 2) == [False, False]
+    assert parse_opinion('{"instructions": []}', 2) == [False, False]
+    # numbers as strings or integral floats are numbers (issue 30)
+    assert parse_opinion('{"instructions": ["1", 2.0]}', 3) == [True, True, False]
+    # anything else cannot be read: the caller holds the texts back (fails closed)
+    assert parse_opinion("no idea", 2) is None
+    assert parse_opinion('{"instructions": [true]}', 2) is None
+    assert parse_opinion('{"instructions": [3]}', 2) is None
+    assert parse_opinion('{"instructions": "1"}', 2) is None
 
 
 def test_guard_check_reads_json_lines_and_plain_lines_in_order() -> None:
