@@ -79,11 +79,13 @@ def _print(results: list[dict[str, Any]]) -> None:
 @click.option("--restore", type=click.UUID, default=None,
               help="Make one quarantined memory current again.")
 def rescreen(dry_run: bool, as_json: bool, restore: uuid.UUID | None) -> None:
-    """Run the current memory guard over every stored current memory.
+    """Run the current memory guard over every stored memory that can be recalled or restored.
 
-    Memories it would drop move to status 'quarantined' (never recalled; the reason is kept
-    in metadata.guard_quarantine, as codes). Prints counts per reason, never text.
-    `--restore ID` undoes one.
+    Current memories and the history behind them (merged and superseded rows, which recall
+    --include-replaced shows and forget can make current again). Memories it would drop move
+    to status 'quarantined' (never recalled; the reason and former status are kept in
+    metadata.guard_quarantine, as codes). Prints counts per reason, never text.
+    `--restore ID` puts one back as it was.
     """
     from eros.db import guard_sql
     from eros.providers import make_providers
@@ -101,7 +103,7 @@ def rescreen(dry_run: bool, as_json: bool, restore: uuid.UUID | None) -> None:
         llm, embedder = make_providers(rt.settings)
         scanned, moved = 0, 0
         reasons: Counter[str] = Counter()
-        for batch in guard_sql.current_memories(rt.engine):
+        for batch in guard_sql.screenable_memories(rt.engine):
             vectors = [m.embedding if m.embedding_model == embedder.name else None
                        for m in batch]
             screening = screen_texts(rt.settings, rt.engine, embedder,
@@ -123,5 +125,5 @@ def rescreen(dry_run: bool, as_json: bool, restore: uuid.UUID | None) -> None:
             return
         verb = "would quarantine" if dry_run else "quarantined"
         detail = ", ".join(f"{k} {v}" for k, v in by_reason.items()) or "none"
-        click.echo(f"scanned {scanned} current memories; {verb} "
+        click.echo(f"scanned {scanned} stored memories; {verb} "
                    f"{counts['flagged'] if dry_run else moved} ({detail})")

@@ -108,11 +108,13 @@ SELECT id FROM d WHERE NOT (id = ANY(CAST(:ids AS uuid[])))
 
 # The other sources of a derived canonical that goes: current again, and back in the
 # consolidation backlog, so the next pass rewrites them without the forgotten memory through
-# the normal path (the canonical's text may carry the forgotten fact; theirs does not).
+# the normal path (the canonical's text may carry the forgotten fact; theirs does not). A source
+# the guard quarantined (eros rescreen) stays quarantined.
 RESTORE = text("""
 UPDATE engine.companion_memories
    SET status = 'current', replaced_by = NULL, replaced_at = NULL, consolidation_seen_at = NULL
  WHERE replaced_by = ANY(CAST(:derived AS uuid[])) AND NOT (id = ANY(CAST(:ids AS uuid[])))
+   AND status IN ('merged', 'superseded')
 RETURNING id, user_id, created_at
 """)
 REBACKLOG = text("""

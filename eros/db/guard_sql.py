@@ -48,14 +48,17 @@ class StoredMemory:
     embedding: list[float] | None
 
 
-def current_memories(engine: Engine, *, batch: int = 500) -> Iterator[list[StoredMemory]]:
-    """Every current memory, in id order, a batch at a time (keyset pagination)."""
+def screenable_memories(engine: Engine, *, batch: int = 500) -> Iterator[list[StoredMemory]]:
+    """Every stored memory that can be recalled or made current again, in id order, a batch at
+    a time (keyset pagination): current rows, merged and superseded ones (recall's
+    ``include_replaced`` shows them, forget's restore step makes them current) and any status
+    added later (an unscreened row) — everything but what is already quarantined (issue 30)."""
     after = uuid.UUID(int=0)
     while True:
         with engine.connect() as conn:
             rows = conn.execute(text(
                 "SELECT id, content, embedding_model, embedding::real[] AS embedding"
-                " FROM engine.companion_memories WHERE status = 'current' AND id > :after"
+                " FROM engine.companion_memories WHERE status <> 'quarantined' AND id > :after"
                 " ORDER BY id LIMIT :n"), {"after": after, "n": batch}).all()
         if not rows:
             return
@@ -67,22 +70,29 @@ def current_memories(engine: Engine, *, batch: int = 500) -> Iterator[list[Store
 
 def quarantine(conn: Connection, ids_reasons: Sequence[tuple[uuid.UUID, dict[str, str]]]
                ) -> int:
-    """Move current memories to ``quarantined``, recording why; returns how many moved."""
+    """Move memories to ``quarantined``, recording why and the status they had (``was``, so
+    ``restore`` puts a merged row back as merged); returns how many moved. A merged or
+    superseded row keeps its ``replaced_by`` and ``replaced_at``."""
     moved = 0
     for memory_id, why in ids_reasons:
         moved += conn.execute(text(
-            "UPDATE engine.companion_memories SET status = 'quarantined', replaced_at = now(),"
+            "UPDATE engine.companion_memories SET status = 'quarantined',"
+            " replaced_at = COALESCE(replaced_at, now()),"
             " metadata = metadata || jsonb_build_object('guard_quarantine',"
-            " CAST(:why AS jsonb) || jsonb_build_object('at', now()))"
-            " WHERE id = :id AND status = 'current'"),
+            " CAST(:why AS jsonb) || jsonb_build_object('at', now(), 'was', status))"
+            " WHERE id = :id AND status <> 'quarantined'"),
             {"id": memory_id, "why": _json(why)}).rowcount
     return moved
 
 
 def restore(conn: Connection, memory_id: uuid.UUID) -> bool:
-    """A quarantined memory made current again; False when it is not quarantined."""
+    """A quarantined memory back to the status it had (current unless it was merged or
+    superseded); False when it is not quarantined."""
     return bool(conn.execute(text(
-        "UPDATE engine.companion_memories SET status = 'current', replaced_at = NULL,"
+        "UPDATE engine.companion_memories"
+        " SET status = COALESCE(metadata->'guard_quarantine'->>'was', 'current'),"
+        " replaced_at = CASE WHEN COALESCE(metadata->'guard_quarantine'->>'was', 'current')"
+        " = 'current' THEN NULL ELSE replaced_at END,"
         " metadata = metadata - 'guard_quarantine'"
         " WHERE id = :id AND status = 'quarantined'"), {"id": memory_id}).rowcount)
 
