@@ -107,7 +107,7 @@ def message_owner(engine: Engine, message_id: uuid.UUID) -> uuid.UUID | None:
 
 
 def restore_quarantined(engine: Engine, memory_id: uuid.UUID) -> bool:
-    """``eros rescreen --restore ID``: a quarantined memory made current again."""
+    """``eros rescreen --restore ID``: a quarantined memory put back in the status it had."""
     with engine.begin() as conn:
         return guard_sql.restore(conn, memory_id)
 
