@@ -48,7 +48,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from bench.claim_bench import machine, scratch_database
-from bench.consolidation_data import add_new, load
+from bench.consolidation_data import EMBEDDING_MODEL, add_new, load
 from eros.core.consolidation import Pair, cluster
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.db import consolidation_sql as sql
@@ -83,7 +83,7 @@ class InstantLLM:
 
 
 class InstantEmbedder:
-    name, offline = "bench-random", True
+    name, offline = EMBEDDING_MODEL, True
 
     def __init__(self, dim: int) -> None:
         self.dim, self.calls, self._rng = dim, 0, np.random.default_rng(3)

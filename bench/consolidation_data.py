@@ -23,7 +23,13 @@ CATEGORY_P = (0.30, 0.25, 0.20, 0.15, 0.10)
 _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 _COPY_SQL = ("COPY engine.companion_memories (user_id, content, category, importance,"
-             " created_at, embedding) FROM STDIN (FORMAT BINARY)")
+             " created_at, embedding, embedding_model) FROM STDIN (FORMAT BINARY)")
+#: the embedding model every generated row is labelled with — the bench embedder's name, so
+#: the rows a pass writes (labelled by its embedder) are comparable with the loaded ones: a
+#: pass only pairs memories of one model, and a corpus of NULL labels beside the passes'
+#: labelled canonical rows made every restatement of a canonical row unmergeable.
+EMBEDDING_MODEL = "bench-random"
+_MODEL = EMBEDDING_MODEL.encode()
 #: per-dimension noise giving cosine ≈ 0.95 to the source: tan(acos(0.95)) / sqrt(dim).
 _RESTATE_NOISE = 0.3287
 
@@ -54,7 +60,7 @@ def user_rows(rng: np.random.Generator, user: uuid.UUID, n: int, dup_share: floa
     big = vectors.astype(">f4")
     importance = rng.uniform(0.05, 1.0, n)
     vec_head = struct.pack(">iHH", 4 + 4 * dim, dim, 0)
-    field_count, uid = struct.pack(">h", 6), b"\x00\x00\x00\x10" + user.bytes
+    field_count, uid = struct.pack(">h", 7), b"\x00\x00\x00\x10" + user.bytes
     parts = []
     for i in range(n):
         content, cat = texts[i].encode(), CATEGORIES[cats[i]].encode()
@@ -64,7 +70,8 @@ def user_rows(rng: np.random.Generator, user: uuid.UUID, n: int, dup_share: floa
             struct.pack(">i", len(cat)), cat,
             struct.pack(">id", 8, float(importance[i])),
             struct.pack(">iq", 8, base_us - int(ages[i] * 86400e6)),
-            vec_head, big[i].tobytes())))
+            vec_head, big[i].tobytes(),
+            struct.pack(">i", len(_MODEL)), _MODEL)))
     return b"".join(parts)
 
 
@@ -108,6 +115,6 @@ def add_new(conninfo: str, user: uuid.UUID, n: int, n_dup: int, dim: int, *, see
             rows.append((f"new memory {j}", cat, rng.standard_normal(dim).astype(np.float32)))
         conn.cursor().executemany(
             "INSERT INTO engine.companion_memories (user_id, content, category, importance,"
-            " embedding) VALUES (%s, %s, %s, 0.5, %s::vector)",
+            " embedding, embedding_model) VALUES (%s, %s, %s, 0.5, %s::vector, %s)",
             [(user, content, cat, "[" + ",".join(f"{x:.6f}" for x in v / np.linalg.norm(v))
-              + "]") for content, cat, v in rows])
+              + "]", EMBEDDING_MODEL) for content, cat, v in rows])

@@ -22,6 +22,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from bench import consolidation_bench, drain_bench, poisoning_bench, privacy_bench, recall_bench
+from bench.claim_bench import scratch_database
 from tests.redteam.corpus import HELDOUT, heldout_corpus
 
 pytestmark = pytest.mark.bench
@@ -107,7 +108,9 @@ def test_consolidation_bench(bench_db: str, tmp_path: Path,
     assert small["exact_pairs"] > 0 and small["pairs_recall"] == 1.0
     assert small["first"]["compared"] == 300 and not small["first"]["left"]
     assert small["first"]["merged"] > 0 and small["old_read_ms"] > 0
-    assert small["incremental"]["compared"] == 20 and small["incremental"]["merged"] >= 1
+    # the 4 restatements each merge with their source (both rows counted), whichever rows
+    # add_new picked — a canonical row of the first pass included
+    assert small["incremental"]["compared"] == 20 and small["incremental"]["merged"] == 8
     assert small["old_incremental_read_ms"] > 0
     # 2,100 (> CONSOLIDATION_EXACT_BELOW): one chunk through the sketches, extrapolated
     assert not large["full"] and large["first"]["search"] == "quantised"
@@ -119,6 +122,30 @@ def test_consolidation_bench(bench_db: str, tmp_path: Path,
     assert large["finder_backlog_all_ms"] > 0 and large["finder_backlog_20_ms"] > 0
     printed = capsys.readouterr().out
     assert len(_table_rows(printed, ["300 |", "2,100 |"])) == 2
+
+
+def test_consolidation_bench_rows_share_the_passes_embedding_model(bench_db: str) -> None:
+    """The loaded corpus, the incremental pass's new rows and the canonical rows a pass writes
+    are labelled with one embedding model: a pass pairs only rows of one model, so a corpus
+    left unlabelled beside labelled canonical rows made a restated canonical unmergeable (the
+    smoke run's ``merged >= 1`` failed when all four restated rows were canonicals)."""
+    with scratch_database() as url:
+        engine = create_engine(url, pool_size=2)
+        try:
+            c = consolidation_bench.Consolidator(
+                consolidation_bench.bench_settings(url), engine, consolidation_bench.InstantLLM(),
+                consolidation_bench.InstantEmbedder(consolidation_bench.DIM),
+                consolidation_bench.load_consolidation_prompt())
+            result = consolidation_bench.scenario(engine, url, c, 300, old=False, full=True,
+                                                  seed=1000, sample=10)
+            with engine.connect() as conn:
+                labels = conn.execute(text(
+                    "SELECT embedding_model, count(*) FROM engine.companion_memories"
+                    " GROUP BY 1")).all()
+        finally:
+            engine.dispose()
+    assert result["first"]["merged"] > 0 and result["incremental"]["merged"] == 8
+    assert [label for label, _ in labels] == [consolidation_bench.InstantEmbedder.name]
 
 
 # --- drain ----------------------------------------------------------------------------------
