@@ -6,12 +6,16 @@ and it goes only where asked (standard output or ``--output FILE``), never into 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import sys
+import tempfile
 import uuid
-from typing import IO
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, TypeVar
 
 import click
 
@@ -19,20 +23,45 @@ from eros.cli import main
 from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.errors import ErosError
 
+T = TypeVar("T")
 
-def _private_file(path: str) -> IO[str]:
-    """``path`` opened for writing, created with mode 0600 (never readable by others, even for
-    a moment: the mode is given to open, not set afterwards); an existing file is truncated
-    and made 0600 before a byte is written."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
-                 0o600)
+
+def _owned_target(path: Path) -> None:
+    """Refuse to replace what is not ours: a symlink, a non-regular file, or a file another
+    user owns (issue 32: a file pre-created by someone else in a shared directory stayed
+    theirs when the export was written into it)."""
     try:
-        if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
-            os.fchmod(fd, 0o600)
-        return os.fdopen(fd, "w", encoding="utf-8")
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise ErosError(f"refusing to write {path}: it exists and is not a regular file")
+    if st.st_uid != os.geteuid():
+        raise ErosError(f"refusing to write {path}: it exists and belongs to another user "
+                        f"(uid {st.st_uid}); remove it or choose another path")
+
+
+def _write_private(path: str, write: Callable[[IO[str]], T]) -> T:
+    """Run ``write`` on a new file and move it into place at ``path``: a temporary file in the
+    same directory, created exclusively with mode 0600 (``mkstemp``: O_CREAT|O_EXCL), renamed
+    over ``path`` only once complete. The document never goes into an inode someone else
+    created or can open, an interrupted export leaves nothing behind, and an existing file is
+    replaced only if it is ours."""
+    target = Path(path)
+    _owned_target(target)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            result = write(out)
+            out.flush()
+            os.fsync(out.fileno())
+        _owned_target(target)  # again, just before the rename
+        os.replace(tmp, target)
     except BaseException:
-        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
         raise
+    return result
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -160,8 +189,11 @@ def export(user: uuid.UUID, output: str | None, with_messages: bool, version: st
     "eros-export/2", see docs/export.md): every memory with its layer, persona, status, times,
     lineage, sensitivity, provenance and metadata; every session's outcome fields; the
     consolidation history with its details; the classification runs; the consolidation
-    state; the user's erasure log — everything but vectors. --output FILE is created
-    readable by its owner only (0600). Streams: memory use stays flat however many memories
+    state; the user's erasure log — everything but vectors. --output FILE is written to a
+    new file readable by its owner only (0600) and moved into place when complete; an
+    existing FILE is replaced only if it is yours (never a link or another user's file).
+    With --with-messages each turn carries its id (what `eros forget --message` takes) and
+    its channel. Streams: memory use stays flat however many memories
     the user has."""
     from eros.cli._common import runtime
     from eros.services.export import export_user
@@ -172,9 +204,8 @@ def export(user: uuid.UUID, output: str | None, with_messages: bool, version: st
                                  version=int(version))
         else:
             try:
-                with _private_file(output) as out:
-                    counts = export_user(rt.engine, user, out, with_messages=with_messages,
-                                         version=int(version))
+                counts = _write_private(output, lambda out: export_user(
+                    rt.engine, user, out, with_messages=with_messages, version=int(version)))
             except OSError as err:
                 raise ErosError(f"cannot write {output}: {err.strerror}") from None
     click.echo(f"exported user {user}: {_counts(counts)}", err=True)

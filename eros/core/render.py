@@ -15,7 +15,9 @@ Exact duplicates are pruned before rendering: the same sentence in the profile l
 relationship layer (or twice in one layer, before consolidation has merged them) would spend
 prompt tokens saying one thing twice. Two memories are "the same" when
 :func:`eros.core.text.normalise_for_dedup` folds them to the same string; the profile copy wins
-because it is the one shared by every persona.
+because it is the one shared by every persona — but the bullet carries the most sensitive
+label of all the copies (issue 32: a crisis-labelled relationship copy and an unlabelled
+profile copy rendered with no crisis mark).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Literal, Protocol, TypeVar
 
 from eros.core.categories import CATEGORIES
 from eros.core.guard import strip_invisible
+from eros.core.sensitivity import CRISIS, most_sensitive
 from eros.core.text import normalise_for_dedup
 
 LabelSet = Literal["zh", "en"]
@@ -115,16 +118,28 @@ def get_labels(labels: LabelSet | str | Labels) -> Labels:
 def prune_duplicates(memories: Iterable[M]) -> list[M]:
     """Drop exact duplicates (after normalisation), keeping rank order: the survivor sits where
     the best-ranked copy was, and it is the profile-layer copy when there is one."""
+    return [memory for memory, _ in prune_duplicates_marked(memories)]
+
+
+def prune_duplicates_marked(memories: Iterable[M]) -> list[tuple[M, str | None]]:
+    """:func:`prune_duplicates`, each survivor with the most sensitive label among all its
+    copies: pruning must never drop a mark (the crisis label is how the product knows)."""
     slot: dict[str, int] = {}
     out: list[M] = []
+    marks: list[str | None] = []
     for memory in memories:
         key = normalise_for_dedup(memory.content) or memory.content
+        label = getattr(memory, "sensitivity", None)
         if key not in slot:
             slot[key] = len(out)
             out.append(memory)
-        elif memory.layer == "profile" and out[slot[key]].layer != "profile":
-            out[slot[key]] = memory
-    return out
+            marks.append(most_sensitive([label]))
+            continue
+        i = slot[key]
+        marks[i] = most_sensitive([marks[i], label])
+        if memory.layer == "profile" and out[i].layer != "profile":
+            out[i] = memory
+    return list(zip(out, marks, strict=True))
 
 
 def group_by_category(memories: Sequence[M],
@@ -149,9 +164,9 @@ def quote_note(text: str, labels: Labels) -> str:
     return f"{labels.quotes[0]}{body}{labels.quotes[1]}"
 
 
-def _crisis_mark(memory: RenderableMemory, labels: Labels) -> str:
+def _crisis_mark(sensitivity: object, labels: Labels) -> str:
     """The crisis label and a space for a ``crisis`` memory (``sensitivity``), else nothing."""
-    return labels.crisis + " " if getattr(memory, "sensitivity", None) == "crisis" else ""
+    return labels.crisis + " " if sensitivity == CRISIS else ""
 
 
 def note_date(memory: object) -> date | None:
@@ -161,9 +176,16 @@ def note_date(memory: object) -> date | None:
     return when.date() if isinstance(when, datetime) else None
 
 
-def bullet(memory: RenderableMemory, labels: Labels, *, dated: bool = False) -> str:
-    """One memory's line: the bullet, the quoted note and, with ``dated``, its day."""
-    line = labels.bullet + _crisis_mark(memory, labels) + quote_note(memory.content, labels)
+_OWN = object()
+
+
+def bullet(memory: RenderableMemory, labels: Labels, *, dated: bool = False,
+           sensitivity: object = _OWN) -> str:
+    """One memory's line: the bullet, the quoted note and, with ``dated``, its day.
+    ``sensitivity`` overrides the memory's own label (the most sensitive of its pruned
+    copies)."""
+    label = getattr(memory, "sensitivity", None) if sensitivity is _OWN else sensitivity
+    line = labels.bullet + _crisis_mark(label, labels) + quote_note(memory.content, labels)
     day = note_date(memory) if dated else None
     return line + labels.dated.format(date=day.isoformat()) if day else line
 
@@ -174,12 +196,14 @@ def render_memories(memories: Iterable[RenderableMemory],
     ``dated`` (RECALL_RENDER_DATES), each note ends with the day it is about, so "when
     did…?" can be answered from the prompt."""
     chosen = get_labels(labels)
-    kept = [m for m in prune_duplicates(memories) if _one_line(m.content)]
-    if not kept:
+    marked = [(m, mark) for m, mark in prune_duplicates_marked(memories)
+              if _one_line(m.content)]
+    if not marked:
         return chosen.empty
+    marks = {id(m): mark for m, mark in marked}
     sections = [chosen.header] if chosen.header else []
-    for category, members in group_by_category(kept):
+    for category, members in group_by_category([m for m, _ in marked]):
         lines = [chosen.heading.format(label=chosen.label(category))]
-        lines += [bullet(m, chosen, dated=dated) for m in members]
+        lines += [bullet(m, chosen, dated=dated, sensitivity=marks[id(m)]) for m in members]
         sections.append("\n".join(lines))
     return "\n\n".join(sections)

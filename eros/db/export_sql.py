@@ -57,7 +57,7 @@ SELECT id, instance_id, created_at, last_active_at, classified_at, outcome, outc
 """)
 
 MESSAGES = text("""
-SELECT m.session_id, m.role, m.content, m.sent_at, m.seq
+SELECT m.session_id, m.id, m.role, m.channel, m.content, m.sent_at, m.seq
   FROM engine.chat_messages m JOIN engine.chat_sessions s ON s.id = m.session_id
  WHERE s.user_id = :user_id
  ORDER BY m.session_id, m.sent_at, m.seq

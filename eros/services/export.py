@@ -102,8 +102,10 @@ def _messages(rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
             if current is not None:
                 yield current
             current = {"session_id": str(r.session_id), "messages": []}
-        current["messages"].append({"role": r.role, "content": r.content,
-                                    "sent_at": _iso(r.sent_at), "seq": r.seq})
+        # the id is what `eros forget --message` takes: a data subject can name the turn
+        current["messages"].append({"id": str(r.id), "role": r.role, "channel": r.channel,
+                                    "content": r.content, "sent_at": _iso(r.sent_at),
+                                    "seq": r.seq})
     if current is not None:
         yield current
 

@@ -101,3 +101,46 @@ def test_recall_without_sensitive_memories(cli: Cli, engine: Engine) -> None:
     res = cli("recall", str(user), "sleep", "--strategy", "decay", "--json", "--no-sensitive")
     assert res.code == 0, res.err
     assert [m["content"] for m in json.loads(res.out)["memories"]] == ["Likes tea"]
+
+
+def test_export_writes_a_new_file_and_refuses_a_path_it_does_not_own(
+        cli: Cli, engine: Engine, tmp_path: Path) -> None:
+    """Issue 32: ``--output`` truncated an existing file in place, so a file another user had
+    pre-created in a shared directory stayed theirs (and open to them). Now the document goes
+    to a new 0600 file renamed into place; another user's file, a symlink or a directory is
+    refused and left as it was; the transcript names each turn by id and channel."""
+    user = uuid.uuid4()
+    _seed(engine, user)
+    with engine.connect() as conn:
+        message_ids = {str(m) for m in conn.execute(text(
+            "SELECT m.id FROM engine.chat_messages m JOIN engine.chat_sessions s"
+            " ON s.id = m.session_id WHERE s.user_id = :u"), {"u": user}).scalars()}
+
+    mine = tmp_path / "mine.json"
+    mine.write_text("old")
+    before = mine.stat().st_ino
+    done = cli("export", str(user), "--output", str(mine), "--with-messages")
+    assert done.code == 0, done.err
+    assert mine.stat().st_ino != before  # a new file, not the old one rewritten
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o600
+    turns = json.loads(mine.read_text())["transcripts"][0]["messages"]
+    assert {t["id"] for t in turns} == message_ids
+    assert {t["channel"] for t in turns} == {"text"}
+    assert [p.name for p in tmp_path.iterdir()] == ["mine.json"]  # no temporary file left
+
+    theirs = tmp_path / "theirs.json"
+    theirs.write_text("planted")
+    theirs.chmod(0o666)
+    if os.geteuid() == 0:
+        os.chown(theirs, 65534, 65534)
+    else:  # not root: a file we do not own is one in a directory we cannot chown into
+        theirs = Path("/etc/hostname")
+    link = tmp_path / "link.json"
+    link.symlink_to(mine)
+    for path in (theirs, link):
+        refused = cli("export", str(user), "--output", str(path))
+        assert refused.code != 0, path
+        assert "refusing" in refused.err or "cannot write" in refused.err, refused.err
+    if os.geteuid() == 0:
+        assert theirs.read_text() == "planted" and theirs.stat().st_uid == 65534
+    assert link.is_symlink() and json.loads(mine.read_text())["transcripts"]

@@ -89,3 +89,17 @@ def test_a_crisis_renders_with_its_label_outside_the_quotes() -> None:
     lines = text.splitlines()
     assert "- [CRISIS — check on the user's safety] \u201cTalked about self-harm\u201d" in lines
     assert "- \u201cFelt calm today\u201d" in lines and "- \u201cIs tired\u201d" in lines
+
+
+@pytest.mark.parametrize("order", ["relationship_first", "profile_first"])
+def test_pruning_a_duplicate_keeps_the_most_sensitive_copys_mark(order: str) -> None:
+    """Issue 32: a crisis-labelled relationship copy and an unlabelled profile copy of the same
+    note rendered the profile copy — and no crisis mark."""
+    rel = _M("Said she wants to hurt herself", layer="relationship", sensitivity="crisis")
+    prof = _M("said she wants to hurt herself.", layer="profile")
+    memories = [rel, prof] if order == "relationship_first" else [prof, rel]
+    lines = render_memories(memories, "en").splitlines()
+    bullets = [line for line in lines if line.startswith("- ")]
+    assert len(bullets) == 1  # still pruned: one bullet, the profile copy's wording
+    assert bullets[0].startswith("- [CRISIS — check on the user's safety] ")
+    assert "said she wants to hurt herself." in bullets[0]
