@@ -12,15 +12,16 @@ from eros.settings import get_settings
 from eros.tasks.app import create_app
 from eros.tasks.cells import cluster_memories
 from eros.tasks.classify import claim_and_fan_out, claim_idle_sessions, classify_session
+from eros.tasks.consent import allow_sensitive, relabel_sensitivity
 from eros.tasks.consolidation import consolidate_user, find_consolidation_candidates
-from eros.tasks.privacy import forget_memory, forget_user
+from eros.tasks.privacy import forget_memory, forget_message, forget_session, forget_user
 from eros.tasks.recall import recall_memories
 from eros.tasks.reembed import reembed_memories
 from eros.tasks.retention import apply_retention
 
 app = create_app(get_settings())
 
-__all__ = ["app", "apply_retention", "claim_and_fan_out", "claim_idle_sessions",
+__all__ = ["allow_sensitive", "app", "apply_retention", "claim_and_fan_out", "claim_idle_sessions",
            "classify_session", "cluster_memories", "consolidate_user",
-           "find_consolidation_candidates", "forget_memory", "forget_user", "recall_memories",
-           "reembed_memories"]
+           "find_consolidation_candidates", "forget_memory", "forget_message", "forget_session",
+           "forget_user", "recall_memories", "reembed_memories", "relabel_sensitivity"]

@@ -60,6 +60,7 @@ def main(ctx: click.Context, debug: bool) -> None:
 
 # Each command module registers its commands on ``main`` when imported.
 from eros.cli import commands as _commands  # noqa: E402,F401
+from eros.cli import consent_cmds as _consent_cmds  # noqa: E402,F401
 from eros.cli import consolidate_cmd as _consolidate_cmd  # noqa: E402,F401
 from eros.cli import data_cmds as _data_cmds  # noqa: E402,F401
 from eros.cli import eval_cmd as _eval_cmd  # noqa: E402,F401

@@ -18,6 +18,8 @@ FORGET_USER_TASK: Final = "eros.forget_user"
 FORGET_MEMORY_TASK: Final = "eros.forget_memory"
 FORGET_MESSAGE_TASK: Final = "eros.forget_message"
 FORGET_SESSION_TASK: Final = "eros.forget_session"
+ALLOW_SENSITIVE_TASK: Final = "eros.allow_sensitive"
+RELABEL_TASK: Final = "eros.relabel_sensitivity"
 RETENTION_TASK: Final = "eros.apply_retention"
 REEMBED_TASK: Final = "eros.reembed_memories"
 

@@ -364,3 +364,28 @@ rejected_tasks = Table(
     _now("rejected_at"),
     Index("ix_rejected_tasks_rejected_at", "rejected_at"),
 )
+
+# --- consent (issue 32, 0022) ----------------------------------------------------------------
+#: a (user, special-category label) the user withdrew consent for: not stored again until lifted
+sensitivity_withheld = Table(
+    "sensitivity_withheld", metadata,
+    Column("user_id", UUID(as_uuid=True), primary_key=True),
+    Column("label", Text, primary_key=True),
+    _now("withheld_at"),
+    #: the ``sensitive`` erasure that recorded it
+    Column("erasure_id", BigInteger, nullable=True),
+    CheckConstraint(f"label IN {SENSITIVITY_LABELS!r}", name="ck_sensitivity_withheld_label"),
+)
+
+#: the cursor of ``eros relabel`` (one row per labeller), committed with each batch
+relabel_progress = Table(
+    "relabel_progress", metadata,
+    Column("labeller", Text, primary_key=True),
+    Column("after_id", UUID(as_uuid=True), nullable=True),
+    Column("cutoff", DateTime(timezone=True), nullable=False),
+    Column("scanned", BigInteger, nullable=False, server_default=text("0")),
+    Column("labelled", BigInteger, nullable=False, server_default=text("0")),
+    _now("started_at"),
+    _now("updated_at"),
+    Column("done_at", DateTime(timezone=True), nullable=True),
+)

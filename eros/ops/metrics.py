@@ -71,6 +71,9 @@ def _build() -> dict[str, Any]:
         "SENSITIVE": Counter("eros_sensitive_memories_written",
                              "Memories written with a special-category label, by label",
                              ["label"]),
+        "WITHHELD": Counter("eros_sensitive_withheld",
+                            "Candidates dropped at extraction: their label is withheld by "
+                            "the user (forget --sensitive, issue 32), by label", ["label"]),
         "GUARD_DROPPED": Counter("eros_guard_dropped",
                                  "Memories dropped by the memory guard (docs/security.md)",
                                  ["stage", "reason"]),
@@ -134,6 +137,13 @@ def record_sensitive(labels: dict[str, int]) -> None:
     for label, count in labels.items():
         if count:
             _metrics()["SENSITIVE"].labels(label).inc(count)
+
+
+def record_withheld(labels: dict[str, int]) -> None:
+    """Count candidates dropped because the user withheld their label (never their text)."""
+    for label, count in labels.items():
+        if count:
+            _metrics()["WITHHELD"].labels(label).inc(count)
 
 
 def record_guard_drops(stage: str, reasons: dict[str, int]) -> None:

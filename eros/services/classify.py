@@ -22,11 +22,12 @@ from eros.core.parsing import Candidate, ParseResult, parse_extraction
 from eros.core.prompts import Prompt, user_message
 from eros.core.provenance import resolve_sources
 from eros.core.transcript import Transcript, build_transcript
-from eros.db import repo
+from eros.db import consent_sql, repo
 from eros.db.repo import Attempt, MemoryRow, Outcome
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Completion, Embedder
 from eros.providers.ratelimit import Limiter, NoLimits
+from eros.services.consent import drop_withheld
 from eros.services.guard_model import guard_for, screen_texts
 from eros.settings import Settings
 
@@ -102,6 +103,9 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
                        [], task_id, dry_run)
 
     _reserve(pipeline, transcript)
+    # consent (issue 32): the labels this user withdrew (forget --sensitive) are not stored
+    with pipeline.engine.connect() as conn:
+        withheld = consent_sql.withheld_labels(conn, claim.user_id)
     # the memory guard (docs/security.md): nothing that reads as an instruction, a role or a
     # secret becomes a memory — rules and secrets first, then the meaning classifier on each
     # candidate's own embedding (the one written with it: no extra call); only counts by
@@ -112,6 +116,8 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
         completion, truncated_twice = _complete(pipeline, transcript)
         parsed = parse_extraction(completion.text, max_items=settings.dreaming_max_memories,
                                   salvage=truncated_twice)
+        allowed, withheld_dropped = drop_withheld(parsed.candidates, withheld)
+        parsed = replace(parsed, candidates=tuple(allowed))
         texts = [strip_invisible(c.content) for c in parsed.candidates]
         screening = screen_texts(settings, pipeline.engine, pipeline.embedder, texts,
                                  llm=pipeline.llm)
@@ -127,7 +133,8 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
     dropped = screening.dropped
     report.detail.update(dropped=parsed.dropped, parse_errors=list(parsed.errors),
                          turns_trimmed=transcript.turns_trimmed,
-                         guard_dropped=dict(dropped), metadata_dropped=metadata_dropped)
+                         guard_dropped=dict(dropped), metadata_dropped=metadata_dropped,
+                         withheld=withheld_dropped)
     usage["guard_dropped"] = sum(dropped.values())
     kind = _outcome_kind(parsed, truncated_twice)
     if not candidates:

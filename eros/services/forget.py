@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from eros.core.sensitivity import SENSITIVITY_LABELS
-from eros.db import forget_session_sql, forget_sql, provenance_sql
+from eros.db import consent_sql, forget_session_sql, forget_sql, provenance_sql
 from eros.services import erasure
 
 
@@ -55,13 +55,18 @@ def forget_sensitive(engine: Engine, user_id: uuid.UUID, label: str | None = Non
     """The user's memories with a special-category label (``label``: one of
     ``eros.core.sensitivity.SENSITIVITY_LABELS``, or None for all of them), each with its
     lineage and derived canonicals, their source turns tombstoned; recorded with scope
-    ``sensitive``. Counts and ``erasure_id``."""
+    ``sensitive``. A standing choice (issue 32): the label (every label for None) is recorded
+    in ``sensitivity_withheld`` in the same transaction, so the extraction stores no memory
+    with it for this user again until :func:`eros.services.consent.allow_sensitive` lifts it
+    (count ``withheld``: labels newly withheld). Counts and ``erasure_id``."""
     if label is not None and label not in SENSITIVITY_LABELS:
         raise ValueError(f"unknown sensitivity label {label!r}; expected one of "
                          f"{', '.join(SENSITIVITY_LABELS)}")
     request = request or erasure.Request("sensitive", user_id=user_id, task_id=task_id)
     with erasure.run(engine, request) as e:
         e.counts.update(forget_sql.forget_sensitive(e.conn, user_id, label))
+        labels = list(SENSITIVITY_LABELS) if label is None else [label]
+        e.counts["withheld"] = consent_sql.withhold(e.conn, user_id, labels, erasure_id=e.id)
     return {**e.counts, "erasure_id": e.id}
 
 

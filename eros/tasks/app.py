@@ -10,6 +10,7 @@ from __future__ import annotations
 from celery import Celery
 
 from eros.core.names import (
+    ALLOW_SENSITIVE_TASK,
     CLAIM_TASK,
     CLASSIFY_TASK,
     CLUSTER_TASK,
@@ -21,6 +22,7 @@ from eros.core.names import (
     FORGET_USER_TASK,
     RECALL_TASK,
     REEMBED_TASK,
+    RELABEL_TASK,
     RETENTION_TASK,
 )
 from eros.settings import HARD_LIMIT_FRACTION, SOFT_LIMIT_FRACTION, Settings
@@ -67,7 +69,10 @@ def create_app(settings: Settings) -> Celery:
                      FORGET_USER_TASK: {"queue": settings.eros_claim_queue},
                      FORGET_MEMORY_TASK: {"queue": settings.eros_claim_queue},
                      FORGET_MESSAGE_TASK: {"queue": settings.eros_claim_queue},
-                     FORGET_SESSION_TASK: {"queue": settings.eros_claim_queue}},
+                     FORGET_SESSION_TASK: {"queue": settings.eros_claim_queue},
+                     ALLOW_SENSITIVE_TASK: {"queue": settings.eros_claim_queue},
+                     # a scan of every memory: background work
+                     RELABEL_TASK: {"queue": settings.eros_consolidate_queue}},
         # The hard limit kills an attempt before its claim can go stale and be re-taken.
         task_soft_time_limit=int(stale * SOFT_LIMIT_FRACTION),
         task_time_limit=int(stale * HARD_LIMIT_FRACTION),

@@ -5,12 +5,14 @@ from __future__ import annotations
 import redis
 
 from eros.core.names import (
+    ALLOW_SENSITIVE_TASK,
     CLAIM_TASK,
     CLASSIFY_TASK,
     FORGET_MEMORY_TASK,
     FORGET_MESSAGE_TASK,
     FORGET_SESSION_TASK,
     FORGET_USER_TASK,
+    RELABEL_TASK,
 )
 from eros.ops.metrics import queue_depths
 from eros.settings import load_settings
@@ -40,7 +42,10 @@ def test_erasure_tasks_go_to_the_claim_queue_and_keep_a_short_result(redis_url: 
     app.send_task(FORGET_MEMORY_TASK, args=["00000000-0000-0000-0000-000000000002"])
     app.send_task(FORGET_MESSAGE_TASK, args=["00000000-0000-0000-0000-000000000003"])
     app.send_task(FORGET_SESSION_TASK, args=["00000000-0000-0000-0000-000000000004"])
+    app.send_task(ALLOW_SENSITIVE_TASK, args=["00000000-0000-0000-0000-000000000005", "all"])
+    app.send_task(RELABEL_TASK)  # a scan of every memory: background, with consolidation
     client = redis.Redis.from_url(settings.redis_client_url())
-    assert client.llen(settings.eros_claim_queue) == 4
+    assert client.llen(settings.eros_claim_queue) == 5
+    assert client.llen(settings.eros_consolidate_queue) == 1
     assert client.llen(settings.eros_classify_queue) == 0
     assert app.conf.result_expires == 45

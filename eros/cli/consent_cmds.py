@@ -1,0 +1,69 @@
+"""Consent (issue 32): ``eros consent`` shows and lifts a user's withdrawn special-category
+labels, ``eros relabel`` labels memories written without a label (before migration 0018).
+Ids, labels and counts only."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import click
+
+from eros.cli import main
+from eros.core.sensitivity import SENSITIVITY_LABELS
+
+
+@main.command()
+@click.argument("user", type=click.UUID)
+@click.option("--allow", "allow", type=click.Choice(["all", *SENSITIVITY_LABELS]), default=None,
+              help="Lift the user's withdrawal of this label ('all': every label): memories "
+                   "with it are stored again from the next extraction on (the same as the "
+                   "task eros.allow_sensitive).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document.")
+def consent(user: uuid.UUID, allow: str | None, as_json: bool) -> None:
+    """The special-category labels USER withdrew consent for (each recorded by `eros forget
+    USER --sensitive [LABEL]`): the extraction drops candidates with them, counted in
+    eros_sensitive_withheld_total. --allow LABEL lifts one."""
+    from eros.cli._common import runtime
+    from eros.db.consent_sql import withheld
+    from eros.services.consent import allow_sensitive
+
+    with runtime() as rt:
+        lifted = allow_sensitive(rt.engine, user, allow)["allowed"] if allow else None
+        with rt.engine.connect() as conn:
+            rows = withheld(conn, user)
+    if as_json:
+        click.echo(json.dumps({"user_id": str(user), "allowed": lifted, "withheld": [
+            {"label": r["label"], "withheld_at": r["withheld_at"].isoformat(),
+             "erasure_id": r["erasure_id"]} for r in rows]}, indent=2))
+        return
+    if lifted is not None:
+        click.echo(f"allowed again: {', '.join(lifted) or 'nothing was withheld'}")
+    if not rows:
+        click.echo(f"user {user}: no label withheld")
+    for r in rows:
+        click.echo(f"{r['label']:<10} withheld since {r['withheld_at']:%Y-%m-%d %H:%M:%S}"
+                   f" (erasure {r['erasure_id'] or '-'})")
+
+
+@main.command()
+@click.option("--batch", type=click.IntRange(1, 100_000), default=1000, show_default=True,
+              help="Memories per transaction (the cursor is committed with each).")
+@click.option("--max-batches", type=click.IntRange(min=1), default=None,
+              help="Stop after this many batches (run again to resume).")
+@click.option("--restart", is_flag=True, help="Start over from the first memory.")
+@click.option("--json", "as_json", is_flag=True, help="Print the progress as JSON.")
+def relabel(batch: int, max_batches: int | None, restart: bool, as_json: bool) -> None:
+    """Label memories written without a special-category label (before migration 0018) with
+    the offline labeller (cue words, en/zh): only adds labels, never removes one. Resumable:
+    the cursor lives in engine.relabel_progress; a stopped run goes on where it was. The
+    same as the task eros.relabel_sensitivity."""
+    from eros.cli._common import runtime
+    from eros.services.consent import relabel as run
+
+    with runtime() as rt:
+        result = run(rt.engine, batch=batch, max_batches=max_batches, restart=restart)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo("relabel: " + ", ".join(f"{k}={v}" for k, v in result.items()))
