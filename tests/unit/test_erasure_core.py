@@ -23,7 +23,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_the_contract_values() -> None:
-    assert SCOPES == ("user", "persona", "memory", "sensitive", "message")
+    assert SCOPES == ("user", "persona", "memory", "sensitive", "message", "session")
     assert STATUSES == ("done", "failed")
     assert SENSITIVITY_LABELS == ("health", "crisis", "sexuality", "beliefs", "ethnicity",
                                   "biometric")
