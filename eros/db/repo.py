@@ -37,6 +37,9 @@ class Attempt:
     #: the turns past ``through_seq`` and the watermark covering them, when read in the
     #: attempt's own transaction (``begin_attempt(read_turns=True)``); None: not read yet.
     turns: tuple[tuple[Turn, ...], int] | None = None
+    #: the special-category labels the user withdrew consent for (issue 32): candidates with
+    #: one of them are not stored. Read with the attempt (no statement of its own).
+    withheld: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -114,12 +117,15 @@ RETURNING id, user_id, instance_id, claim_token
 """)
 
 # Heartbeat plus attempt count: a run only starts while the claim token is still ours and the
-# session has not been archived since it was claimed.
+# session has not been archived since it was claimed. RETURNING also carries the labels the
+# user withheld (issue 32; one primary-key probe for the one row, no statement of its own).
 BEGIN_ATTEMPT = text("""
-UPDATE engine.chat_sessions
+UPDATE engine.chat_sessions AS s
    SET attempts = attempts + 1, classification_claimed_at = now()
  WHERE id = :session_id AND claim_token = :token AND archived_at IS NULL
-RETURNING user_id, instance_id, attempts, classified_through_seq
+RETURNING user_id, instance_id, attempts, classified_through_seq,
+          ARRAY(SELECT w.label FROM engine.sensitivity_withheld w
+                 WHERE w.user_id = s.user_id) AS withheld
 """)
 
 RECORD_RETRY = text("""
@@ -185,7 +191,8 @@ def begin_attempt(conn: Connection, session_id: uuid.UUID, token: uuid.UUID, *,
     if read_turns:
         read, through = read_new_turns(conn, session_id, after_seq=row.classified_through_seq)
         turns = (tuple(read), through)
-    return Attempt(claim, row.attempts, row.classified_through_seq, turns)
+    return Attempt(claim, row.attempts, row.classified_through_seq, turns,
+                   frozenset(row.withheld or ()))
 
 
 def load_turns(conn: Connection, session_id: uuid.UUID, *, after_seq: int) -> list[Turn]:

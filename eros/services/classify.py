@@ -22,7 +22,7 @@ from eros.core.parsing import Candidate, ParseResult, parse_extraction
 from eros.core.prompts import Prompt, user_message
 from eros.core.provenance import resolve_sources
 from eros.core.transcript import Transcript, build_transcript
-from eros.db import consent_sql, repo
+from eros.db import repo
 from eros.db.repo import Attempt, MemoryRow, Outcome
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Completion, Embedder
@@ -103,9 +103,6 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
                        [], task_id, dry_run)
 
     _reserve(pipeline, transcript)
-    # consent (issue 32): the labels this user withdrew (forget --sensitive) are not stored
-    with pipeline.engine.connect() as conn:
-        withheld = consent_sql.withheld_labels(conn, claim.user_id)
     # the memory guard (docs/security.md): nothing that reads as an instruction, a role or a
     # secret becomes a memory — rules and secrets first, then the meaning classifier on each
     # candidate's own embedding (the one written with it: no extra call); only counts by
@@ -116,7 +113,8 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
         completion, truncated_twice = _complete(pipeline, transcript)
         parsed = parse_extraction(completion.text, max_items=settings.dreaming_max_memories,
                                   salvage=truncated_twice)
-        allowed, withheld_dropped = drop_withheld(parsed.candidates, withheld)
+        # consent (issue 32): the labels this user withdrew (forget --sensitive) are not stored
+        allowed, withheld_dropped = drop_withheld(parsed.candidates, attempt.withheld)
         parsed = replace(parsed, candidates=tuple(allowed))
         texts = [strip_invisible(c.content) for c in parsed.candidates]
         screening = screen_texts(settings, pipeline.engine, pipeline.embedder, texts,
