@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from eros.core.names import (
+    ALLOW_SENSITIVE_TASK,
     CLAIM_TASK,
     CLASSIFY_TASK,
     CLUSTER_TASK,
@@ -43,6 +44,7 @@ from eros.core.names import (
     FORGET_USER_TASK,
     RECALL_TASK,
     REEMBED_TASK,
+    RELABEL_TASK,
     RETENTION_TASK,
 )
 from eros.core.ranking import Strategy
@@ -136,6 +138,22 @@ class RetentionArgs(TaskArgs):
     pass
 
 
+def _label_or_all(value: Any) -> str:
+    if isinstance(value, str) and (value == "all" or value in SENSITIVITY_LABELS):
+        return value
+    raise ValueError("must be 'all' or one of " + ", ".join(SENSITIVITY_LABELS))
+
+
+class AllowSensitiveArgs(TaskArgs):
+    user_id: UuidStr
+    label: Annotated[str, PlainValidator(_label_or_all)]
+
+
+class RelabelArgs(TaskArgs):
+    batch: Annotated[StrictInt, Field(ge=1, le=100_000)] = 1000
+    max_batches: Annotated[StrictInt, Field(ge=1)] | None = None
+
+
 class ReembedArgs(TaskArgs):
     model: StrictStr | None = None
 
@@ -155,6 +173,8 @@ MODELS: Final[dict[str, type[TaskArgs]]] = {
     FORGET_SESSION_TASK: ForgetSessionArgs,
     RETENTION_TASK: RetentionArgs,
     REEMBED_TASK: ReembedArgs,
+    ALLOW_SENSITIVE_TASK: AllowSensitiveArgs,
+    RELABEL_TASK: RelabelArgs,
 }
 
 _PHRASES: Final = {

@@ -82,6 +82,11 @@ REFUSED: list[tuple[str, tuple[Any, ...], dict[str, Any], str]] = [
     ("eros.claim_idle_sessions", ("5",), {}, "batch"),
     ("eros.apply_retention", (), {"dry_run": True}, "dry_run"),
     ("eros.forget_memory", (), {}, "memory_id"),
+    ("eros.forget_session", (SECRET,), {}, "session_id"),
+    ("eros.allow_sensitive", (USER, "false"), {}, "label"),
+    ("eros.allow_sensitive", (USER, True), {}, "label"),
+    ("eros.relabel_sensitivity", (), {"batch": "100"}, "batch"),
+    ("eros.relabel_sensitivity", (), {"max_batches": 0}, "max_batches"),
 ]
 
 
@@ -103,6 +108,9 @@ ACCEPTED: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("eros.classify_session", (USER,), {"claim_token": None, "force": True}),
     ("eros.cluster_memories", (), {}),
     ("eros.apply_retention", (), {}),
+    ("eros.allow_sensitive", (USER, "health"), {}),
+    ("eros.allow_sensitive", (), {"user_id": USER, "label": "all"}),
+    ("eros.relabel_sensitivity", (), {"batch": 500, "max_batches": None}),
 ]
 
 
