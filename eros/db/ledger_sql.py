@@ -73,6 +73,16 @@ def memories_page(conn: Connection, user_id: uuid.UUID, *, category: str | None,
         "offset": offset})]
 
 
+def held_back(conn: Connection, user_id: uuid.UUID, *, limit: int) -> list[dict[str, Any]]:
+    """The user's memories that recall never returns although nothing replaced them —
+    ``quarantined`` by the guard, and any status the guard adds later (awaiting a screening)
+    — newest first."""
+    return [dict(r._mapping) for r in conn.execute(text(
+        f"SELECT {_MEMORY_COLUMNS} FROM engine.companion_memories WHERE user_id = :user_id"
+        " AND status NOT IN ('current', 'merged', 'superseded')"
+        " ORDER BY created_at DESC, id LIMIT :limit"), {"user_id": user_id, "limit": limit})]
+
+
 def memory(conn: Connection, memory_id: uuid.UUID) -> dict[str, Any] | None:
     row = conn.execute(text(f"SELECT user_id, {_MEMORY_COLUMNS} FROM engine.companion_memories"
                             " WHERE id = :id"), {"id": memory_id}).first()

@@ -30,6 +30,16 @@ def _done(user_id: uuid.UUID | None, result: dict[str, Any]) -> Response:
     return RedirectResponse(where + (f"?done={erasure}" if erasure else ""), status_code=303)
 
 
+async def _erase(request: Request, what: svc.Erasure, target: uuid.UUID,
+                 owner: uuid.UUID | None, *, sessions: bool = False) -> Response:
+    try:
+        result = await run_in_threadpool(svc.erase, ctx(request).engine, what, target,
+                                         sessions=sessions)
+    except svc.ErasureFailed as err:
+        return error(request, 500, f"The {what} was not forgotten: {err}.")
+    return _done(owner, result)
+
+
 async def _act(request: Request) -> dict[str, str] | Response:
     fields = await require_csrf(request)
     return error(request, 403, CSRF_MISSING) if fields is None else fields
@@ -49,8 +59,7 @@ async def forget_memory(request: Request) -> Response:
     if isinstance(fields, Response):
         return fields
     await run_in_threadpool(svc.log_access, c.engine, "forget_memory", owner, memory_id)
-    result = await run_in_threadpool(svc.erase, c.engine, "memory", memory_id)
-    return _done(owner, result)
+    return await _erase(request, "memory", memory_id, owner)
 
 
 async def forget_message(request: Request) -> Response:
@@ -66,8 +75,7 @@ async def forget_message(request: Request) -> Response:
     if isinstance(fields, Response):
         return fields
     await run_in_threadpool(svc.log_access, c.engine, "forget_message", owner, message_id)
-    result = await run_in_threadpool(svc.erase, c.engine, "message", message_id)
-    return _done(owner, result)
+    return await _erase(request, "message", message_id, owner)
 
 
 async def forget_user(request: Request) -> Response:
@@ -85,9 +93,8 @@ async def forget_user(request: Request) -> Response:
     if isinstance(fields, Response):
         return fields
     await run_in_threadpool(svc.log_access, c.engine, "forget_user", user_id)
-    result = await run_in_threadpool(svc.erase, c.engine, "user", user_id,
-                                     sessions=fields.get("sessions") == "on")
-    return _done(user_id, result)
+    return await _erase(request, "user", user_id, user_id,
+                        sessions=fields.get("sessions") == "on")
 
 
 async def restore(request: Request) -> Response:

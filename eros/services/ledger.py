@@ -13,8 +13,10 @@ from typing import IO, Any, Literal
 
 from sqlalchemy import Engine
 
+from eros.core.erasure import error_code
 from eros.core.ranking import STRATEGIES
 from eros.db import erasure_sql, guard_sql, ledger_sql, lineage_sql
+from eros.errors import ErosError
 from eros.providers.base import Embedder
 from eros.services import forget as forget_svc
 from eros.services.erasure import record_failed
@@ -77,8 +79,7 @@ def user_ledger(engine: Engine, user_id: uuid.UUID, *, page: int = 1, size: int 
         page = max(1, min(page, pages))
         rows = ledger_sql.memories_page(conn, user_id, category=category, limit=size,
                                         offset=(page - 1) * size)
-        quarantined = ledger_sql.memories_page(conn, user_id, category=None,
-                                               status="quarantined", limit=100, offset=0)
+        quarantined = ledger_sql.held_back(conn, user_id, limit=100)
         _annotate(conn, user_id, rows + quarantined)
         erasures = erasure_sql.list_erasures(conn, user_id, limit=50)
         timeline = ledger_sql.timeline(conn, user_id)
@@ -115,10 +116,20 @@ def restore_quarantined(engine: Engine, memory_id: uuid.UUID) -> bool:
 Erasure = Literal["memory", "message", "user"]
 
 
+class ErasureFailed(ErosError):
+    """The erasure failed and nothing was removed; it is recorded in erasure_log."""
+
+    def __init__(self, code: str, erasure_id: int | None) -> None:
+        super().__init__(f"the erasure failed ({code}); nothing was removed (erasure_log id "
+                         f"{erasure_id}); try again")
+        self.code, self.erasure_id = code, erasure_id
+
+
 def erase(engine: Engine, what: Erasure, target: uuid.UUID, *,
           sessions: bool = False) -> dict[str, Any]:
     """``eros forget --memory / --message / USER [--sessions]``: the same service calls and
-    the same erasure_log rows; a failure is recorded ``failed`` (as the CLI does) and raised."""
+    the same erasure_log rows; a failure is recorded ``failed`` (as the CLI does) and raised
+    as :class:`ErasureFailed` (a code and the log row's id: never the database's message)."""
     if what == "memory":
         request = forget_svc.memory_request(target)
     elif what == "message":
@@ -132,8 +143,7 @@ def erase(engine: Engine, what: Erasure, target: uuid.UUID, *,
             return forget_svc.forget_message(engine, target, request=request)
         return forget_svc.forget_user(engine, target, sessions=sessions, request=request)
     except Exception as err:
-        record_failed(engine, request, err)
-        raise
+        raise ErasureFailed(error_code(err), record_failed(engine, request, err)) from None
 
 
 def export(engine: Engine, user_id: uuid.UUID, out: IO[str], *,

@@ -14,6 +14,8 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from starlette.testclient import TestClient
 
+from eros.db.consolidation_sql import LOCK_NAMESPACE
+from eros.db.forget_sql import LOCK_USER
 from eros.ledger.app import create_app
 from eros.ledger.security import CSP, SESSION_COOKIE, Keys
 from eros.ledger.web import Context
@@ -327,3 +329,29 @@ def test_no_text_in_the_server_log(client: TestClient, seeded: Seeded,
     assert f"/users/{seeded.user}/recall" in logged  # the path is logged ...
     for text_ in ("secret query words", "Lyon", "jazz", TOKEN):  # ... never text or the token
         assert text_ not in logged
+
+
+def test_a_failed_erasure_is_recorded_and_said(db: Engine, settings: Settings,
+                                               seeded: Seeded, module_db: str) -> None:
+    """A forget that cannot get the user's lock in time (a real lock_timeout): the page says
+    it failed, nothing is removed, erasure_log holds a 'failed' row with the SQLSTATE."""
+    _, embedder = make_providers(settings)
+    impatient = create_engine(module_db, connect_args={"options": "-c lock_timeout=200"})
+    app = create_app(Context(impatient, settings, embedder, Keys.from_token(TOKEN),
+                             lambda: {}))
+    mid = seeded.memories["Lives in Lyon"]
+    try:
+        with TestClient(app, base_url="http://127.0.0.1:8400") as client, \
+                db.begin() as holder:
+            holder.execute(LOCK_USER, {"ns": LOCK_NAMESPACE, "user_id": str(seeded.user)})
+            res = client.post(f"/memories/{mid}/forget",
+                              headers={"Authorization": f"Bearer {TOKEN}"})
+    finally:
+        impatient.dispose()
+    assert res.status_code == 500 and "was not forgotten" in res.text and "55P03" in res.text
+    with db.connect() as conn:
+        row = conn.execute(text("SELECT status, error_code FROM engine.erasure_log"
+                                " WHERE memory_id = :m"), {"m": mid}).one()
+        assert conn.execute(text("SELECT count(*) FROM engine.companion_memories"
+                                 " WHERE id = :m"), {"m": mid}).scalar_one() == 1
+    assert (row.status, row.error_code) == ("failed", "55P03")
