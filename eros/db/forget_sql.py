@@ -335,17 +335,35 @@ SELECT id FROM engine.companion_memories
 """)
 
 
+# A sensitive forget's fence (issue 32): every session of the user a classification holds,
+# locked (one that is writing is waited for, and what it wrote is then seen and erased) and
+# its claim dropped — an attempt that read the user's withheld labels before this forget
+# committed then commits nothing, and the session is extracted again at once, without them.
+LOCK_CLAIMED = text("""
+SELECT id FROM engine.chat_sessions WHERE user_id = :user_id AND claim_token IS NOT NULL
+ ORDER BY id FOR UPDATE
+""")
+RELEASE_CLAIMED = text("""
+UPDATE engine.chat_sessions SET claim_token = NULL, classification_claimed_at = NULL
+ WHERE user_id = :user_id AND claim_token IS NOT NULL
+RETURNING id
+""")
+
+
 def forget_sensitive(conn: Connection, user_id: uuid.UUID, label: str | None) -> Counts:
     """Every memory of the user with a special-category label (``label``, or any when None)
     and the lineage of each (what it merged or superseded, as ``forget --memory`` takes),
     erased by :func:`erase_memories` (derived canonicals, tombstoned source turns): consent
-    withdrawn for that category, the rest kept (issue 26). Call inside one transaction."""
+    withdrawn for that category, the rest kept (issue 26). Classifications of the user in
+    flight are fenced first (``claims_released``). Call inside one transaction."""
     lock_user(conn, user_id)
+    conn.execute(LOCK_CLAIMED, {"user_id": user_id})
+    released = _n(conn, RELEASE_CLAIMED, {"user_id": user_id})
     ids: dict[uuid.UUID, None] = {}
     for row in conn.execute(SENSITIVE_MEMORIES, {"user_id": user_id, "label": label}).all():
         if row.id not in ids:
             ids.update((r.id, None) for r in conn.execute(LINEAGE, {"memory_id": row.id}))
-    return erase_memories(conn, user_id, list(ids))
+    return {**erase_memories(conn, user_id, list(ids)), "claims_released": released}
 
 
 def lineage_ids(conn: Connection, memory_id: uuid.UUID) -> Sequence[uuid.UUID]:

@@ -6,6 +6,7 @@ a label (before 0018), resumably. Real PostgreSQL, the real SDKs against the fak
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from typing import Any
 
@@ -104,3 +105,52 @@ def test_relabel_labels_rows_written_before_0018_and_resumes(engine: Engine) -> 
         ("我最近总是失眠", "health"), ("Takes insulin for diabetes", None)])
     assert consent.relabel(engine)["scanned"] == 0  # done: nothing more until --restart
     assert consent.relabel(engine, restart=True)["scanned"] == 2
+
+
+def test_a_classify_in_flight_when_consent_is_withdrawn_stores_nothing_of_it(
+        engine: Engine, db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+    """READ COMMITTED race: the attempt read the user's (empty) withheld labels before the
+    forget committed, the model answers after it. Its claim is dropped by the forget, so it
+    writes nothing; the session is extracted again at once, without the label."""
+    asked, release = threading.Event(), threading.Event()
+
+    def held(_: dict[str, Any]) -> Reply:
+        asked.set()
+        assert release.wait(30)
+        return Reply(json.dumps({"memories": MEMORIES}))
+
+    settings = load_settings(database_url=db_url, openrouter_api_key="k",
+                             openrouter_base_url=llm.url, voyage_api_key="k",
+                             voyage_base_url=voyage.url, provider_max_retries=0,
+                             llm_timeout_secs=40)
+    pipeline = Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
+                        load_prompt())
+    user = uuid.uuid4()
+    with engine.begin() as conn:
+        sid = add_session(conn, [("user", "a long talk")], user_id=user)
+        claim = repo.claim_one(conn, sid, stale_secs=600)
+    assert claim is not None
+    attempt = start_attempt(pipeline, sid, claim.token)
+    assert attempt is not None
+    llm.set_responder(held)
+    out: list[Any] = []
+    thread = threading.Thread(target=lambda: out.append(classify(pipeline, attempt)))
+    thread.start()
+    assert asked.wait(20)
+    counts = forget.forget_sensitive(engine, user, "health")
+    assert (counts["withheld"], counts["claims_released"]) == (1, 1)
+    release.set()
+    thread.join(30)
+    assert out[0].outcome == "claim_lost" and _labels(engine, user) == []
+    assert _session_again(engine, pipeline, sid).detail["withheld"] == {"health": 1}
+    assert ("Has had insomnia for months", "health") not in _labels(engine, user)
+    assert len(_labels(engine, user)) == 2
+
+
+def _session_again(engine: Engine, pipeline: Pipeline, sid: uuid.UUID) -> Any:
+    with engine.begin() as conn:
+        claim = repo.claim_one(conn, sid, stale_secs=600)  # claimable again at once
+    assert claim is not None
+    attempt = start_attempt(pipeline, sid, claim.token)
+    assert attempt is not None
+    return classify(pipeline, attempt)
