@@ -21,6 +21,7 @@ from eros.db.schema import (
     consolidation_state,
     erasure_log,
     memory_history,
+    sensitivity_withheld,
 )
 
 #: rows fetched per round trip from the server-side cursor.
@@ -121,3 +122,9 @@ def erasures(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
     t = erasure_log
     return _stream(conn, _user_rows(t, user_id, t.c.requested_at, t.c.id), user_id)
 
+
+
+def withheld(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
+    """The special-category labels the user withdrew consent for (issue 32)."""
+    t = sensitivity_withheld
+    return _stream(conn, _user_rows(t, user_id, t.c.label), user_id)

@@ -3,7 +3,8 @@
 ``"format": "eros-export/2"`` (the default, issue 26): every memory with its lineage,
 sensitivity, provenance and metadata; every column of the user's sessions (outcomes,
 attempts, error codes); the consolidation history with its details; every classification
-run; the consolidation state; the user's ``erasure_log`` rows (the sessions carry their
+run; the consolidation state; the user's ``erasure_log`` rows and withheld special-category
+labels (``sensitivity_withheld``, issue 32) (the sessions carry their
 tombstones, ``erased_through_seq`` and ``erased_seqs``); with
 ``with_messages`` the chat messages. Everything kept about the user except vectors.
 ``eros-export/1`` (issue 14) stays readable: memories and session outcomes only.
@@ -149,7 +150,8 @@ def _v2_sections(conn: Any, user_id: uuid.UUID, out: IO[str]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for name, rows in (("memory_history", export_sql.history(conn, user_id)),
                        ("classification_runs", export_sql.runs(conn, user_id)),
-                       ("erasures", export_sql.erasures(conn, user_id))):
+                       ("erasures", export_sql.erasures(conn, user_id)),
+                       ("withheld_labels", export_sql.withheld(conn, user_id))):
         out.write(f',\n  "{name}": ')
         counts[name] = _array(out, (_row(r) for r in rows))
     state = export_sql.state(conn, user_id)

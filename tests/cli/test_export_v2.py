@@ -81,6 +81,7 @@ def test_export_v2_has_everything_but_vectors_in_a_private_file(
     assert doc["classification_runs"][0]["error"] == "LLM HTTP 503"
     assert doc["consolidation_state"]["merged_total"] == 1
     assert [(e["scope"], e["status"]) for e in doc["erasures"]] == [("sensitive", "done")]
+    assert [w["label"] for w in doc["withheld_labels"]] == ["beliefs"]  # issue 32
     assert "vector" not in out.read_text() and "embedding_bq" not in out.read_text()
 
     old_format = json.loads(cli("export", str(user), "--format", "1").out)
