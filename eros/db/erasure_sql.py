@@ -83,3 +83,11 @@ def list_erasures(conn: Connection, user_id: uuid.UUID | None = None, *,
     """Newest first; one user's, or everyone's."""
     rows = conn.execute(LIST, {"user_id": _s(user_id), "failed": failed_only, "n": limit})
     return [dict(r._mapping) for r in rows]
+
+
+def user_of(conn: Connection, erasure_id: int) -> uuid.UUID | None:
+    """The user an erasure concerned (a memory, message or session forget learns it as it
+    runs), or None."""
+    found = conn.execute(text("SELECT user_id FROM engine.erasure_log WHERE id = :id"),
+                         {"id": erasure_id}).scalar_one_or_none()
+    return found if isinstance(found, uuid.UUID) else (uuid.UUID(str(found)) if found else None)

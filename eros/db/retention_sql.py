@@ -8,8 +8,13 @@ run never holds locks for long): messages a chunk of sessions at a time in prima
   set): the watermark then passed every one of them at least N days ago. A resumed session
   keeps its old turns until it is classified again and N more days pass (conservative: never
   early). The session row stays (its bookkeeping, its erasure floor).
-- **history**: memory rows merged or superseded more than N days ago (``replaced_at``), with
-  every ``memory_history`` row that names them (as result or source).
+  Sessions no classification will ever stamp (issue 32) count from when they left the
+  pipeline: a **dead-lettered** session's turns sent before ``dead_lettered_at``, and an
+  **archived** session's turns sent before ``archived_at``, once that was more than N days
+  ago (a requeue clears ``dead_lettered_at``: its turns are then kept like any others).
+- **history**: memory rows merged or superseded more than N days ago (``replaced_at``), and
+  rows the guard **quarantined** more than N days ago (``replaced_at``, set when quarantined;
+  issue 32), with every ``memory_history`` row that names them (as result or source).
 """
 
 from __future__ import annotations
@@ -20,15 +25,23 @@ from sqlalchemy import Connection, text
 # sessions table once, however many messages it deletes), and their passed turns.
 MESSAGES = text("""
 WITH s AS (
-    SELECT id, classified_through_seq FROM engine.chat_sessions
+    SELECT id, classified_at, classified_through_seq, dead_lettered_at, archived_at
+      FROM engine.chat_sessions
      WHERE id > CAST(:after AS uuid)
-       AND classified_at IS NOT NULL
-       AND classified_at < now() - make_interval(days => :days)
+       AND (classified_at < now() - make_interval(days => :days)
+            OR dead_lettered_at < now() - make_interval(days => :days)
+            OR archived_at < now() - make_interval(days => :days))
      ORDER BY id
      LIMIT :sessions),
 d AS (
     DELETE FROM engine.chat_messages m USING s
-     WHERE m.session_id = s.id AND m.seq <= s.classified_through_seq
+     WHERE m.session_id = s.id
+       AND ((s.classified_at < now() - make_interval(days => :days)
+             AND m.seq <= s.classified_through_seq)
+            OR (s.dead_lettered_at < now() - make_interval(days => :days)
+                AND m.sent_at <= s.dead_lettered_at)
+            OR (s.archived_at < now() - make_interval(days => :days)
+                AND m.sent_at <= s.archived_at))
     RETURNING m.id)
 SELECT (SELECT CAST(id AS text) FROM s ORDER BY id DESC LIMIT 1) AS last,
        (SELECT count(*) FROM d) AS deleted, (SELECT count(*) FROM s) AS sessions
@@ -36,7 +49,7 @@ SELECT (SELECT CAST(id AS text) FROM s ORDER BY id DESC LIMIT 1) AS last,
 
 REPLACED = text("""
 SELECT id FROM engine.companion_memories
- WHERE status IN ('merged', 'superseded')
+ WHERE status IN ('merged', 'superseded', 'quarantined')
    AND replaced_at < now() - make_interval(days => :days)
  LIMIT :batch
  FOR UPDATE SKIP LOCKED
@@ -48,7 +61,7 @@ RETURNING id
 """)
 MEMORIES = text("""
 DELETE FROM engine.companion_memories
- WHERE id = ANY(CAST(:ids AS uuid[])) AND status IN ('merged', 'superseded')
+ WHERE id = ANY(CAST(:ids AS uuid[])) AND status IN ('merged', 'superseded', 'quarantined')
 RETURNING id
 """)
 

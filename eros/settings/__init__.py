@@ -130,6 +130,12 @@ class Settings(RecallSettings, ConsolidationSettings):
     #: how long a kept task result (eros.recall's memories and prompt, the forget counts)
     #: stays in the result backend; short, because a recall result holds personal text.
     eros_result_expires_secs: int = Field(default=300, ge=1)
+    #: how long eros.recall's result (memories and the rendered prompt) stays in the result
+    #: backend: seconds, the time a waiting caller needs to read it (issue 32).
+    eros_recall_result_expires_secs: int = Field(default=30, ge=1)
+    #: the expiry eros.recall messages carry (they hold the query text): a message still queued
+    #: after this many seconds is discarded unrun — a late recall is useless anyway.
+    eros_recall_message_expires_secs: int = Field(default=60, ge=1)
 
     # --- operations (docs/operations.md) -----------------------------------------------------
     #: the claim tops the number of claimed-but-unfinished sessions up to this ceiling, so an

@@ -45,6 +45,9 @@ def create_app(settings: Settings) -> Celery:
         # record their outcomes in PostgreSQL instead
         task_ignore_result=True,
         result_expires=settings.eros_result_expires_secs,
+        # a recall message carries the query text: it expires if not run in time (every sender
+        # using this app gets the expiry; others pass expires= themselves, docs/operations.md)
+        task_annotations={RECALL_TASK: {"expires": settings.eros_recall_message_expires_secs}},
         task_serializer="json",
         accept_content=["json"],
         task_acks_late=True,

@@ -28,7 +28,9 @@ from eros.core.names import (
     FORGET_USER_TASK,
 )
 from eros.core.sensitivity import SENSITIVITY_LABELS
+from eros.db import erasure_sql
 from eros.services import erasure, forget
+from eros.tasks import results
 from eros.tasks.base import ErosTask, describe_database_error
 
 log = logging.getLogger("eros.worker")
@@ -46,7 +48,7 @@ def _run(task: ErosTask, request: erasure.Request, body: Callable[[], dict[str, 
     """Run one erasure: retry a transient database error with every argument by name (and no
     positional ones); record anything else as failed."""
     try:
-        return body()
+        result = body()
     except DBAPIError as err:
         task.retry_database(err, args=(), kwargs=retry_kwargs)  # raises Retry if transient
         erasure_id = erasure.record_failed(task.resources.engine, request, err)
@@ -55,6 +57,25 @@ def _run(task: ErosTask, request: erasure.Request, body: Callable[[], dict[str, 
     except Exception as err:
         erasure.record_failed(task.resources.engine, request, err)
         raise
+    _purge_results(task, result.get("erasure_id"))
+    return result
+
+
+def _purge_results(task: ErosTask, erasure_id: int | None) -> None:
+    """Delete the user's stored recall results (memories, prompts) from the result backend
+    (issue 32): a forget must not leave them readable until they expire. Best effort — a
+    Redis error is logged and the results still expire within EROS_RECALL_RESULT_EXPIRES_SECS."""
+    if erasure_id is None:
+        return
+    try:
+        with task.resources.engine.connect() as conn:
+            user = erasure_sql.user_of(conn, erasure_id)
+        if user is not None:
+            purged = results.purge_user(task.app, str(user))
+            log.info("erasure %s: %d stored recall results purged", erasure_id, purged)
+    except Exception as err:
+        log.error("erasure %s: stored results not purged (%s); they expire on their own",
+                  erasure_id, type(err).__name__)
 
 
 @shared_task(base=ErosTask, bind=True, name=FORGET_USER_TASK, ignore_result=False)

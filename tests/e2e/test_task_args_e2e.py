@@ -6,7 +6,8 @@ message id), answered with an error naming the argument (for the tasks that keep
 and the database is byte-for-byte what it was: nothing deleted, claimed, classified,
 consolidated or clustered. The review's reproductions come first: ``eros.forget_user(user,
 sessions="false")`` deleted every session and message of the user, and ``eros.recall`` with
-``include_sensitive="false"`` returned the memory it was asked to leave out.
+``include_sensitive="false"`` returned the memory it was asked to leave out. The well-formed
+recalls that follow keep their results seconds, and the user's forget purges them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import uuid
 from typing import Any
 
 import pytest
+import redis
 from celery import Celery
 from celery.result import AsyncResult
 from sqlalchemy import Engine, text
@@ -151,13 +153,23 @@ def test_malformed_messages_are_refused_dead_lettered_and_change_nothing(
         assert text_ not in worker.log()  # no user text in the refusals' log lines
 
     # the same tasks, well formed, still work: the sensitive memory is left out on request
+    recalls: list[str] = []
+
     def recall(**kwargs: Any) -> set[str]:
-        payload = send("eros.recall", [seeded["user"], "music"], kwargs).get(timeout=60)
+        result = send("eros.recall", [seeded["user"], "music"], kwargs)
+        payload = result.get(timeout=60)
+        recalls.append(result.id)
         return {m["content"] for m in payload["memories"]}
     assert recall(include_sensitive=False) == {"Likes jazz"}
     assert recall(include_sensitive=True) == {"Likes jazz", "Has depression"}
+    # a recall result (memories, prompt) lives seconds (EROS_RECALL_RESULT_EXPIRES_SECS=30) …
+    r = redis.Redis.from_url(redis_url)
+    keys = [f"celery-task-meta-{i}" for i in recalls]
+    assert all(0 < r.ttl(k) <= 30 for k in keys), [r.ttl(k) for k in keys]
     payload = send("eros.forget_user", [seeded["user"]], {"sessions": False}).get(timeout=60)
     assert payload["outcome"] == "forgotten" and payload["memories"] == 3
+    # … and a forget purges the user's stored results at once (issue 32)
+    assert [r.exists(k) for k in keys] == [0, 0]
     with engine.connect() as conn:
         sessions = conn.execute(text("SELECT count(*) FROM engine.chat_sessions WHERE"
                                      " user_id = :u"), {"u": seeded["user"]}).scalar_one()

@@ -59,6 +59,9 @@ def test_defaults_are_the_reference_values() -> None:
     ("DATABASE_REPLICA_URL", "http://replica:5432/db"),
     ("DATABASE_POOL_MODE", "statement"),
     ("RECALL_MAX_REPLICA_LAG_MS", "-1"),
+    ("EROS_RECALL_RESULT_EXPIRES_SECS", "0"),
+    ("EROS_RECALL_RESULT_EXPIRES_SECS", "soon"),
+    ("EROS_RECALL_MESSAGE_EXPIRES_SECS", "-5"),
     ("DREAMING_PROMPT_FILE", "/nonexistent/prompt.txt"),
 ])
 def test_invalid_value_names_its_variable(monkeypatch: pytest.MonkeyPatch, name: str,

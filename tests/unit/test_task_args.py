@@ -118,3 +118,31 @@ ACCEPTED: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
 def test_well_formed_messages_pass(app: Celery, name: str, args: tuple[Any, ...],
                                    kwargs: dict[str, Any]) -> None:
     assert _eros_tasks(app)[name].argument_error(args, kwargs) is None
+
+
+def test_recall_messages_carry_an_expiry(app: Celery) -> None:
+    """Issue 32: a recall message holds the query text; every sender using the eros app
+    stamps it with EROS_RECALL_MESSAGE_EXPIRES_SECS (default 60), other tasks with none."""
+    from celery import signals
+    from kombu import Connection
+
+    seen: dict[str, Any] = {}
+
+    def grab(sender: str | None = None, headers: dict[str, Any] | None = None,
+             **_: Any) -> None:
+        seen[str(sender)] = (headers or {}).get("expires")
+
+    signals.before_task_publish.connect(grab)
+    try:
+        with Connection("memory://") as conn, conn.Producer() as producer:
+            # (ignore_result: no result-backend subscription, there is no Redis here)
+            app.send_task("eros.forget_user", args=[USER], producer=producer,
+                          ignore_result=True)
+            app.send_task("eros.recall", args=[USER, "q"], producer=producer,
+                          ignore_result=True)
+    finally:
+        signals.before_task_publish.disconnect(grab)
+    assert seen["eros.recall"] is not None and seen["eros.forget_user"] is None
+    from datetime import datetime
+    left = (datetime.fromisoformat(seen["eros.recall"]) - datetime.now().astimezone())
+    assert 50 < left.total_seconds() <= 60
