@@ -93,6 +93,16 @@ UPDATE engine.relabel_progress
 RETURNING scanned, labelled, done_at
 """)
 
+# Rows this batch labelled with a label their user has withheld: they are erased as
+# ``forget --sensitive`` would have erased them, had they carried the label then.
+WITHHELD_HITS = text("""
+SELECT DISTINCT m.user_id, m.sensitivity AS label
+  FROM engine.companion_memories m
+  JOIN engine.sensitivity_withheld w ON w.user_id = m.user_id AND w.label = m.sensitivity
+ WHERE m.id = ANY(CAST(:ids AS uuid[]))
+ ORDER BY 1, 2
+""")
+
 PROGRESS = text("SELECT * FROM engine.relabel_progress WHERE labeller = :labeller")
 
 
@@ -110,11 +120,19 @@ def batch(conn: Connection, *, after: uuid.UUID | None, cutoff: Any, n: int) -> 
                                      "cutoff": cutoff, "n": n}).all())
 
 
-def set_labels(conn: Connection, labels: Sequence[tuple[uuid.UUID, str]]) -> int:
+def set_labels(conn: Connection, labels: Sequence[tuple[uuid.UUID, str]]) -> list[uuid.UUID]:
+    """Label the rows still unlabelled; the ids labelled."""
     if not labels:
-        return 0
-    return len(conn.execute(SET_LABELS, {"ids": [i for i, _ in labels],
-                                         "labels": [lab for _, lab in labels]}).all())
+        return []
+    return [r.id for r in conn.execute(SET_LABELS, {"ids": [i for i, _ in labels],
+                                                    "labels": [lab for _, lab in labels]})]
+
+
+def withheld_hits(conn: Connection, ids: Sequence[uuid.UUID]) -> list[tuple[uuid.UUID, str]]:
+    """(user, label) of the rows among ``ids`` whose label their user has withheld."""
+    if not ids:
+        return []
+    return [(r.user_id, r.label) for r in conn.execute(WITHHELD_HITS, {"ids": list(ids)})]
 
 
 def advance(conn: Connection, labeller: str, *, after: uuid.UUID | None, scanned: int,

@@ -7,7 +7,9 @@ the extraction then drops such candidates (:func:`drop_withheld`, counted in
 :func:`relabel` labels rows written without a label (before migration 0018) with the offline
 labeller (cue words, :mod:`eros.providers.offline.sensitivity`): in id order, one batch per
 transaction, the cursor committed with each batch (``engine.relabel_progress``), so a run
-that stops resumes where it was. It only adds labels, never removes one.
+that stops resumes where it was. It only adds labels, never removes one. A row it labels with
+a label its user has withheld is then erased as ``forget --sensitive LABEL`` erases (recorded
+in ``erasure_log`` with scope ``sensitive``): the withdrawal covers the old rows too.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.db import consent_sql
 from eros.ops import metrics
 from eros.providers.offline.sensitivity import sensitivity_label
+from eros.services import forget
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +73,7 @@ def relabel(engine: Engine, *, batch: int = 1000, max_batches: int | None = None
     progress: ``scanned``, ``labelled`` (this call and in total), ``done``."""
     with engine.begin() as conn:
         consent_sql.start(conn, OFFLINE, restart=restart)
-    scanned = labelled = batches = 0
+    scanned = labelled = batches = erased = 0
     done = False
     while max_batches is None or batches < max_batches:
         with engine.begin() as conn:
@@ -81,11 +84,15 @@ def relabel(engine: Engine, *, batch: int = 1000, max_batches: int | None = None
             rows = consent_sql.batch(conn, after=state.after_id, cutoff=state.cutoff, n=batch)
             found = [(r.id, label) for r in rows
                      if (label := sensitivity_label(r.content)) is not None]
-            n = consent_sql.set_labels(conn, found)
+            ids = consent_sql.set_labels(conn, found)
+            hits = consent_sql.withheld_hits(conn, ids)
+            n = len(ids)
             done = len(rows) < batch
             total = consent_sql.advance(conn, OFFLINE, after=rows[-1].id if rows else None,
                                         scanned=len(rows), labelled=n, done=done)
         scanned, labelled, batches = scanned + len(rows), labelled + n, batches + 1
+        for user_id, hit in hits:  # after the batch committed: one erasure each
+            erased += forget.forget_sensitive(engine, user_id, hit)["memories"]
         if done:
             break
     with engine.connect() as conn:
@@ -93,5 +100,6 @@ def relabel(engine: Engine, *, batch: int = 1000, max_batches: int | None = None
     assert total is not None
     log.info("relabel: scanned=%d labelled=%d total_scanned=%d total_labelled=%d done=%s",
              scanned, labelled, total["scanned"], total["labelled"], done)
-    return {"scanned": scanned, "labelled": labelled, "total_scanned": int(total["scanned"]),
+    return {"scanned": scanned, "labelled": labelled, "erased": erased,
+            "total_scanned": int(total["scanned"]),
             "total_labelled": int(total["labelled"]), "done": done}

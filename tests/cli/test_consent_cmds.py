@@ -28,4 +28,5 @@ def test_consent_lists_and_lifts_and_relabel_reports_progress(cli: Cli,
     res = cli("relabel", "--batch", "10", "--json")
     assert res.code == 0, res.err
     assert json.loads(res.out) | {"scanned": 0} == {
-        "scanned": 0, "labelled": 1, "total_scanned": 1, "total_labelled": 1, "done": True}
+        "scanned": 0, "labelled": 1, "erased": 0, "total_scanned": 1, "total_labelled": 1,
+        "done": True}

@@ -14,7 +14,7 @@ from prometheus_client import REGISTRY
 from sqlalchemy import Engine, text
 
 from eros.core.prompts import load_prompt
-from eros.db import consent_sql, repo
+from eros.db import consent_sql, erasure_sql, repo
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services import consent, forget
@@ -91,20 +91,31 @@ def test_relabel_labels_rows_written_before_0018_and_resumes(engine: Engine) -> 
             conn.execute(text("INSERT INTO engine.companion_memories (user_id, content,"
                               " category, created_at) VALUES (:u, :c, 'fact',"
                               " now() - interval '1 day')"), {"u": user, "c": content})
+    withdrawn = uuid.uuid4()  # a user who had withdrawn "beliefs" before the relabel
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO engine.companion_memories (user_id, content, category,"
+                          " created_at) VALUES (:u, 'Prays every morning', 'fact',"
+                          " now() - interval '1 day')"), {"u": withdrawn})
+        consent_sql.withhold(conn, withdrawn, ["beliefs"])
     first = consent.relabel(engine, batch=2, max_batches=1)
     assert (first["scanned"], first["done"]) == (2, False)
     with engine.begin() as conn:  # written after the run began: the write path labels it
         conn.execute(text("INSERT INTO engine.companion_memories (user_id, content, category)"
                           " VALUES (:u, 'Takes insulin for diabetes', 'fact')"), {"u": user})
     rest = consent.relabel(engine, batch=2)  # resumes at the cursor
-    assert (rest["scanned"], rest["total_scanned"], rest["done"]) == (3, 5, True)
-    assert rest["total_labelled"] == 4
+    assert (rest["scanned"], rest["total_scanned"], rest["done"]) == (4, 6, True)
+    assert rest["total_labelled"] == 5
+    # labelled with a label its user withheld: erased as forget --sensitive would have
+    assert first["erased"] + rest["erased"] == 1 and _labels(engine, withdrawn) == []
     assert _labels(engine, user) == sorted([
         ("Has had insomnia for months", "health"), ("Goes to church on Sundays", "beliefs"),
         ("Likes jazz", None), ("Was diagnosed with asthma", "health"),
         ("我最近总是失眠", "health"), ("Takes insulin for diabetes", None)])
     assert consent.relabel(engine)["scanned"] == 0  # done: nothing more until --restart
     assert consent.relabel(engine, restart=True)["scanned"] == 2
+    with engine.connect() as conn:
+        logged = erasure_sql.list_erasures(conn, withdrawn)
+    assert [(r["scope"], r["counts"]["memories"]) for r in logged] == [("sensitive", 1)]
 
 
 def test_a_classify_in_flight_when_consent_is_withdrawn_stores_nothing_of_it(
