@@ -51,6 +51,7 @@ from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.settings import load_settings
+from tests.support.guard import seed_template
 from tests.support.services import TemplateDatabases, postgres_server
 
 
@@ -199,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     results: list[list[Measured]] = []
     with (nullcontext(pg_given) if pg_given else postgres_server()) as pg, _servers(log_dir) \
             as (llm, voyage):
-        templates = TemplateDatabases(pg.replace("postgresql://", "postgresql+psycopg://", 1))
+        templates = TemplateDatabases(pg.replace("postgresql://", "postgresql+psycopg://", 1),
+                                      seed=lambda url: seed_template(url, None))
         try:
             for i in range(args.rounds):
                 results.append([

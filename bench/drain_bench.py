@@ -56,6 +56,7 @@ from bench.drain_support import (
     terminate_all,
     tree_memory,
 )
+from tests.support.guard import seed_template
 from tests.support.services import TemplateDatabases, postgres_server, redis_server
 from tests.support.workers import BeatProcess, WorkerProcess, worker_env
 
@@ -158,7 +159,8 @@ def stack() -> Iterator[tuple[TemplateDatabases, str]]:
     redis_given = os.environ.get("EROS_BENCH_REDIS_URL")
     with (nullcontext(pg_given) if pg_given else postgres_server()) as pg, \
             (nullcontext(redis_given) if redis_given else redis_server()) as redis_base:
-        templates = TemplateDatabases(pg.replace("postgresql://", "postgresql+psycopg://", 1))
+        templates = TemplateDatabases(pg.replace("postgresql://", "postgresql+psycopg://", 1),
+                                      seed=lambda url: seed_template(url, None))
         try:
             redis_url = redis_given or (
                 f"{redis_base}?virtual_host=0" if redis_base.startswith("redis+socket")

@@ -14,6 +14,7 @@ from eros.tasks.cells import cluster_memories
 from eros.tasks.classify import claim_and_fan_out, claim_idle_sessions, classify_session
 from eros.tasks.consent import allow_sensitive, relabel_sensitivity
 from eros.tasks.consolidation import consolidate_user, find_consolidation_candidates
+from eros.tasks.guard import screen_unscreened
 from eros.tasks.privacy import forget_memory, forget_message, forget_session, forget_user
 from eros.tasks.recall import recall_memories
 from eros.tasks.reembed import reembed_memories
@@ -24,4 +25,5 @@ app = create_app(get_settings())
 __all__ = ["allow_sensitive", "app", "apply_retention", "claim_and_fan_out", "claim_idle_sessions",
            "classify_session", "cluster_memories", "consolidate_user",
            "find_consolidation_candidates", "forget_memory", "forget_message", "forget_session",
-           "forget_user", "recall_memories", "reembed_memories", "relabel_sensitivity"]
+           "forget_user", "recall_memories", "reembed_memories", "relabel_sensitivity",
+           "screen_unscreened"]

@@ -11,6 +11,7 @@ import redis
 from sqlalchemy import Engine, create_engine
 
 from tests.fakes import FakeLLMServer, FakeVoyageServer
+from tests.support.guard import seed_template
 from tests.support.services import TemplateDatabases, postgres_server, redis_server
 
 # Tests must never reach a real provider or an operator's database by accident.
@@ -18,11 +19,9 @@ for _name in ("OPENROUTER_API_KEY", "VOYAGE_API_KEY", "DATABASE_URL", "REDIS_URL
               "EROS_PROVIDERS", "DREAMING_BEAT_SCHEDULE"):
     os.environ.pop(_name, None)
 os.environ.setdefault("EMBEDDING_DIM", "512")
-# The guard's meaning layer embeds its exemplar bank once per (embedding model, bank) before
-# the first candidate is judged: extra embedding requests the fake-server tests of other
-# features do not expect. Off by default here; the guard's own tests turn it on
-# (tests/integration/test_guard_meaning.py, tests/cli/test_guard_cli.py).
-os.environ.setdefault("MEMORY_GUARD_CLASSIFIER", "off")
+# The guard's meaning layer runs with the shipped defaults (issue 30): e5's model ships in the
+# package, and the template database holds the one trained for the fake Voyage server's
+# vectors (tests/support/guard.py), so no test process embeds the exemplar bank.
 
 
 @pytest.fixture(scope="session")
@@ -32,8 +31,8 @@ def pg_server_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def templates(pg_server_url: str) -> Iterator[TemplateDatabases]:
-    tpl = TemplateDatabases(pg_server_url)
+def templates(pg_server_url: str, request: pytest.FixtureRequest) -> Iterator[TemplateDatabases]:
+    tpl = TemplateDatabases(pg_server_url, seed=lambda url: seed_template(url, request.config))
     yield tpl
     tpl.close()
 

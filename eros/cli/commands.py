@@ -26,12 +26,17 @@ _PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True,
 
 @main.command()
 @click.option("--sql", is_flag=True, help="Print the SQL instead of running it.")
-def migrate(sql: bool) -> None:
+@click.option("--no-guard-train", is_flag=True,
+              help="Do not train the memory guard's meaning model for a live embedder (the "
+                   "first worker, or `eros guard train`, does it then).")
+def migrate(sql: bool, no_guard_train: bool) -> None:
     """Upgrade the database schema to the latest version (alembic upgrade head).
 
     Runs against DATABASE_MIGRATE_URL when set (a direct connection past PgBouncer), else
     DATABASE_URL. With neither set this migrates the embedded database (which `eros run` also
-    does by itself).
+    does by itself). Then, for a live embedder (VOYAGE_API_KEY), trains the memory guard's
+    meaning model once (`eros guard train`: about 500 short texts embedded, within the
+    EMBEDDING_* limits); the offline e5 embedder's model ships in the package.
     """
     from eros.db.migrate import upgrade
 
@@ -41,13 +46,41 @@ def migrate(sql: bool) -> None:
                 sql=True)
         return
     if settings.database_url or settings.database_migrate_url:
-        upgrade(settings.database_migrate_url or settings.require_database_url())
+        url = settings.database_migrate_url or settings.require_database_url()
+        upgrade(url)
         click.echo("database schema is up to date", err=True)
+        if not no_guard_train:
+            _train_guard(settings, url)
         return
     from eros.cli._common import runtime
 
     with runtime():  # starting the embedded server migrates it
         click.echo("embedded database schema is up to date", err=True)
+
+
+def _train_guard(settings: Settings, url: str) -> None:
+    """The guard's meaning model after a migration; a provider failure is a warning (the
+    schema is migrated; the first worker tries again)."""
+    from eros.db.engine import make_engine
+    from eros.errors import ErosError
+    from eros.ops.guard_layer import embedder_name
+    from eros.services.guard_training import train_for_settings
+
+    if settings.embedder_is_offline and embedder_name(settings) != "local-hash":
+        return  # e5: the model ships in the package
+    engine = make_engine(url, pool_size=1, settings=settings)
+    try:
+        report = train_for_settings(settings, engine)
+    except ErosError as err:
+        click.echo(f"warning: memory guard meaning model not trained ({err}); the first "
+                   "worker or `eros guard train` tries again", err=True)
+        return
+    finally:
+        engine.dispose()
+    if report.outcome == "trained":
+        click.echo(f"memory guard meaning model trained for {report.embedding_model}: "
+                   f"{report.embedding_tokens} embedding tokens, ${report.cost_usd:.6f}",
+                   err=True)
 
 
 def _checked(settings: Settings, *, need_db: bool = True) -> None:

@@ -1,5 +1,6 @@
-"""``eros guard check`` (try the memory guard on texts) and ``eros rescreen`` (run the current
-guard over stored memories), issue 25. Both make exactly the classify path's decision with the
+"""``eros guard check`` (try the memory guard on texts), ``eros guard train`` (make the meaning
+layer's model ahead of time, issue 30) and ``eros rescreen`` (run the current guard over stored
+memories), issue 25. Both make exactly the classify path's decision with the
 configured providers (offline: the e5 embedder when installed); no text is ever logged.
 """
 
@@ -50,7 +51,9 @@ def guard_check(file: IO[str] | None) -> None:
 
     Reads FILE (or stdin): JSON lines {"text": ...} or plain lines (blank lines are skipped).
     Prints one JSON line per input, in order: {"keep": true|false, "layer": ..., "reason":
-    ..., "rule": ...}; layer is length, rules, secrets, meaning or llm (null when kept).
+    ..., "rule": ..., "screened": ...}; layer is length, rules, secrets, meaning or llm (null
+    when kept); screened is false for a kept text the meaning layer has no model to judge yet
+    (classify would write it unscreened).
     """
     from eros.providers import make_providers
     from eros.services.guard_model import judge_texts
@@ -66,6 +69,39 @@ def guard_check(file: IO[str] | None) -> None:
                 batch = []
         if batch:
             _print(judge_texts(rt.settings, rt.engine, embedder, batch, llm=llm))
+
+
+@guard.command(name="train")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def guard_train(as_json: bool) -> None:
+    """Make the meaning layer's model for the configured embedder, once for the fleet.
+
+    A live embedder (VOYAGE_API_KEY): the exemplar bank (about 500 short texts) is embedded
+    within the EMBEDDING_* limits, the classifier fitted and stored in guard_classifiers under
+    an advisory lock (`eros migrate` and the first worker to start do the same); then the
+    memories written unscreened meanwhile are judged. The offline e5 embedder: the model ships
+    in the package, nothing to do. Prints the outcome (trained, stored, shipped, busy, off),
+    the tokens and the cost; never a text.
+    """
+    from eros.providers import make_providers
+    from eros.services.guard_training import train_for_settings
+    from eros.services.guard_unscreened import settle_unscreened
+
+    with runtime() as rt:
+        report: dict[str, Any] = train_for_settings(rt.settings, rt.engine).to_dict()
+        llm, embedder = make_providers(rt.settings)
+        settled = settle_unscreened(rt.settings, rt.engine, embedder, llm=llm)
+        report["unscreened"] = settled.to_dict()
+    if as_json:
+        click.echo(json.dumps(report))
+        return
+    click.echo(f"{report['outcome']}: model {report['embedding_model']}, bank {report['bank']}"
+               f", {report['requests']} requests, {report['embedding_tokens']} embedding "
+               f"tokens, ${report['cost_usd']:.6f}; unscreened memories: "
+               f"{report['unscreened']['current']} made current, "
+               f"{report['unscreened']['quarantined']} quarantined")
+    if report["outcome"] == "busy":
+        raise click.ClickException("another process is training it now; try again shortly")
 
 
 def _print(results: list[dict[str, Any]]) -> None:
@@ -101,6 +137,12 @@ def rescreen(dry_run: bool, as_json: bool, restore: uuid.UUID | None) -> None:
                        else f"restored {restore}")
             return
         llm, embedder = make_providers(rt.settings)
+        from eros.services.guard_model import meaning_layer
+
+        layer = meaning_layer(rt.settings, rt.engine, embedder)
+        if layer.pending:
+            raise click.ClickException(f"the meaning layer has no model yet ({layer.state}): "
+                                       "run `eros guard train` first")
         scanned, moved = 0, 0
         reasons: Counter[str] = Counter()
         for batch in guard_sql.screenable_memories(rt.engine):

@@ -33,7 +33,11 @@ which providers and services are in use.
   rejected_tasks count, tasks [{task, task_id, error, rejected_at}] (newest 5): messages
                 refused for their arguments (engine.rejected_tasks)
   totals        sessions, classified, users, memories, memories_current
-  guard         quarantined (memories), classifier, llm, max_chars (MEMORY_GUARD_*)
+  guard         quarantined (memories), classifier, llm, max_chars (MEMORY_GUARD_*);
+                meaning_layer (ready | training | unavailable | unusable | off),
+                embedding_model, bank, source (package | database | null),
+                unscreened_memories; with a model: threshold, balanced_accuracy; trained
+                into the database: trained_at, training_embedding_tokens, training_cost_usd
   providers     mode, llm {offline, name, model, base_url},
                 embedder {offline, name, model, dim, base_url}
   services      database {url, embedded}, broker {url, embedded, reachable}
@@ -100,6 +104,17 @@ def _status_report(rt: Runtime) -> dict[str, Any]:
                          broker=broker_info(rt))
 
 
+def _guard_line(g: dict[str, Any]) -> str:
+    line = f"             meaning layer {g['meaning_layer']} ({g['embedding_model']}"
+    if g.get("source"):
+        line += f", model from the {g['source']}"
+    line += f"); {g['unscreened_memories']} unscreened memories"
+    if g.get("training_cost_usd") is not None:
+        line += (f"; training cost {g['training_embedding_tokens']} embedding tokens, "
+                 f"${g['training_cost_usd']:.6f}")
+    return line
+
+
 def _age(secs: float | None) -> str:
     if secs is None:
         return "-"
@@ -141,6 +156,7 @@ def _print_status(r: dict[str, Any]) -> None:
     lines += [
         f"guard        {g['quarantined']} quarantined memories (eros rescreen --restore ID); "
         f"classifier {g['classifier']}, LLM second opinion {g['llm']}",
+        _guard_line(g),
         f"totals       {t['sessions']} sessions ({t['classified']} classified) of {t['users']} "
         f"users; {t['memories_current']} current memories ({t['memories']} in all)",
         f"providers    {describe_providers(r['providers'])}",

@@ -4,9 +4,12 @@ embedding, in any language.
 
 A small logistic regression over the embedding the classify path computes anyway (no extra
 embedding call per candidate), trained per embedding model on a labelled, multilingual exemplar
-bank shipped in the package (``eros/data/guard/bank.jsonl``). Pure numpy, no I/O: the service
-(:mod:`eros.services.guard_model`) embeds the bank once, trains, and caches the model in the
-database keyed by (embedding model, bank hash).
+bank shipped in the package (``eros/data/guard/bank.jsonl``). Pure numpy; the only reads are
+package resources. The model is made ahead of time, never inside a task (issue 30): shipped
+pre-trained for the offline e5 embedder (``eros/data/guard/<model>.json``, with the bank's
+digest; ``scripts/ship_guard_model.py`` regenerates it), trained for a live embedder by
+``eros migrate`` / ``eros guard train`` / a starting worker (:mod:`eros.services.guard_training`)
+and kept in the database keyed by (embedding model, bank hash).
 
 The drop threshold is chosen on out-of-fold scores of the bank itself (k-fold cross-validation:
 the validation split), never on a held-out set: the lowest threshold that keeps at least
@@ -21,7 +24,9 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -72,8 +77,9 @@ def parse_bank(content: str) -> Bank:
     return Bank(tuple(items), digest)
 
 
+@lru_cache(maxsize=1)
 def load_bank() -> Bank:
-    """The exemplar bank shipped in the package."""
+    """The exemplar bank shipped in the package (read once per process)."""
     return parse_bank(resources.files("eros.data").joinpath("guard/bank.jsonl")
                       .read_text(encoding="utf-8"))
 
@@ -107,6 +113,37 @@ class MeaningModel:
         x = np.asarray([list(v)[: len(w)] for v in vectors], dtype=np.float64)
         x = (x - np.asarray(self.mean)) / np.asarray(self.scale)
         return [float(p) for p in _sigmoid(x @ w + self.bias)]
+
+
+def model_to_dict(model: MeaningModel) -> dict[str, object]:
+    return {"weights": list(model.weights), "bias": model.bias, "mean": list(model.mean),
+            "scale": list(model.scale), "threshold": model.threshold,
+            "balanced_accuracy": model.balanced_accuracy}
+
+
+def model_from_dict(data: dict[str, Any]) -> MeaningModel:
+    return MeaningModel(tuple(float(v) for v in data["weights"]), float(data["bias"]),
+                        tuple(float(v) for v in data["mean"]),
+                        tuple(float(v) for v in data["scale"]), float(data["threshold"]),
+                        float(data["balanced_accuracy"]))
+
+
+def shipped_path(embedding_model: str) -> str:
+    """Where the package keeps the pre-trained model of ``embedding_model`` (if it ships one)."""
+    return f"guard/{embedding_model}.json"
+
+
+@lru_cache(maxsize=8)
+def load_shipped(embedding_model: str, bank_digest: str) -> MeaningModel | None:
+    """The model shipped in the package for this embedder and this bank, or None (none is
+    shipped, or it was trained on another version of the bank: then it is not used)."""
+    resource = resources.files("eros.data").joinpath(shipped_path(embedding_model))
+    if not resource.is_file():
+        return None
+    data = json.loads(resource.read_text(encoding="utf-8"))
+    if data.get("bank_digest") != bank_digest or data.get("embedding_model") != embedding_model:
+        return None
+    return model_from_dict(data["model"])
 
 
 def _sigmoid(z: Matrix) -> Matrix:

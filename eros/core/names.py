@@ -22,6 +22,7 @@ ALLOW_SENSITIVE_TASK: Final = "eros.allow_sensitive"
 RELABEL_TASK: Final = "eros.relabel_sensitivity"
 RETENTION_TASK: Final = "eros.apply_retention"
 REEMBED_TASK: Final = "eros.reembed_memories"
+SCREEN_UNSCREENED_TASK: Final = "eros.screen_unscreened"
 
 #: Redis key where beat's scheduler records the time of its last loop.
 BEAT_HEARTBEAT_KEY: Final = "eros:beat:heartbeat"

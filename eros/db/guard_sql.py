@@ -1,5 +1,6 @@
-"""The memory guard's statements (issue 25): the meaning classifier's cache, and the rescreen
-of stored memories into ``status = 'quarantined'`` and back.
+"""The memory guard's statements (issue 25): the meaning classifier's store, the training
+lock (issue 30), the rescreen of stored memories into ``status = 'quarantined'`` and back, and
+the settling of ``unscreened`` ones.
 
 A quarantined memory records why in ``metadata.guard_quarantine`` (reason, rule, layer and
 when: codes, never text), so ``eros rescreen --restore`` can say what it undoes.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
@@ -29,15 +31,56 @@ def load_classifier(conn: Connection, embedding_model: str,
 
 
 def save_classifier(conn: Connection, embedding_model: str, bank_hash: str,
-                    model: MeaningModel) -> None:
-    """First writer wins: two workers training at once store one model."""
+                    model: MeaningModel, *, embedding_tokens: int = 0,
+                    cost_usd: float = 0.0) -> None:
+    """First writer wins (the training lock makes a second one rare: a model seeded by hand)."""
     conn.execute(text(
         "INSERT INTO engine.guard_classifiers (embedding_model, bank_hash, weights, bias, mean,"
-        " scale, threshold, balanced_accuracy) VALUES (:m, :h, :w, :b, :mu, :s, :t, :a)"
+        " scale, threshold, balanced_accuracy, embedding_tokens, cost_usd)"
+        " VALUES (:m, :h, :w, :b, :mu, :s, :t, :a, :tok, :usd)"
         " ON CONFLICT (embedding_model, bank_hash) DO NOTHING"),
         {"m": embedding_model, "h": bank_hash, "w": list(model.weights), "b": model.bias,
          "mu": list(model.mean), "s": list(model.scale), "t": model.threshold,
-         "a": model.balanced_accuracy})
+         "a": model.balanced_accuracy, "tok": embedding_tokens, "usd": cost_usd})
+
+
+def classifier_info(conn: Connection, embedding_model: str,
+                    bank_hash: str) -> dict[str, Any] | None:
+    """What ``eros status`` shows of a stored model: no weights."""
+    row = conn.execute(text(
+        "SELECT threshold, balanced_accuracy, trained_at, embedding_tokens,"
+        " cost_usd::float8 AS cost_usd FROM engine.guard_classifiers"
+        " WHERE embedding_model = :m AND bank_hash = :h"),
+        {"m": embedding_model, "h": bank_hash}).one_or_none()
+    return dict(row._mapping) if row is not None else None
+
+
+# The training lock: two keys, our namespace and the (model, bank) pair, transaction-scoped
+# (PgBouncer in transaction mode: a session lock would pass to another client).
+_LOCK_KEYS = "hashtext('eros.guard'), hashtext(:m || ':' || :h)"
+
+
+def try_training_lock(conn: Connection, embedding_model: str, bank_hash: str) -> bool:
+    """Take the training lock of (model, bank) for this transaction, or say another process
+    holds it. The transaction idles through the embedding calls: it is exempt from the
+    idle-in-transaction limit (it holds no snapshot between statements at READ COMMITTED)."""
+    row = conn.execute(text(
+        f"SELECT pg_try_advisory_xact_lock({_LOCK_KEYS}) AS locked,"
+        " set_config('idle_in_transaction_session_timeout', '0', true),"
+        " set_config('statement_timeout', '0', true)"),
+        {"m": embedding_model, "h": bank_hash}).one()
+    return bool(row.locked)
+
+
+def training_in_progress(conn: Connection, embedding_model: str, bank_hash: str) -> bool:
+    """Some process of the fleet holds the training lock of (model, bank) right now."""
+    return bool(conn.execute(text(
+        "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
+        " AND objsubid = 2 AND database = (SELECT oid FROM pg_database"
+        "  WHERE datname = current_database())"
+        " AND classid = hashtext('eros.guard')::oid"
+        " AND objid = hashtext(:m || ':' || :h)::oid)"),
+        {"m": embedding_model, "h": bank_hash}).scalar_one())
 
 
 @dataclass(frozen=True)
@@ -95,6 +138,50 @@ def restore(conn: Connection, memory_id: uuid.UUID) -> bool:
         " = 'current' THEN NULL ELSE replaced_at END,"
         " metadata = metadata - 'guard_quarantine'"
         " WHERE id = :id AND status = 'quarantined'"), {"id": memory_id}).rowcount)
+
+
+def unscreened_memories(engine: Engine, *, batch: int = 500) -> Iterator[list[StoredMemory]]:
+    """Every ``unscreened`` memory (written while the meaning layer had no model), in id
+    order, a batch at a time."""
+    after = uuid.UUID(int=0)
+    while True:
+        with engine.connect() as conn:
+            rows = conn.execute(text(
+                "SELECT id, content, embedding_model, embedding::real[] AS embedding"
+                " FROM engine.companion_memories WHERE status = 'unscreened' AND id > :after"
+                " ORDER BY id LIMIT :n"), {"after": after, "n": batch}).all()
+        if not rows:
+            return
+        yield [StoredMemory(r.id, r.content, r.embedding_model,
+                            list(r.embedding) if r.embedding is not None else None)
+               for r in rows]
+        after = rows[-1].id
+
+
+def settle_unscreened(conn: Connection, keep: Sequence[uuid.UUID],
+                      drop: Sequence[tuple[uuid.UUID, dict[str, str]]]) -> tuple[int, int]:
+    """The meaning layer's decision on unscreened memories: kept ones become ``current``,
+    dropped ones ``quarantined`` with the reason (codes). A row no longer unscreened (forgotten
+    meanwhile, settled by a concurrent run) is left alone. Returns (made current, quarantined)."""
+    kept = conn.execute(text(
+        "UPDATE engine.companion_memories SET status = 'current'"
+        " WHERE id = ANY(CAST(:ids AS uuid[])) AND status = 'unscreened'"),
+        {"ids": list(keep)}).rowcount if keep else 0
+    moved = 0
+    for memory_id, why in drop:
+        moved += conn.execute(text(
+            "UPDATE engine.companion_memories SET status = 'quarantined', replaced_at = now(),"
+            " metadata = metadata || jsonb_build_object('guard_quarantine',"
+            " CAST(:why AS jsonb) || jsonb_build_object('at', now()))"
+            " WHERE id = :id AND status = 'unscreened'"),
+            {"id": memory_id, "why": _json(why)}).rowcount
+    return int(kept), moved
+
+
+def count_unscreened(conn: Connection) -> int:
+    return int(conn.execute(text(
+        "SELECT count(*) FROM engine.companion_memories WHERE status = 'unscreened'"))
+        .scalar_one())
 
 
 def _json(value: dict[str, str]) -> str:

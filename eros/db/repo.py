@@ -59,6 +59,8 @@ class MemoryRow:
     source_fallback: bool = False
     #: special category (core/sensitivity.py); None = none.
     sensitivity: str | None = None
+    #: ``current``, or ``unscreened`` while the guard's meaning layer has no model (0023).
+    status: str = "current"
 
 
 @dataclass(frozen=True)
@@ -282,6 +284,7 @@ def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq:
         "source_seqs": [provenance_sql.array_text(m.source_seqs) for m in memories],
         "source_fallbacks": [m.source_fallback for m in memories],
         "sensitivities": [m.sensitivity for m in memories],
+        "statuses": [m.status for m in memories],
     }).scalar_one())
 
 

@@ -145,7 +145,9 @@ companion_memories = Table(
     # -- consolidation (real dreaming): nothing is hard-deleted --------------------------------
     #: ``current``, or ``merged`` / ``superseded`` once consolidation replaced it, or
     #: ``quarantined`` when ``eros rescreen`` found the memory guard would drop it (0017; never
-    #: recalled, ``eros rescreen --restore ID`` makes it current again).
+    #: recalled, ``eros rescreen --restore ID`` makes it current again), or ``unscreened``
+    #: when it was written while the meaning layer had no model yet (0023; never recalled nor
+    #: consolidated until ``eros.screen_unscreened`` decides).
     Column("status", Text, nullable=False, server_default=text("'current'")),
     Column("replaced_by", UUID(as_uuid=True),
            ForeignKey(f"{SCHEMA}.companion_memories.id", ondelete="SET NULL"), nullable=True),
@@ -161,7 +163,8 @@ companion_memories = Table(
     Column("source_fallback", Boolean, nullable=False, server_default=text("false")),
     #: special category (GDPR art. 9, 0018): one of SENSITIVITY_LABELS; NULL = none.
     Column("sensitivity", Text, nullable=True),
-    CheckConstraint("status IN ('current', 'merged', 'superseded', 'quarantined')",
+    CheckConstraint("status IN ('current', 'merged', 'superseded', 'quarantined', "
+                    "'unscreened')",
                     name="ck_companion_memories_status"),
     CheckConstraint(f"category IN {CATEGORIES!r}", name="ck_companion_memories_category"),
     CheckConstraint("importance IS NULL OR (importance >= 0 AND importance <= 1)",
@@ -177,6 +180,9 @@ companion_memories = Table(
           postgresql_where=text("status <> 'current'")),
     Index("ix_companion_memories_current", "user_id", "created_at",
           postgresql_where=text("status = 'current'")),
+    # what eros.screen_unscreened reads (0023): empty once the meaning layer has its model
+    Index("ix_companion_memories_unscreened", "id",
+          postgresql_where=text("status = 'unscreened'")),
     # A user's memories by layer and category (0007): capped counts, selecting an exact
     # scan's rows, and recall's index-only scan of the sketches — one tight range per layer.
     Index("ix_companion_memories_recall_bq", "user_id", "instance_id", "category", "status",
@@ -249,6 +255,9 @@ guard_classifiers = Table(
     #: out-of-fold balanced accuracy on the bank; below 0.8 the layer stays off.
     Column("balanced_accuracy", Float, nullable=False),
     _now("trained_at"),
+    #: what embedding the bank cost when the model was trained (0023).
+    Column("embedding_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("cost_usd", Numeric(12, 6), nullable=False, server_default=text("0")),
 )
 
 event.listen(memory_cells, "after_create", DDL(  # type: ignore[no-untyped-call]
@@ -331,7 +340,7 @@ erasure_log = Table(
     Column("task_id", Text, nullable=True),
     #: a SQLSTATE or an exception class name, never a message.
     Column("error_code", Text, nullable=True),
-    #: the conversation a ``session`` erasure forgot (0019); NULL for the other scopes.
+    #: the conversation a ``session`` erasure forgot (0022); NULL for the other scopes.
     Column("session_id", UUID(as_uuid=True), nullable=True),
     CheckConstraint(f"scope IN {SCOPES!r}", name="ck_erasure_log_scope"),
     CheckConstraint(f"status IN {STATUSES!r}", name="ck_erasure_log_status"),

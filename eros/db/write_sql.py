@@ -107,22 +107,22 @@ WITH candidate AS (
                          CAST(:metadata AS text[]), CAST(:embedding_models AS text[]),
                          CAST(:dedup_keys AS text[]), CAST(:source_seqs AS text[]),
                          CAST(:source_fallbacks AS boolean[]),
-                         CAST(:sensitivities AS text[]))
+                         CAST(:sensitivities AS text[]), CAST(:statuses AS text[]))
         WITH ORDINALITY AS c(instance_id, content, category, importance, metadata,
                              embedding_model, dedup_key, source_seqs, source_fallback,
-                             sensitivity, ord)
+                             sensitivity, status, ord)
 ), flat AS (
     SELECT CAST(:embeddings AS real[]) AS v, CAST(:dim AS integer) AS dim
 ), written AS (
     INSERT INTO engine.companion_memories (session_id, user_id, instance_id, content, category,
                                            importance, metadata, embedding, model,
                                            embedding_model, dedup_key, source_seqs,
-                                           source_fallback, sensitivity)
+                                           source_fallback, sensitivity, status)
     SELECT CAST(:session_id AS uuid), CAST(:user_id AS uuid), c.instance_id, c.content,
            c.category, c.importance, CAST(c.metadata AS jsonb),
            CAST(f.v[(c.ord - 1) * f.dim + 1 : c.ord * f.dim] AS vector),
            CAST(:model AS text), c.embedding_model, c.dedup_key,
-           CAST(c.source_seqs AS bigint[]), c.source_fallback, c.sensitivity
+           CAST(c.source_seqs AS bigint[]), c.source_fallback, c.sensitivity, c.status
       FROM candidate AS c CROSS JOIN flat AS f ORDER BY c.ord
     ON CONFLICT (dedup_key) DO NOTHING
     RETURNING 1

@@ -132,6 +132,15 @@ def record_outcome(outcome: str, *, memories: int = 0, prompt_tokens: int = 0,
         m["COST"].inc(cost)
 
 
+def record_spend(*, embedding_tokens: int = 0, cost: float = 0.0) -> None:
+    """Provider spend outside a classification (the guard's training): tokens and cost only."""
+    m = _metrics()
+    if embedding_tokens:
+        m["TOKENS"].labels("embedding").inc(embedding_tokens)
+    if cost:
+        m["COST"].inc(cost)
+
+
 def record_sensitive(labels: dict[str, int]) -> None:
     """Count memories written with a special-category label, by label (never their text)."""
     for label, count in labels.items():
@@ -203,6 +212,33 @@ class DatabaseGauges:
                                 value=snap.in_flight)
         yield GaugeMetricFamily("eros_dead_lettered_sessions", "Sessions in the dead letter",
                                 value=snap.dead_letters)
+        yield from _guard_gauges(self._engine, self._settings)
+
+
+def _guard_gauges(engine: Any, settings: Any) -> Iterator[Any]:
+    """``eros_guard_meaning_layer{state}``: 1 for the meaning layer's state, 0 for the others
+    (issue 30), and ``eros_guard_unscreened_memories``: what waits for its model."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    from eros.db.guard_sql import count_unscreened
+    from eros.ops.guard_layer import STATES, embedder_name, resolve
+
+    try:
+        with engine.connect() as conn:
+            state, _, _ = resolve(settings, conn, embedder_name(settings))
+            unscreened = count_unscreened(conn)
+    except Exception as err:  # a scrape must not crash the worker
+        log.warning("metrics: guard gauges unavailable: %s", type(err).__name__)
+        return
+    family = GaugeMetricFamily("eros_guard_meaning_layer",
+                               "The memory guard's meaning layer: 1 for its state",
+                               labels=["state"])
+    for name in STATES:
+        family.add_metric([name], 1.0 if name == state else 0.0)
+    yield family
+    yield GaugeMetricFamily("eros_guard_unscreened_memories",
+                            "Memories waiting for the meaning layer's model (never recalled)",
+                            value=unscreened)
 
 
 class BrokerGauges:

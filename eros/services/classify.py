@@ -148,7 +148,11 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
     embeddings = screening.embeddings
     vectors = [screening.vectors[i] for i in kept]
 
-    rows = [_memory_row(c, meta, vector, embeddings.model, pipeline.prompt, transcript)
+    # no meaning model yet (issue 30): what passed the rules and the secret checks waits
+    # unscreened — never recalled nor consolidated — until eros.screen_unscreened judges it
+    status = "unscreened" if screening.pending else "current"
+    report.detail["unscreened"] = len(candidates) if screening.pending else 0
+    rows = [_memory_row(c, meta, vector, embeddings.model, pipeline.prompt, transcript, status)
             for c, meta, vector in zip(candidates, metadata, vectors, strict=True)]
     error = "reply cut off at the token limit twice; complete items kept" \
         if truncated_twice else None
@@ -224,14 +228,15 @@ def _screened_metadata(settings: Settings, candidates: Sequence[Candidate]
 
 
 def _memory_row(candidate: Candidate, extra: dict[str, Any], vector: list[float],
-                embedding_model: str, prompt: Prompt, transcript: Transcript) -> MemoryRow:
+                embedding_model: str, prompt: Prompt, transcript: Transcript,
+                status: str = "current") -> MemoryRow:
     metadata = {**extra, "prompt_version": prompt.version,
                 "source_seq": [transcript.first_seq, transcript.last_seq]}
     # the turns it came from: its citation, or the window read, flagged (core/provenance.py)
     provenance = resolve_sources(candidate.sources, transcript.seqs)
     return MemoryRow(candidate.content, candidate.category, candidate.importance, metadata,
                      vector, candidate.layer, embedding_model, provenance.seqs,
-                     provenance.fallback, candidate.sensitivity)
+                     provenance.fallback, candidate.sensitivity, status)
 
 
 def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outcome,
@@ -262,6 +267,7 @@ def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outco
     if written:  # a re-run whose rows all exist writes nothing and counts nothing
         metrics.record_sensitive(Counter(r.sensitivity for r in rows if r.sensitivity))
     log.info("session classified: outcome=%s memories=%d guard_dropped=%d "
-             "metadata_dropped=%d", outcome.kind, written, outcome.guard_dropped,
-             report.detail.get("metadata_dropped", 0), extra={"session_id": report.session_id})
+             "metadata_dropped=%d unscreened=%d", outcome.kind, written, outcome.guard_dropped,
+             report.detail.get("metadata_dropped", 0), report.detail.get("unscreened", 0),
+             extra={"session_id": report.session_id})
     return report

@@ -49,7 +49,7 @@ from eros.core.consolidation import (
 )
 from eros.core.consolidation_plan import Plan, Step, build_plan
 from eros.core.consolidation_reply import Rejection, ReplyResult, build_request, parse_reply
-from eros.core.guard import strip_invisible
+from eros.core.guard import Verdict, strip_invisible
 from eros.core.prompts import Prompt
 from eros.core.provenance import merged
 from eros.db import consolidation_sql as sql
@@ -59,7 +59,7 @@ from eros.errors import PermanentError
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Embedder
 from eros.services.consolidation_read import Read, read_new
-from eros.services.guard_model import screen_texts
+from eros.services.guard_model import meaning_layer, screen_texts
 from eros.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -158,6 +158,18 @@ def record_failure(c: Consolidator, user_id: uuid.UUID, outcome: str, error: str
         state_sql.record_failure(conn, user_id, outcome=outcome, error=error, keep_claim=keep_claim)
 
 
+def defer_for_guard(c: Consolidator, user_id: uuid.UUID) -> bool:
+    """True (and the user's claim released, no attempt counted) while the memory guard's
+    meaning layer has no model yet (issue 30): a canonical text could not be judged, so the
+    pass waits for the model; the finder enqueues the user again on a later run."""
+    if not meaning_layer(c.settings, c.engine, c.embedder).pending:
+        return False
+    with c.engine.begin() as conn:
+        state_sql.record_failure(conn, user_id, outcome="guard_pending",
+                                 error="the memory guard's meaning layer has no model yet")
+    return True
+
+
 def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
                 new_id: Callable[[], uuid.UUID] = uuid.uuid4,
                 keep_claim_on_backlog: bool = False) -> ConsolidationReport:
@@ -241,6 +253,9 @@ def _guard_canonicals(c: Consolidator, reply: ReplyResult, report: Consolidation
                              need_vectors=not report.dry_run)
     report.prompt_tokens += screening.prompt_tokens  # the second opinion's, if it was asked
     report.completion_tokens += screening.completion_tokens
+    if screening.pending:  # no meaning model yet: no canonical text is written unjudged
+        screening.verdicts = [v if not v.ok else Verdict(False, "unscreened", None, "meaning")
+                              for v in screening.verdicts]
     if screening.embeddings is not None:
         report.embedding_calls += 1
         report.embedding_tokens += screening.embeddings.total_tokens

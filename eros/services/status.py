@@ -56,6 +56,7 @@ def status_report(engine: Engine, settings: Settings, *, db_embedded: bool,
                   broker: dict[str, Any]) -> dict[str, Any]:
     """Everything ``eros status --json`` prints (its keys are documented there)."""
     from eros.db import queries, rejected_sql
+    from eros.ops.guard_layer import layer_report
 
     s = settings
     with engine.connect() as conn:
@@ -68,6 +69,7 @@ def status_report(engine: Engine, settings: Settings, *, db_embedded: bool,
         cost = queries.cost_report(conn)
         quarantined = int(conn.execute(QUARANTINED).scalar_one())
         rejected = {"count": rejected_sql.count(conn), "tasks": rejected_sql.recent(conn)}
+        layer = layer_report(s, conn)
     return {
         "backlog": {k: counts[k] for k in ("eligible", "claimable", "oldest_idle_secs",
                                            "waiting_retry", "not_idle_yet")},
@@ -80,7 +82,8 @@ def status_report(engine: Engine, settings: Settings, *, db_embedded: bool,
                    "users": counts["users"], "memories": memories["total"],
                    "memories_current": memories["current"]},
         "guard": {"quarantined": quarantined, "classifier": s.memory_guard_classifier,
-                  "llm": s.memory_guard_llm, "max_chars": s.memory_guard_max_chars},
+                  "llm": s.memory_guard_llm, "max_chars": s.memory_guard_max_chars,
+                  **layer},
         "providers": providers_info(s),
         "services": {
             "database": {"url": mask(s.require_database_url()), "embedded": db_embedded},

@@ -24,6 +24,7 @@ from eros.core.names import (
     REEMBED_TASK,
     RELABEL_TASK,
     RETENTION_TASK,
+    SCREEN_UNSCREENED_TASK,
 )
 from eros.settings import HARD_LIMIT_FRACTION, SOFT_LIMIT_FRACTION, Settings
 from eros.tasks.broker import BROKER_MAX_CONNECTIONS, broker_config
@@ -66,6 +67,7 @@ def create_app(settings: Settings) -> Celery:
                      CLUSTER_TASK: {"queue": settings.eros_consolidate_queue},
                      REEMBED_TASK: {"queue": settings.eros_consolidate_queue},
                      RETENTION_TASK: {"queue": settings.eros_consolidate_queue},
+                     SCREEN_UNSCREENED_TASK: {"queue": settings.eros_consolidate_queue},
                      # a caller waits on recall: never behind slow LLM calls
                      RECALL_TASK: {"queue": settings.eros_recall_queue},
                      # erasure is short database work: never behind LLM calls (issue 14)

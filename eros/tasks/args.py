@@ -46,6 +46,7 @@ from eros.core.names import (
     REEMBED_TASK,
     RELABEL_TASK,
     RETENTION_TASK,
+    SCREEN_UNSCREENED_TASK,
 )
 from eros.core.ranking import Strategy
 from eros.core.sensitivity import SENSITIVITY_LABELS
@@ -154,6 +155,10 @@ class RelabelArgs(TaskArgs):
     max_batches: Annotated[StrictInt, Field(ge=1)] | None = None
 
 
+class ScreenUnscreenedArgs(TaskArgs):
+    pass
+
+
 class ReembedArgs(TaskArgs):
     model: StrictStr | None = None
 
@@ -175,6 +180,7 @@ MODELS: Final[dict[str, type[TaskArgs]]] = {
     REEMBED_TASK: ReembedArgs,
     ALLOW_SENSITIVE_TASK: AllowSensitiveArgs,
     RELABEL_TASK: RelabelArgs,
+    SCREEN_UNSCREENED_TASK: ScreenUnscreenedArgs,
 }
 
 _PHRASES: Final = {

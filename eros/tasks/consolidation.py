@@ -22,7 +22,7 @@ from eros.core.names import CONSOLIDATE_TASK, FIND_CONSOLIDATION_TASK
 from eros.core.retry import decide
 from eros.errors import PermanentError, TransientError
 from eros.ops import metrics
-from eros.services.consolidate import consolidate, record_failure, start_pass
+from eros.services.consolidate import consolidate, defer_for_guard, record_failure, start_pass
 from eros.services.consolidation_finder import find_and_claim
 from eros.tasks.base import ErosTask, describe_database_error
 
@@ -62,6 +62,8 @@ def consolidate_user(self: ErosTask, user_id: str) -> dict[str, Any]:
     c = self.resources.consolidator
     attempt = 1
     try:
+        if defer_for_guard(c, uid):
+            return {"user_id": user_id, "outcome": "guard_pending"}
         started = start_pass(c, uid)
         if started is None:
             return {"user_id": user_id, "outcome": "no_memories"}

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from celery import signals
+from sqlalchemy.exc import DBAPIError
 
 from eros.db.engine import check_database, dispose_all, get_engine
 from eros.errors import ErosError
@@ -67,6 +68,32 @@ def _start_checks(sender: Any = None, **_: Any) -> None:
     logs.pin_third_party(settings.eros_log_third_party)
     if settings.eros_metrics_port:
         metrics.serve(settings.eros_metrics_port, get_engine(settings), settings)
+
+
+@signals.celeryd_after_setup.connect
+def _train_guard(instance: Any = None, **_: Any) -> None:
+    """The guard's meaning model for a live embedder, made before this worker consumes
+    (issue 30; after the logging is set up and before the pool forks or the consumer starts):
+    the first worker of the fleet trains it under the training lock; the others find it
+    stored, or being trained (they start without the layer: candidates wait ``unscreened``
+    until it exists). Shipped for e5: nothing happens. A failure is logged and the worker
+    starts anyway (``eros guard train`` or the next worker tries again)."""
+    from eros.providers import make_embedder
+    from eros.providers.ratelimit import make_limiter
+    from eros.services.guard_training import ensure_model
+
+    settings = _settings(instance)
+    try:
+        report = ensure_model(settings, get_engine(settings), make_embedder(settings),
+                              limiter=make_limiter(settings))
+    except (ErosError, DBAPIError) as err:
+        log.warning("memory guard meaning layer not trained at start-up (%s); candidates wait "
+                    "unscreened until `eros guard train` or another worker makes it",
+                    type(err).__name__)
+        return
+    if report.outcome == "busy":
+        log.info("memory guard meaning layer: another process is training it; starting "
+                 "without it (candidates wait unscreened until it is stored)")
 
 
 @signals.worker_process_shutdown.connect

@@ -9,7 +9,13 @@ from typing import Any
 
 from celery.schedules import crontab
 
-from eros.core.names import CLAIM_TASK, CLUSTER_TASK, FIND_CONSOLIDATION_TASK, RETENTION_TASK
+from eros.core.names import (
+    CLAIM_TASK,
+    CLUSTER_TASK,
+    FIND_CONSOLIDATION_TASK,
+    RETENTION_TASK,
+    SCREEN_UNSCREENED_TASK,
+)
 from eros.errors import ConfigError
 from eros.settings import Settings
 from eros.tasks.args import InvalidArguments, validate
@@ -17,7 +23,8 @@ from eros.tasks.args import InvalidArguments, validate
 
 def default_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
     """One claim every tick, one consolidation finder run every CONSOLIDATION_INTERVAL_SECS,
-    one recall-cells finder run every RECALL_CELL_INTERVAL_SECS and, when a retention is
+    one recall-cells finder run every RECALL_CELL_INTERVAL_SECS, one settling of unscreened
+    memories every minute (or tick, if shorter) and, when a retention is
     set, one retention run every RETENTION_INTERVAL_SECS; a tick that could not be
     delivered in time expires, so an outage does not release a burst of claims when beat
     reconnects."""
@@ -44,6 +51,12 @@ def default_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
                         "expires": float(settings.recall_cell_interval_secs)},
         },
     }
+    # memories written while the guard's meaning layer had no model, judged once it has one
+    # (issue 30): one probe of an empty partial index when there are none
+    every_guard = float(min(60, settings.dreaming_tick_secs))
+    schedule["screen-unscreened"] = {
+        "task": SCREEN_UNSCREENED_TASK, "schedule": every_guard,
+        "options": {"queue": settings.eros_consolidate_queue, "expires": every_guard}}
     # retention (issue 26): only when MESSAGE_RETENTION_DAYS or HISTORY_RETENTION_DAYS is set
     if settings.message_retention_days or settings.history_retention_days:
         every = float(settings.retention_interval_secs)

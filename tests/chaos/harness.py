@@ -16,6 +16,7 @@ from sqlalchemy import Engine, create_engine, text
 
 from tests.chaos.servers import RestartablePostgres, RestartableRedis
 from tests.fakes import FakeLLMServer, FakeVoyageServer
+from tests.support.guard import seed_template
 from tests.support.rabbit import RabbitVhost
 from tests.support.services import alembic_config, with_database
 from tests.support.workers import BeatProcess, WorkerProcess, worker_env
@@ -164,6 +165,9 @@ class Servers:
         with self.admin.connect() as conn:
             conn.execute(text("CREATE DATABASE chaos_template"))
         command.upgrade(alembic_config(with_database(self.pg.url, "chaos_template")), "head")
+        # the guard's meaning model for the fake Voyage server, as a migrated deployment has it
+        # (issue 30): trained once here, not by each scenario's fleet
+        seed_template(with_database(self.pg.url, "chaos_template"), None)
 
     def fresh_database(self, name: str) -> str:
         db = "chaos_" + name.replace("-", "_")

@@ -31,10 +31,7 @@ Cli = Callable[..., Result]
 def base_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in _KEEP}
     env.update({"EROS_DATA_DIR": str(data_dir), "EROS_EMBEDDED": "never",
-                "EMBEDDING_DIM": "512", "PYTHONUNBUFFERED": "1", "COLUMNS": "200",
-                # the guard's meaning layer trains on its exemplar bank at first use (the
-                # whole bank through e5 offline): off unless a test asks, as in conftest.py
-                "MEMORY_GUARD_CLASSIFIER": os.environ.get("MEMORY_GUARD_CLASSIFIER", "off")})
+                "EMBEDDING_DIM": "512", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"})
     env.update(extra)
     return env
 

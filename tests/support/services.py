@@ -12,7 +12,7 @@ import shutil
 import socket
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -85,13 +85,18 @@ def with_database(url: str, name: str) -> str:
 class TemplateDatabases:
     """One migrated template per run; each test gets a fresh clone (CREATE DATABASE … TEMPLATE)."""
 
-    def __init__(self, server_url: str) -> None:
+    def __init__(self, server_url: str, *, seed: Callable[[str], None] | None = None) -> None:
+        """``seed``: called with the migrated template's URL before any clone is made (the
+        guard's meaning model for the fake embedder: trained once, cloned with every
+        database)."""
         self.server_url = server_url
         self.admin = create_engine(server_url, isolation_level="AUTOCOMMIT", pool_size=1)
         self.template = f"eros_tpl_{uuid.uuid4().hex[:8]}"
         with self.admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{self.template}"'))
         command.upgrade(alembic_config(with_database(server_url, self.template)), "head")
+        if seed is not None:
+            seed(with_database(server_url, self.template))
         self.created: list[str] = [self.template]
 
     def clone(self) -> str:

@@ -26,9 +26,6 @@ def worker_env(db_url: str, redis_url: str, llm_url: str | None, voyage_url: str
         "DREAMING_IDLE_SECS": "60",
         "PYTHONUNBUFFERED": "1",
         "PYTHONPATH": str(ROOT),
-        # the guard's meaning layer trains on its exemplar bank at first use (one embedding
-        # call per 64 exemplars): off unless a test asks for it, as in tests/conftest.py
-        "MEMORY_GUARD_CLASSIFIER": os.environ.get("MEMORY_GUARD_CLASSIFIER", "off"),
     })
     if llm_url:
         env.update({"OPENROUTER_API_KEY": "test-key", "OPENROUTER_BASE_URL": llm_url})
