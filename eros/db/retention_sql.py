@@ -14,7 +14,9 @@ run never holds locks for long): messages a chunk of sessions at a time in prima
   ago (a requeue clears ``dead_lettered_at``: its turns are then kept like any others).
 - **history**: memory rows merged or superseded more than N days ago (``replaced_at``), and
   rows the guard **quarantined** more than N days ago (``replaced_at``, set when quarantined;
-  issue 32), with every ``memory_history`` row that names them (as result or source).
+  issue 32), with every ``memory_history`` row that names them (as result or source); their
+  sources first move to the row they ended in (``FOLD``, issue 32), so an erasure of that
+  row still covers the turns they came from.
 """
 
 from __future__ import annotations
@@ -54,6 +56,45 @@ SELECT id FROM engine.companion_memories
  LIMIT :batch
  FOR UPDATE SKIP LOCKED
 """)
+# Provenance outlives the rows retention deletes (issue 32): before merged and superseded rows
+# go, their sources move to the row they ended in (up replaced_by, past rows deleted in the same
+# batch) — its own and theirs, each resolved as the erasure resolves it (source_seqs; written
+# before provenance: the extraction window in its session, flagged). Consolidation already
+# unions recorded sources, so only rows with NULL sources change anything (no rewrite else).
+FOLD = text("""
+WITH RECURSIVE chain(member, target) AS (
+    SELECT id, replaced_by FROM engine.companion_memories
+     WHERE id = ANY(CAST(:ids AS uuid[])) AND replaced_by IS NOT NULL
+    UNION
+    SELECT c.member, t.replaced_by FROM chain c
+      JOIN engine.companion_memories t ON t.id = c.target
+     WHERE t.id = ANY(CAST(:ids AS uuid[])) AND t.replaced_by IS NOT NULL),
+pairs(owner, id) AS (
+    SELECT target, member FROM chain WHERE NOT (target = ANY(CAST(:ids AS uuid[])))
+    UNION
+    SELECT target, target FROM chain WHERE NOT (target = ANY(CAST(:ids AS uuid[])))),
+seqs(owner, seq, fallback) AS (
+    SELECT p.owner, q.seq, m.source_fallback
+      FROM pairs p JOIN engine.companion_memories m ON m.id = p.id
+     CROSS JOIN LATERAL unnest(m.source_seqs) AS q(seq)
+    UNION
+    SELECT p.owner, c.seq, true
+      FROM pairs p JOIN engine.companion_memories m ON m.id = p.id
+      JOIN engine.chat_messages c ON c.session_id = m.session_id
+     WHERE m.source_seqs IS NULL
+       AND CASE WHEN jsonb_typeof(m.metadata -> 'source_seq') = 'array'
+                THEN c.seq BETWEEN (m.metadata -> 'source_seq' ->> 0)::bigint
+                               AND (m.metadata -> 'source_seq' ->> -1)::bigint
+                ELSE true END),
+agg AS (
+    SELECT owner, array_agg(DISTINCT seq ORDER BY seq) AS seqs, bool_or(fallback) AS fallback
+      FROM seqs GROUP BY owner)
+UPDATE engine.companion_memories t
+   SET source_seqs = a.seqs, source_fallback = t.source_fallback OR a.fallback
+  FROM agg a
+ WHERE t.id = a.owner AND t.source_seqs IS DISTINCT FROM a.seqs
+RETURNING t.id
+""")
 HISTORY = text("""
 DELETE FROM engine.memory_history
  WHERE result_id = ANY(CAST(:ids AS uuid[])) OR source_ids && CAST(:ids AS uuid[])
@@ -84,5 +125,6 @@ def delete_replaced(conn: Connection, *, days: int, batch: int) -> tuple[int, in
     ids = [r.id for r in conn.execute(REPLACED, {"days": days, "batch": batch})]
     if not ids:
         return 0, 0
+    conn.execute(FOLD, {"ids": ids})
     history = len(conn.execute(HISTORY, {"ids": ids}).all())
     return len(conn.execute(MEMORIES, {"ids": ids}).all()), history

@@ -238,3 +238,24 @@ def test_a_forgotten_fact_never_comes_back(world: World, scope: str, state: str,
     assert TEA in kept
     if replay == "late":
         assert LATE in kept
+
+
+def test_members_written_before_provenance_leave_their_turns_to_the_survivor(
+        world: World) -> None:
+    """Members with no recorded sources (written before issue 24) add nothing to the kept
+    member's union; HISTORY_RETENTION_DAYS then deletes them. Retention moves their turns
+    (their extraction window) to the survivor first, so forgetting it still covers them."""
+    w = world
+    case = _build(w, "consolidated")
+    _q(w.engine, "UPDATE engine.companion_memories SET source_seqs = NULL WHERE user_id = :u",
+       u=case.user)
+    _q(w.engine, "UPDATE engine.companion_memories SET replaced_at = now() - interval"
+                 " '2 days' WHERE user_id = :u AND status <> 'current'", u=case.user)
+    assert retention.apply(w.engine, w.settings)["companion_memories"] == 1
+    (survivor,) = _q(w.engine, "SELECT id, source_seqs, source_fallback FROM"
+                               " engine.companion_memories WHERE user_id = :u AND content = :c",
+                     u=case.user, c=FACT)
+    assert len(survivor.source_seqs) == 4 and survivor.source_fallback  # both windows
+    assert forget.forget_memory(w.engine, survivor.id)["erased_turns"] == 4
+    _replay(w, "force", case)
+    assert _fact_memories(w, case.user) == set()
