@@ -54,7 +54,7 @@ from eros.db.engine import get_replica_engine, make_engine
 from eros.recall import recall_by_vector
 from eros.services import read_route
 from eros.settings import Settings, load_settings
-from tests.support.topology import streaming_replica
+from tests.support.topology import replica_heartbeat, streaming_replica
 
 ROOT = Path(__file__).resolve().parent
 MODES = ("primary", "replica")
@@ -181,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
             cluster_heavy(engine, base_cfg, [pop.user_ids[u] for u in range(len(heavy))])
             info["warmed_mb"] = warm(engine)
             print("starting the streaming replica …", flush=True)
-            with streaming_replica(server_url) as replica:
+            # the primary's replica heartbeat, as beat writes it in production (issue 32)
+            with streaming_replica(server_url) as replica, replica_heartbeat(primary_url):
                 configs = {"primary": base_cfg, "replica": base_cfg.model_copy(update={
                     "database_replica_url": replica.url(DB)})}
                 read_route.forget_failures()

@@ -25,6 +25,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     Numeric,
+    SmallInteger,
     Table,
     Text,
     event,
@@ -397,4 +398,13 @@ relabel_progress = Table(
     _now("started_at"),
     _now("updated_at"),
     Column("done_at", DateTime(timezone=True), nullable=True),
+)
+
+#: the replica heartbeat (0024, issue 32): one row the primary's beat updates every
+#: RECALL_REPLICA_HEARTBEAT_SECS; its age on a replica is how far behind the replica is.
+replica_heartbeat = Table(
+    "replica_heartbeat", metadata,
+    Column("id", SmallInteger, primary_key=True, autoincrement=False),
+    _now("beat_at"),
+    CheckConstraint("id = 1", name="ck_replica_heartbeat_one_row"),
 )

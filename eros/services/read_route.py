@@ -82,7 +82,7 @@ class ReadRoute:
 
     def _caught_up(self, conn: Connection) -> bool:
         self._decided = True
-        lag = replica_lag_ms(conn)
+        lag = replica_lag_ms(conn, self._settings.recall_replica_heartbeat_secs)
         if lag <= self._settings.recall_max_replica_lag_ms:
             return True
         self._fall_back("lag")

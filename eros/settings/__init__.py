@@ -180,6 +180,11 @@ class Settings(RecallSettings, ConsolidationSettings):
     #: recall reads the primary instead of DATABASE_REPLICA_URL while the replica's replay lag
     #: is above this many milliseconds (eros_recall_replica_fallbacks_total{reason="lag"}).
     recall_max_replica_lag_ms: int = Field(default=5000, ge=0)
+    #: the primary's beat writes engine.replica_heartbeat this often (when
+    #: DATABASE_REPLICA_URL is set); a replica whose heartbeat is more than two periods old
+    #: counts as lagging by the excess, so a disconnected WAL receiver cannot look caught up
+    #: (issue 32). 0 = no heartbeat: the replay-lag reading alone.
+    recall_replica_heartbeat_secs: float = Field(default=1.0, ge=0, le=60)
     #: Prometheus metrics port of a worker's main process (0 = off).
     eros_metrics_port: int = Field(default=0, ge=0, le=65535)
     #: the memory ledger's login token (``eros ledger``, docs/ledger.md); unset: a random one

@@ -86,6 +86,15 @@ def create_app(settings: Settings) -> Celery:
         worker_hijack_root_logger=True,
         # beat records a heartbeat each loop for `eros health --beat`
         beat_scheduler="eros.tasks.beat:HeartbeatScheduler",
-        beat_max_loop_interval=min(30, settings.dreaming_tick_secs),
+        beat_max_loop_interval=_beat_loop_secs(settings),
     )
     return app
+
+
+def _beat_loop_secs(settings: Settings) -> float:
+    """Beat wakes at least this often: for its Redis heartbeat, and every
+    RECALL_REPLICA_HEARTBEAT_SECS for the replica heartbeat when a replica is configured."""
+    loop = float(min(30, settings.dreaming_tick_secs))
+    if settings.database_replica_url and settings.recall_replica_heartbeat_secs > 0:
+        loop = min(loop, settings.recall_replica_heartbeat_secs)
+    return loop

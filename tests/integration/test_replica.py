@@ -1,5 +1,7 @@
 """Recall from a real streaming read replica (issue 27): served by the replica while it keeps
-up, by the primary — and counted — when it lags or dies, answering throughout.
+up, by the primary — and counted — when it lags or dies, answering throughout; and (issue 32)
+when its WAL receiver is disconnected: received = replayed then, so the replay reading says 0,
+but the primary's heartbeat stops arriving and recall goes back to the primary.
 
 The replica is ``pg_basebackup -R`` of the test server, started on its own port and socket.
 """
@@ -17,12 +19,13 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from eros.db.engine import get_replica_engine
+from eros.db.replica_sql import replica_lag_ms
 from eros.providers import make_embedder
 from eros.services import read_route
 from eros.services.recall import recall
 from eros.settings import Settings, load_settings
 from tests.support.services import TemplateDatabases
-from tests.support.topology import Replica, streaming_replica
+from tests.support.topology import Replica, replica_heartbeat, streaming_replica
 
 #: generous: the recall's own budget, which a fallback must stay inside
 STATEMENT_MS = 3000
@@ -48,7 +51,8 @@ USER = uuid.uuid4()
 
 @pytest.fixture(scope="module")
 def replica(pg_server_url: str, primary_url: str) -> Iterator[Replica]:
-    with streaming_replica(pg_server_url) as running:
+    # the primary's replica heartbeat runs throughout, as beat runs it in production
+    with streaming_replica(pg_server_url) as running, replica_heartbeat(primary_url):
         yield running
 
 
@@ -188,3 +192,63 @@ def test_the_replica_killed_mid_run_recall_keeps_answering_from_the_primary(
     assert {source for source, _, _ in after} == {"primary"}
     assert max(ms for _, _, ms in answers) < STATEMENT_MS
     assert _fallbacks("down") >= down + len(after)
+
+
+def test_a_replica_cut_off_from_its_primary_is_not_caught_up(
+        primary_url: str, replica: Replica) -> None:
+    """Issue 32: recall kept reading a frozen replica and returned memories already erased on
+    the primary. Streaming is stopped on the real replica (its primary_conninfo emptied and
+    reloaded: the WAL receiver exits); a memory is then erased on the primary."""
+    database = str(make_url(primary_url).database)
+    settings = _settings(primary_url, replica, recall_max_replica_lag_ms=500)
+    primary = create_engine(primary_url)
+    other = uuid.uuid4()
+    with primary.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO engine.companion_memories (user_id, content, category, embedding)"
+            " SELECT CAST(:u AS uuid), 'Goes to jazz bars', 'fact',"
+            " (SELECT CAST(array_agg(random()) AS vector) FROM generate_series(1, 512))"),
+            {"u": str(other)})
+    _wait_replayed(primary, replica, database)
+    read_route.forget_failures()
+    embedder = make_embedder(settings)
+    first = recall(primary, embedder, other, "jazz", settings=settings)
+    assert first.source == "replica" and len(first.memories) == 1
+    admin = create_engine(replica.url(database), isolation_level="AUTOCOMMIT", pool_size=1)
+    with admin.connect() as conn:
+        conninfo = conn.execute(text("SHOW primary_conninfo")).scalar_one()
+        conn.execute(text("ALTER SYSTEM SET primary_conninfo = ''"))
+        conn.execute(text("SELECT pg_reload_conf()"))
+    try:
+        def receiving() -> bool:
+            with admin.connect() as conn:
+                return bool(conn.execute(text(
+                    "SELECT count(*) FROM pg_stat_wal_receiver")).scalar_one())
+        deadline = time.monotonic() + 30
+        while receiving():
+            assert time.monotonic() < deadline, "the WAL receiver did not stop"
+            time.sleep(0.05)
+        with primary.begin() as conn:  # erased on the primary; the replica never hears of it
+            conn.execute(text("DELETE FROM engine.companion_memories WHERE user_id = :u"),
+                         {"u": other})
+        with admin.connect() as conn:
+            # the old reading: nothing received but not replayed, so "caught up"
+            assert replica_lag_ms(conn) == 0.0
+            deadline = time.monotonic() + 30
+            while replica_lag_ms(conn, settings.recall_replica_heartbeat_secs) <= 500:
+                assert time.monotonic() < deadline, "the heartbeat never went overdue"
+                time.sleep(0.1)
+        lagging = _fallbacks("lag")
+        result = recall(primary, embedder, other, "jazz", settings=settings)
+        assert result.source == "primary" and result.memories == []
+        assert _fallbacks("lag") == lagging + 1
+    finally:
+        with admin.connect() as conn:
+            quoted = "'" + str(conninfo).replace("'", "''") + "'"  # no bind parameters here
+            conn.execute(text(f"ALTER SYSTEM SET primary_conninfo = {quoted}"))
+            conn.execute(text("SELECT pg_reload_conf()"))
+        admin.dispose()
+    _wait_replayed(primary, replica, database)  # streaming again, for later tests
+    with admin.connect() as conn:
+        assert replica_lag_ms(conn, settings.recall_replica_heartbeat_secs) <= 500
+    primary.dispose()

@@ -219,3 +219,35 @@ def streaming_replica(server_url: str) -> Iterator[Replica]:
         with contextlib.suppress(Exception):
             replica.pg_ctl("-w", "-m", "immediate", "stop", timeout=30)
         shutil.rmtree(datadir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def replica_heartbeat(primary_url: str, every: float = 1.0) -> Iterator[None]:
+    """The primary's replica heartbeat while the block runs, written as beat writes it
+    (:func:`eros.db.replica_sql.beat` every ``every`` seconds) from a thread."""
+    import threading
+
+    from sqlalchemy import create_engine
+
+    from eros.db import replica_sql
+
+    engine = create_engine(primary_url, pool_size=1)
+    stop = threading.Event()
+
+    def run() -> None:
+        while True:
+            with engine.begin() as conn:
+                replica_sql.beat(conn)
+            if stop.wait(every):
+                return
+
+    with engine.begin() as conn:  # the first beat before the block starts
+        replica_sql.beat(conn)
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+        engine.dispose()
