@@ -101,7 +101,7 @@ def test_the_celery_task_returns_json(db_url: str, engine: Engine,
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["ok"]["strategy"] == "composite" and len(out["ok"]["memories"]) == 2
     assert "\n\nAbout the user:\n- “lives in Shanghai" in out["ok"]["prompt"]
-    assert "not a UUID" in out["bad"]["error"]
+    assert out["bad"]["error"] == "user_id: must be a UUID"
 
 
 def test_cluster_one_user_then_every_due_user_then_drop(cli: Cli, engine: Engine,
