@@ -36,14 +36,8 @@ from eros.db import forget_sql
 
 FIND = text("SELECT user_id FROM engine.chat_sessions WHERE id = :session_id")
 
-MARK_READ = text("""
-UPDATE engine.chat_sessions AS s
-   SET classified_at = now(), classification_claimed_at = NULL, claim_token = NULL,
-       next_attempt_at = NULL, attempts = 0, dead_lettered_at = NULL,
-       classified_through_seq = GREATEST(s.classified_through_seq, s.last_seq),
-       erased_through_seq = GREATEST(s.erased_through_seq, s.last_seq),
-       outcome = 'forgotten', outcome_at = now(), memory_count = 0, last_error = NULL
- WHERE s.id = :session_id
+# "read through the last turn", as forget_user marks its sessions (forget_sql.MARK_READ_SET)
+MARK_READ = text(forget_sql.MARK_READ_SET + """ WHERE s.id = :session_id
 RETURNING s.id
 """)
 

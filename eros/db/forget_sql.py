@@ -51,14 +51,15 @@ LOCK_SESSIONS = text(f"SELECT id FROM engine.chat_sessions WHERE {_SCOPE} ORDER 
 # the chat_messages trigger and are learned as usual.
 # last_seq is the session's newest seq, kept by the seq trigger under the session row lock
 # (0009), so it is exact here and re-read after any lock wait.
-MARK_READ = text("""
+MARK_READ_SET = """
 UPDATE engine.chat_sessions AS s
    SET classified_at = now(), classification_claimed_at = NULL, claim_token = NULL,
        next_attempt_at = NULL, attempts = 0, dead_lettered_at = NULL,
        classified_through_seq = GREATEST(s.classified_through_seq, s.last_seq),
        erased_through_seq = GREATEST(s.erased_through_seq, s.last_seq),
        outcome = 'forgotten', outcome_at = now(), memory_count = 0, last_error = NULL
- WHERE s.user_id = :user_id
+"""
+MARK_READ = text(MARK_READ_SET + """ WHERE s.user_id = :user_id
    AND (CAST(:instance_id AS uuid) IS NULL OR s.instance_id = CAST(:instance_id AS uuid))
 RETURNING s.id
 """)

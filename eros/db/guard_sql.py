@@ -96,19 +96,7 @@ def screenable_memories(engine: Engine, *, batch: int = 500) -> Iterator[list[St
     a time (keyset pagination): current rows, merged and superseded ones (recall's
     ``include_replaced`` shows them, forget's restore step makes them current) and any status
     added later (an unscreened row) — everything but what is already quarantined (issue 30)."""
-    after = uuid.UUID(int=0)
-    while True:
-        with engine.connect() as conn:
-            rows = conn.execute(text(
-                "SELECT id, content, embedding_model, embedding::real[] AS embedding"
-                " FROM engine.companion_memories WHERE status <> 'quarantined' AND id > :after"
-                " ORDER BY id LIMIT :n"), {"after": after, "n": batch}).all()
-        if not rows:
-            return
-        yield [StoredMemory(r.id, r.content, r.embedding_model,
-                            list(r.embedding) if r.embedding is not None else None)
-               for r in rows]
-        after = rows[-1].id
+    return _memories_where(engine, "status <> 'quarantined'", batch)
 
 
 def quarantine(conn: Connection, ids_reasons: Sequence[tuple[uuid.UUID, dict[str, str]]]
@@ -143,19 +131,7 @@ def restore(conn: Connection, memory_id: uuid.UUID) -> bool:
 def unscreened_memories(engine: Engine, *, batch: int = 500) -> Iterator[list[StoredMemory]]:
     """Every ``unscreened`` memory (written while the meaning layer had no model), in id
     order, a batch at a time."""
-    after = uuid.UUID(int=0)
-    while True:
-        with engine.connect() as conn:
-            rows = conn.execute(text(
-                "SELECT id, content, embedding_model, embedding::real[] AS embedding"
-                " FROM engine.companion_memories WHERE status = 'unscreened' AND id > :after"
-                " ORDER BY id LIMIT :n"), {"after": after, "n": batch}).all()
-        if not rows:
-            return
-        yield [StoredMemory(r.id, r.content, r.embedding_model,
-                            list(r.embedding) if r.embedding is not None else None)
-               for r in rows]
-        after = rows[-1].id
+    return _memories_where(engine, "status = 'unscreened'", batch)
 
 
 def settle_unscreened(conn: Connection, keep: Sequence[uuid.UUID],
@@ -188,3 +164,22 @@ def _json(value: dict[str, str]) -> str:
     import json
 
     return json.dumps(value)
+
+
+def _memories_where(engine: Engine, status_filter: str, batch: int
+                    ) -> Iterator[list[StoredMemory]]:
+    """The memories whose status matches ``status_filter`` (a constant SQL predicate, never
+    input), in id order, a batch at a time (keyset pagination, a short read per batch)."""
+    after = uuid.UUID(int=0)
+    while True:
+        with engine.connect() as conn:
+            rows = conn.execute(text(
+                "SELECT id, content, embedding_model, embedding::real[] AS embedding"
+                f" FROM engine.companion_memories WHERE {status_filter} AND id > :after"
+                " ORDER BY id LIMIT :n"), {"after": after, "n": batch}).all()
+        if not rows:
+            return
+        yield [StoredMemory(r.id, r.content, r.embedding_model,
+                            list(r.embedding) if r.embedding is not None else None)
+               for r in rows]
+        after = rows[-1].id

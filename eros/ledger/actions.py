@@ -40,9 +40,15 @@ async def _erase(request: Request, what: svc.Erasure, target: uuid.UUID,
     return _done(owner, result)
 
 
-async def _act(request: Request) -> dict[str, str] | Response:
+async def _act(request: Request, action: svc.Action, user_id: uuid.UUID | None,
+               object_id: uuid.UUID | None = None) -> dict[str, str] | Response:
+    """The POST's form once its CSRF token checks out, the action recorded in the access log
+    before it is carried out (no record, no action); a 403 page otherwise."""
     fields = await require_csrf(request)
-    return error(request, 403, CSRF_MISSING) if fields is None else fields
+    if fields is None:
+        return error(request, 403, CSRF_MISSING)
+    await run_in_threadpool(svc.log_access, ctx(request).engine, action, user_id, object_id)
+    return fields
 
 
 async def forget_memory(request: Request) -> Response:
@@ -55,10 +61,9 @@ async def forget_memory(request: Request) -> Response:
                         "or superseded, and what was derived from it)? Its source turns are "
                         "never extracted again.", "Forget the memory",
                         back=f"/memories/{memory_id}" if owner else "/")
-    fields = await _act(request)
+    fields = await _act(request, "forget_memory", owner, memory_id)
     if isinstance(fields, Response):
         return fields
-    await run_in_threadpool(svc.log_access, c.engine, "forget_memory", owner, memory_id)
     return await _erase(request, "memory", memory_id, owner)
 
 
@@ -71,16 +76,14 @@ async def forget_message(request: Request) -> Response:
                         f"Permanently erase chat message {message_id} and every memory derived "
                         "from it, each with its lineage?", "Forget the message",
                         back=f"/users/{owner}" if owner else "/")
-    fields = await _act(request)
+    fields = await _act(request, "forget_message", owner, message_id)
     if isinstance(fields, Response):
         return fields
-    await run_in_threadpool(svc.log_access, c.engine, "forget_message", owner, message_id)
     return await _erase(request, "message", message_id, owner)
 
 
 async def forget_user(request: Request) -> Response:
     user_id: uuid.UUID = request.path_params["user_id"]
-    c = ctx(request)
     if request.method == "GET":
         return _confirm(request, "Forget this user",
                         f"Permanently forget everything eros keeps about user {user_id}: every "
@@ -89,10 +92,9 @@ async def forget_user(request: Request) -> Response:
                         option=("sessions", "Also delete the chat sessions and messages "
                                             "(otherwise they are kept and never extracted "
                                             "again)"))
-    fields = await _act(request)
+    fields = await _act(request, "forget_user", user_id)
     if isinstance(fields, Response):
         return fields
-    await run_in_threadpool(svc.log_access, c.engine, "forget_user", user_id)
     return await _erase(request, "user", user_id, user_id,
                         sessions=fields.get("sessions") == "on")
 
@@ -107,10 +109,9 @@ async def restore(request: Request) -> Response:
         return _confirm(request, "Restore this memory",
                         f"Make quarantined memory {memory_id} current again? Recall will "
                         "return it.", "Restore the memory", back=f"/memories/{memory_id}")
-    fields = await _act(request)
+    fields = await _act(request, "restore", owner, memory_id)
     if isinstance(fields, Response):
         return fields
-    await run_in_threadpool(svc.log_access, c.engine, "restore", owner, memory_id)
     if not await run_in_threadpool(svc.restore_quarantined, c.engine, memory_id):
         return error(request, 409, f"Memory {memory_id} is not quarantined.")
     return RedirectResponse(f"/memories/{memory_id}", status_code=303)
@@ -125,10 +126,9 @@ async def export(request: Request) -> Response:
                         "document (eros-export/2, docs/export.md)?", "Download",
                         back=f"/users/{user_id}",
                         option=("with_messages", "Include the chat messages' texts"))
-    fields = await _act(request)
+    fields = await _act(request, "export", user_id)
     if isinstance(fields, Response):
         return fields
-    await run_in_threadpool(svc.log_access, c.engine, "export", user_id)
     # spooled: memory stays flat for a big user (the file it spills to is the owner's only)
     out = tempfile.SpooledTemporaryFile(  # noqa: SIM115 (closed by the stream)
         max_size=8 << 20, mode="w+", encoding="utf-8")

@@ -65,7 +65,7 @@ def world(templates: TemplateDatabases, redis_base: str) -> Iterator[tuple[str, 
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
     env.update(DATABASE_URL=url, REDIS_URL=redis_base + "/1", EROS_LEDGER_TOKEN=TOKEN,
                EROS_PROVIDERS="offline", EROS_OFFLINE_EMBEDDER="hash", EMBEDDING_DIM="512",
-               EROS_EMBEDDED="never", EROS_DATA_DIR=data, MEMORY_GUARD_CLASSIFIER="off")
+               EROS_EMBEDDED="never", EROS_DATA_DIR=data)
     log = open(os.path.join(data, "server.log"), "w+")  # noqa: SIM115
     proc = subprocess.Popen([sys.executable, "-m", "eros", "--debug", "ledger", "--port",
                              str(port)],
