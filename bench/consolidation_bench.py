@@ -58,6 +58,7 @@ from eros.providers.offline.heuristic import offline_consolidation_reply
 from eros.services import recall_cells
 from eros.services.consolidate import ConsolidationReport, Consolidator, consolidate
 from eros.services.consolidation_read import PAGE, choose_search, search_pairs
+from eros.services.guard_training import ensure_model
 from eros.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent
@@ -215,6 +216,9 @@ def scenario(engine: Engine, url: str, c: Consolidator, size: int, *, old: bool,
     directly, so the incremental pass still meets a user with no backlog."""
     s = c.settings
     user, build_secs = _fresh_user(engine, url, size, seed)
+    # what `eros migrate` does on a deploy: the guard's meaning model for the embedder, made
+    # ahead of the passes (without it the passes hold every canonical text back, unscreened)
+    ensure_model(c.settings, engine, c.embedder)
     out: dict[str, Any] = {"size": size, "hnsw_build_secs": build_secs, "full": full}
     if size >= s.recall_cell_min_rows:  # a heavy user is cut into recall cells, as beat does
         clustered = recall_cells.cluster_user(engine, s, user)

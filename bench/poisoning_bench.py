@@ -56,6 +56,7 @@ from eros.providers.offline.e5 import e5_available
 from eros.services.classify import Pipeline
 from eros.services.consolidate import Consolidator
 from eros.services.guard_model import meaning_model
+from eros.services.guard_training import ensure_model
 from eros.settings import load_settings
 from tests.redteam.corpus import HELDOUT, Case, heldout_corpus, main_corpus
 from tests.redteam.harness import (
@@ -186,7 +187,9 @@ def run(url: str, embedder_kind: str = "e5",
         pipeline = Pipeline(settings, engine, llm, embedder, load_prompt())
         consolidator = Consolidator(settings, engine, llm, embedder,
                                     load_consolidation_prompt())
-        # train (or load) the meaning layer before anything is counted or timed
+        # the meaning model made ahead, as `eros migrate` does on a deploy (a task only looks
+        # it up), before anything is counted or timed
+        ensure_model(settings, engine, embedder)
         layer = meaning_model(settings, engine, embedder)
         rows: list[Row] = []
         extra: dict[str, Any] = {"lost": {}, "breakdown": {}, "embedder": embedder.name,
