@@ -1,0 +1,26 @@
+"""The held-out implicit-recall check (bench/implicit_data.py) is what its script writes, loads
+as a suite, and every question's evidence is an observation citing the confided turn."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.implicit_data import OUT, build
+from eros.core.evaluation.suite import load_suite_text
+
+
+def test_the_committed_suite_is_what_the_script_writes() -> None:
+    assert json.loads(Path(OUT).read_text(encoding="utf-8")) == build()
+
+
+def test_every_remark_cites_a_confided_turn_with_its_observation() -> None:
+    suite = load_suite_text(Path(OUT).read_text(encoding="utf-8"))
+    assert len(suite.questions) == 36
+    turns = {t.id: t.content for u in suite.users for s in u.sessions for t in s.turns}
+    cited = {tid: o.text for u in suite.users for s in u.sessions for o in s.observations
+             for tid in o.turns}
+    for q in suite.questions:
+        (tid,) = q.evidence_turns
+        assert cited[tid] == q.evidence[0]
+        assert q.question not in turns[tid]
