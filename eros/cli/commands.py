@@ -125,16 +125,18 @@ def worker(celery_args: tuple[str, ...]) -> None:
 def beat(celery_args: tuple[str, ...]) -> None:
     """Run Celery beat: `celery -A eros.worker beat CELERY_ARGS...`.
 
-    Needs DATABASE_URL and REDIS_URL (and BROKER_URL for RabbitMQ). Run exactly one beat per
-    deployment (two double every tick; that is harmless here because the claim uses SKIP
-    LOCKED, but wasteful). The schedule
-    state file defaults to the eros data directory instead of the current directory; pass
-    `--schedule PATH` to choose.
+    Needs REDIS_URL (and BROKER_URL for RabbitMQ). With DATABASE_REPLICA_URL set (and
+    RECALL_REPLICA_HEARTBEAT_SECS > 0) beat also writes the replica heartbeat to the primary,
+    so it needs DATABASE_URL too, and the same RECALL_REPLICA_HEARTBEAT_SECS as the processes
+    that recall: without it every recall reads the primary (reason="lag"). Run exactly one
+    beat per deployment (two double every tick; that is harmless here because the claim uses
+    SKIP LOCKED, but wasteful). The schedule state file defaults to the eros data directory
+    instead of the current directory; pass `--schedule PATH` to choose.
     """
     from eros.devstack.embedded import data_dir
 
     settings = load_settings()
-    _checked(settings, need_db=False)
+    _checked(settings, need_db=settings.replica_heartbeat_on)
     args = list(celery_args)
     if not any(a in ("-s", "--schedule") or a.startswith("--schedule=") for a in args):
         args += ["--schedule", str(data_dir() / "celerybeat-schedule")]

@@ -183,7 +183,11 @@ class Settings(RecallSettings, ConsolidationSettings):
     #: the primary's beat writes engine.replica_heartbeat this often (when
     #: DATABASE_REPLICA_URL is set); a replica whose heartbeat is more than two periods old
     #: counts as lagging by the excess, so a disconnected WAL receiver cannot look caught up
-    #: (issue 32). 0 = no heartbeat: the replay-lag reading alone.
+    #: (issue 32). 0 = no heartbeat: the replay-lag reading alone. With a replica it must be
+    #: at most half of RECALL_MAX_REPLICA_LAG_MS (checked at start): a frozen replica is left
+    #: after its heartbeat is RECALL_MAX_REPLICA_LAG_MS + two periods old, so a longer period
+    #: would stretch the promised bound by more than itself. Beat and every process that
+    #: recalls must use the same value (the reader assumes the writer's period).
     recall_replica_heartbeat_secs: float = Field(default=1.0, ge=0, le=60)
     #: Prometheus metrics port of a worker's main process (0 = off).
     eros_metrics_port: int = Field(default=0, ge=0, le=65535)
@@ -283,6 +287,16 @@ class Settings(RecallSettings, ConsolidationSettings):
         if self.dreaming_claim_stale_secs * 2 >= self.eros_visibility_timeout_secs:
             raise ValueError(
                 "EROS_VISIBILITY_TIMEOUT_SECS must be more than twice DREAMING_CLAIM_STALE_SECS")
+        heartbeat_ms = self.recall_replica_heartbeat_secs * 1000
+        if self.database_replica_url and heartbeat_ms > 0 and (
+                2 * heartbeat_ms > self.recall_max_replica_lag_ms):
+            raise ValueError(
+                f"RECALL_REPLICA_HEARTBEAT_SECS ({self.recall_replica_heartbeat_secs:g}) must be "
+                f"at most half of RECALL_MAX_REPLICA_LAG_MS ({self.recall_max_replica_lag_ms} ms)"
+                " when DATABASE_REPLICA_URL is set: a replica cut off from its primary is only "
+                "noticed once its heartbeat is two periods overdue, so a longer period lets "
+                "recall read it for longer than the lag it promises (shorten the heartbeat, "
+                "raise the lag, or set RECALL_REPLICA_HEARTBEAT_SECS=0 to go without it)")
         if self.eros_providers == "live" and not (self.openrouter_api_key and self.voyage_api_key):
             missing = "OPENROUTER_API_KEY" if not self.openrouter_api_key else "VOYAGE_API_KEY"
             raise ValueError(f"EROS_PROVIDERS=live needs {missing}")
@@ -299,6 +313,12 @@ class Settings(RecallSettings, ConsolidationSettings):
     def channels(self) -> frozenset[str]:
         """DREAMING_CHANNELS as a set."""
         return frozenset(self.dreaming_channels.split(","))
+
+    @property
+    def replica_heartbeat_on(self) -> bool:
+        """Beat writes the replica heartbeat and recall reads it: a replica is configured and
+        RECALL_REPLICA_HEARTBEAT_SECS > 0."""
+        return bool(self.database_replica_url) and self.recall_replica_heartbeat_secs > 0
 
     @property
     def llm_is_offline(self) -> bool:

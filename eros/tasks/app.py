@@ -95,6 +95,6 @@ def _beat_loop_secs(settings: Settings) -> float:
     """Beat wakes at least this often: for its Redis heartbeat, and every
     RECALL_REPLICA_HEARTBEAT_SECS for the replica heartbeat when a replica is configured."""
     loop = float(min(30, settings.dreaming_tick_secs))
-    if settings.database_replica_url and settings.recall_replica_heartbeat_secs > 0:
+    if settings.replica_heartbeat_on:
         loop = min(loop, settings.recall_replica_heartbeat_secs)
     return loop

@@ -27,6 +27,16 @@ class HeartbeatScheduler(PersistentScheduler):  # type: ignore[misc]
     _client: redis.Redis | None = None
     _replica_beat_at: float = 0.0
 
+    def setup_schedule(self) -> None:
+        """Celery's set-up, then the replica heartbeat's start-up check: it is written to the
+        primary, so DATABASE_URL is required when it is on (a ConfigError naming it)."""
+        super().setup_schedule()
+        settings = self.app.eros_settings
+        if settings.replica_heartbeat_on:
+            settings.require_database_url()
+            log.info("replica heartbeat: engine.replica_heartbeat on the primary every %gs"
+                     " (DATABASE_REPLICA_URL is set)", settings.recall_replica_heartbeat_secs)
+
     def tick(self, *args: Any, **kwargs: Any) -> float:
         interval: float = super().tick(*args, **kwargs)
         self._replica_heartbeat()
@@ -46,7 +56,7 @@ class HeartbeatScheduler(PersistentScheduler):  # type: ignore[misc]
         settings = self.app.eros_settings
         every = settings.recall_replica_heartbeat_secs
         now = time.monotonic()
-        if not settings.database_replica_url or every <= 0 or now - self._replica_beat_at < every:
+        if not settings.replica_heartbeat_on or now - self._replica_beat_at < every:
             return
         self._replica_beat_at = now
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -235,3 +236,18 @@ def test_worker_and_beat_pass_options_through_to_celery(cli: Cli, redis_url: str
     result = cli(command, "--", "--help", env={"REDIS_URL": redis_url})
     assert result.code == 0, result.err
     assert ("--concurrency" if command == "worker" else "--schedule") in result.out
+
+
+def test_beat_with_a_replica_needs_the_primary_and_a_heartbeat_that_fits(
+        cli: Cli, cli_env: Callable[..., dict[str, str]], redis_url: str, db_url: str) -> None:
+    """With DATABASE_REPLICA_URL beat writes the replica heartbeat to DATABASE_URL: without it
+    `eros beat` stops before Celery starts, naming it; and a heartbeat period over half the
+    allowed lag is refused naming both variables (issue 32)."""
+    replica = {"REDIS_URL": redis_url, "DATABASE_REPLICA_URL": db_url}
+    result = run_cli(cli_env(**replica), "beat")  # no DATABASE_URL
+    assert result.code == 1 and "DATABASE_URL is not set" in result.err, result.err
+    assert "Traceback" not in result.err
+    result = cli("beat", env={**replica, "RECALL_REPLICA_HEARTBEAT_SECS": "5"})
+    assert result.code == 1 and "Traceback" not in result.err
+    assert "RECALL_REPLICA_HEARTBEAT_SECS (5)" in result.err
+    assert "RECALL_MAX_REPLICA_LAG_MS (5000 ms)" in result.err

@@ -151,6 +151,29 @@ def test_visibility_timeout_must_exceed_twice_the_claim(monkeypatch: pytest.Monk
     assert load_settings().eros_visibility_timeout_secs == 1201
 
 
+def test_the_replica_heartbeat_must_fit_twice_in_the_lag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replica cut off from its primary is noticed once its heartbeat is two periods overdue
+    and then by RECALL_MAX_REPLICA_LAG_MS: a period above half the lag stretches the promise."""
+    replica = {"DATABASE_REPLICA_URL": "postgresql://replica/db"}
+    message = fails(monkeypatch, **replica, RECALL_REPLICA_HEARTBEAT_SECS="3",
+                    RECALL_MAX_REPLICA_LAG_MS="5000")
+    assert "RECALL_REPLICA_HEARTBEAT_SECS (3)" in message
+    assert "RECALL_MAX_REPLICA_LAG_MS (5000 ms)" in message
+    assert "RECALL_REPLICA_HEARTBEAT_SECS (1)" in fails(
+        monkeypatch, RECALL_REPLICA_HEARTBEAT_SECS="1", RECALL_MAX_REPLICA_LAG_MS="1999")
+    monkeypatch.setenv("RECALL_MAX_REPLICA_LAG_MS", "2000")  # exactly two periods: accepted
+    assert load_settings().recall_max_replica_lag_ms == 2000
+    monkeypatch.setenv("RECALL_MAX_REPLICA_LAG_MS", "0")  # no heartbeat: nothing to fit
+    monkeypatch.setenv("RECALL_REPLICA_HEARTBEAT_SECS", "0")
+    assert load_settings().recall_replica_heartbeat_secs == 0
+    monkeypatch.delenv("DATABASE_REPLICA_URL")  # no replica: neither setting is used
+    monkeypatch.setenv("RECALL_REPLICA_HEARTBEAT_SECS", "60")
+    assert load_settings().recall_replica_heartbeat_secs == 60
+    monkeypatch.delenv("RECALL_REPLICA_HEARTBEAT_SECS")  # the shipped defaults fit: 1 s, 5 s
+    monkeypatch.delenv("RECALL_MAX_REPLICA_LAG_MS")
+    assert load_settings(database_replica_url="postgresql://replica/db").database_replica_url
+
+
 @pytest.mark.parametrize(("keys", "missing"), [
     ({}, "OPENROUTER_API_KEY"),
     ({"VOYAGE_API_KEY": "v"}, "OPENROUTER_API_KEY"),
