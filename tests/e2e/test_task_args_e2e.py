@@ -1,10 +1,12 @@
 """Strict task arguments through the real broker and a real worker (issue 32).
 
-A JSON client sends every task with strings, numbers and nulls where booleans, ids and counts
-belong. Each message is refused — recorded in the dead letter (``engine.rejected_tasks``, by
-message id), answered with an error naming the argument (for the tasks that keep results) —
-and the database is byte-for-byte what it was: nothing deleted, claimed, classified,
-consolidated or clustered. The review's reproductions come first: ``eros.forget_user(user,
+A JSON client sends every task the worker registered (the test asks the real worker which
+those are, so a new task without malformed variants here fails it) with strings, numbers and
+nulls where booleans, ids, counts and labels belong. Each message is refused — recorded in the
+dead letter (``engine.rejected_tasks``, by message id), counted in
+``eros_tasks_rejected_total{task}`` as the worker serves it, answered with an error naming the
+argument (for the tasks that keep results) — and the database is byte-for-byte what it was:
+nothing deleted, claimed, classified, consolidated, clustered, allowed or relabelled. The review's reproductions come first: ``eros.forget_user(user,
 sessions="false")`` deleted every session and message of the user, and ``eros.recall`` with
 ``include_sensitive="false"`` returned the memory it was asked to leave out. The well-formed
 recalls that follow keep their results seconds, and the user's forget purges them.
@@ -12,13 +14,17 @@ recalls that follow keep their results seconds, and the user's forget purges the
 
 from __future__ import annotations
 
+import socket
+import urllib.request
 import uuid
+from collections import Counter
 from typing import Any
 
 import pytest
 import redis
 from celery import Celery
 from celery.result import AsyncResult
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, text
 
 from tests.e2e.conftest import Starter
@@ -29,7 +35,7 @@ pytestmark = pytest.mark.e2e
 
 #: tasks whose results are kept (the caller waits on them)
 KEEPS_RESULT = {"eros.recall", "eros.forget_user", "eros.forget_memory", "eros.forget_message",
-                "eros.forget_session"}
+                "eros.forget_session", "eros.allow_sensitive", "eros.relabel_sensitivity"}
 
 
 def _seed(engine: Engine) -> dict[str, str]:
@@ -105,6 +111,20 @@ def _messages(s: dict[str, str]) -> list[tuple[str, list[Any], dict[str, Any], s
     out.append(("eros.cluster_memories", ["not-a-uuid"], {}, "user_id"))
     out.append(("eros.apply_retention", [], {"dry_run": "false"}, "dry_run"))
     out.append(("eros.reembed_memories", [], {"model": 3}, "model"))
+    # consent (issue 32): a label is a label or "all" — never a boolean's spelling
+    for v in (0, None, "not-a-uuid"):
+        out.append(("eros.allow_sensitive", [v, "health"], {}, "user_id"))
+    for v in ("true", True, "false", False, "0", 0, None, "Health", "none", ["health"]):
+        out.append(("eros.allow_sensitive", [u], {"label": v}, "label"))
+    out.append(("eros.allow_sensitive", [u], {}, "label"))  # missing
+    out.append(("eros.allow_sensitive", [u, "health"], {"instance_id": p}, "instance_id"))
+    for v in ("5", 5.0, True, None, 0):
+        out.append(("eros.relabel_sensitivity", [v], {}, "batch"))
+    for v in ("1", 1.0, True, 0, "false"):
+        out.append(("eros.relabel_sensitivity", [], {"max_batches": v}, "max_batches"))
+    out.append(("eros.relabel_sensitivity", [], {"dry_run": "false"}, "dry_run"))
+    out.append(("eros.screen_unscreened", [], {"limit": 5}, "limit"))
+    out.append(("eros.screen_unscreened", ["false"], {}, "positional"))
     return out
 
 
@@ -114,15 +134,37 @@ def _rejected(engine: Engine) -> dict[str, tuple[str, str]]:
             "SELECT task_id, task_name, error FROM engine.rejected_tasks"))}
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _rejected_counts(port: int) -> dict[str, float]:
+    """``eros_tasks_rejected_total`` by task, as the worker serves it."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        body = resp.read().decode()
+    return {s.labels["task"]: s.value for fam in text_string_to_metric_families(body)
+            for s in fam.samples if s.name == "eros_tasks_rejected_total"}
+
+
 def test_malformed_messages_are_refused_dead_lettered_and_change_nothing(
         engine: Engine, start_worker: Starter, redis_url: str) -> None:
     seeded = _seed(engine)
     before = _fingerprint(engine)
-    worker = start_worker("w1", concurrency=2)
+    port = _free_port()
+    worker = start_worker("w1", concurrency=2, EROS_METRICS_PORT=str(port))
     client = Celery(broker=redis_url, backend=redis_url)
+    # "a test sends each task": every task the real worker registered is among the messages
+    registered = client.control.inspect(timeout=10).registered() or {}
+    eros_tasks = {t.split(" ")[0] for names in registered.values() for t in names
+                  if t.startswith("eros.")}
+    assert len(eros_tasks) >= 15, registered
+    assert eros_tasks == {task for task, _, _, _ in _messages(seeded)}
 
     def send(task: str, args: list[Any], kwargs: dict[str, Any]) -> AsyncResult:
-        queue = "eros.recall" if task == "eros.recall" else "eros.claim"
+        queue = {"eros.recall": "eros.recall", "eros.relabel_sensitivity": "eros.consolidate",
+                 "eros.screen_unscreened": "eros.consolidate"}.get(task, "eros.claim")
         return client.send_task(task, args=args, kwargs=kwargs, queue=queue)
 
     # the review's reproductions, one at a time
@@ -149,6 +191,12 @@ def test_malformed_messages_are_refused_dead_lettered_and_change_nothing(
             payload = result.get(timeout=30)
             assert payload == {"outcome": "invalid_argument", "error": error}
     assert _fingerprint(engine) == before
+    # one dead-letter row and one count per refused message, by task (the three
+    # reproductions above included)
+    assert len(rejected) == len(sent) + 3
+    wanted = Counter(name for name, _ in rejected.values())
+    wait_until(lambda: _rejected_counts(port) == dict(wanted), timeout=30,
+               message="eros_tasks_rejected_total by task")
     for text_ in ("Lives in Lyon", "Has depression", "music"):
         assert text_ not in worker.log()  # no user text in the refusals' log lines
 
