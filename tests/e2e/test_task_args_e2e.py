@@ -6,10 +6,11 @@ nulls where booleans, ids, counts and labels belong. Each message is refused —
 dead letter (``engine.rejected_tasks``, by message id), counted in
 ``eros_tasks_rejected_total{task}`` as the worker serves it, answered with an error naming the
 argument (for the tasks that keep results) — and the database is byte-for-byte what it was:
-nothing deleted, claimed, classified, consolidated, clustered, allowed or relabelled. The review's reproductions come first: ``eros.forget_user(user,
-sessions="false")`` deleted every session and message of the user, and ``eros.recall`` with
-``include_sensitive="false"`` returned the memory it was asked to leave out. The well-formed
-recalls that follow keep their results seconds, and the user's forget purges them.
+nothing deleted, claimed, classified, consolidated, clustered, allowed or relabelled. The
+review's reproductions come first: ``eros.forget_user(user, sessions="false")`` deleted
+every session and message of the user, and ``eros.recall`` with ``include_sensitive="false"``
+returned the memory it was asked to leave out. The well-formed recalls that follow keep their
+results seconds, and the user's forget purges them.
 """
 
 from __future__ import annotations
