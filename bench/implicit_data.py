@@ -13,8 +13,14 @@ It was written before any fusion weight was chosen and is never tuned on (ENGINE
 a held-out set is written first). It is English only and small (36 questions): a check that
 a fusion keeps what memories win here, not a benchmark. Deterministic.
 
+A second, heavier variant (``implicit_heavy_suite.json``, added before any tuning too, when
+the first showed that 50 turns a user are too few for raw turns to lose): the same
+confidences and remarks, 30 sessions of 10 turns a user — 300 turns, most of them everyday
+talk drawn from templates — as a user months into a companion chat has.
+
 Run: python bench/implicit_data.py   then
      eros eval --suite bench/implicit_suite.json --extractor observations
+     eros eval --suite bench/implicit_heavy_suite.json --extractor observations
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import Any
 
 NS = uuid.UUID("0c1f3a55-8a51-4b8e-9f0e-31a7d1e0c0de")
 OUT = Path(__file__).resolve().parent / "implicit_suite.json"
+HEAVY_OUT = Path(__file__).resolve().parent / "implicit_heavy_suite.json"
 START = datetime(2025, 1, 10, 19, 0, tzinfo=UTC)
 SESSIONS = 10
 GAP_DAYS = 20
@@ -272,6 +279,41 @@ WRAP = [
     "so the meeting ran late and I missed the bus. {text} ok enough about me.",
     "{text} I don't know why I'm telling you this at midnight.",
 ]
+#: the heavy variant's everyday talk: a time, something done, a remark after
+_WHEN = ["This morning", "Last night", "After work", "On Saturday", "Yesterday", "Today",
+         "At lunch", "Earlier", "On the way home", "Over the weekend", "Before dinner",
+         "Around noon"]
+_DID = ["I tried a new recipe with lentils", "I walked to the park", "I fixed the leaking tap",
+        "I called my cousin", "I finished a puzzle", "I repotted the basil",
+        "I went to the farmers market", "I cleaned the fridge", "I watched a documentary "
+        "about whales", "I answered a pile of emails", "I went for a swim at the gym",
+        "I bought new running shoes", "I tidied the garage", "I tried a new coffee shop",
+        "I read half a novel", "I helped a neighbour carry boxes", "I did the laundry",
+        "I sorted old photos", "I cooked a big pot of soup", "I went to a friend's gig",
+        "I practised some chords", "I took the long way home on the bike",
+        "I ordered a new desk lamp", "I met a colleague for a drink",
+        "I rearranged the living room", "I made pancakes", "I went to the library",
+        "I wrote a shopping list", "I watched the football", "I baked cookies"]
+_AFTER = ["and it was nice.", "and then I napped.", "which took longer than expected.",
+          "and now I'm tired.", "so that's done.", "and I'm pretty happy about it.",
+          "but it started raining.", "and I ate too much.", "and I lost track of time.",
+          "and the cat watched me the whole time.", "and the traffic was fine.",
+          "and I listened to a podcast while at it."]
+
+
+def everyday_heavy(name: str, rng: random.Random, n: int) -> list[tuple[str, str | None]]:
+    """``n`` distinct everyday turns, a third of them with a mundane observation."""
+    combos = [(w, d, a) for w in _WHEN for d in _DID for a in _AFTER]
+    rng.shuffle(combos)
+    out: list[tuple[str, str | None]] = []
+    for i, (w, d, a) in enumerate(combos[:n]):
+        obs = None
+        if i % 3 == 0:
+            obs = "{name} " + d.removeprefix("I ").replace("my ", "their ") + "."
+        out.append((f"{w} {d} {a}", obs))
+    return out
+
+
 REPLIES = ["I'm listening, tell me more.", "That sounds like a lot.", "Thanks for telling me.",
            "How did that feel?", "I see.", "Go on."]
 
@@ -280,27 +322,30 @@ def _id(*parts: object) -> str:
     return str(uuid.uuid5(NS, "/".join(str(p) for p in parts)))
 
 
-def build() -> dict[str, Any]:
+def build(*, heavy: bool = False) -> dict[str, Any]:
+    sessions_n, per_session, early = (30, 10, 8) if heavy else (SESSIONS, TURNS_PER_SESSION, 5)
+    gap = 7 if heavy else GAP_DAYS
     rng = random.Random(31)
     users: list[dict[str, Any]] = []
     questions: list[dict[str, Any]] = []
     for u, (name, secrets) in enumerate(USERS):
         everyday = EVERYDAY[:]
         rng.shuffle(everyday)
+        if heavy:
+            everyday = everyday_heavy(name, rng, sessions_n * per_session) + everyday
         # the confidences fall in sessions 1-5 (the first months), at distinct random slots
         slot: dict[tuple[int, int], int] = {}
-        for s in range(5):
-            mine = [i for i in range(len(secrets)) if i * 5 // len(secrets) == s]
-            for i, t in zip(mine, rng.sample(range(TURNS_PER_SESSION), len(mine)),
-                            strict=True):
+        for s in range(early):
+            mine = [i for i in range(len(secrets)) if i * early // len(secrets) == s]
+            for i, t in zip(mine, rng.sample(range(per_session), len(mine)), strict=True):
                 slot[(s, t)] = i
         sessions = []
         nxt = 0
-        for s in range(SESSIONS):
-            at = START + timedelta(days=GAP_DAYS * s + u, hours=rng.randrange(4))
+        for s in range(sessions_n):
+            at = START + timedelta(days=gap * s + u, hours=rng.randrange(4))
             turns: list[dict[str, Any]] = []
             observations: list[dict[str, Any]] = []
-            for t in range(TURNS_PER_SESSION):
+            for t in range(per_session):
                 tid = f"{name}:S{s + 1}:T{t + 1}"
                 secret = slot.get((s, t))
                 if secret is not None:
@@ -329,9 +374,12 @@ def build() -> dict[str, Any]:
         {q["id"] for q in questions}
     if missing:
         raise SystemExit(f"confidences not placed: {sorted(missing)}")
-    return {"name": "eros-implicit-heldout-v1", "users": users, "questions": questions}
+    name = "eros-implicit-heavy-heldout-v1" if heavy else "eros-implicit-heldout-v1"
+    return {"name": name, "users": users, "questions": questions}
 
 
 if __name__ == "__main__":
-    OUT.write_text(json.dumps(build(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {OUT}")
+    for path, heavy in ((OUT, False), (HEAVY_OUT, True)):
+        path.write_text(json.dumps(build(heavy=heavy), ensure_ascii=False, indent=1) + "\n",
+                        encoding="utf-8")
+        print(f"wrote {path}")

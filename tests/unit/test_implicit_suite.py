@@ -6,16 +6,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.implicit_data import OUT, build
+import pytest
+
+from bench.implicit_data import HEAVY_OUT, OUT, build
 from eros.core.evaluation.suite import load_suite_text
 
 
-def test_the_committed_suite_is_what_the_script_writes() -> None:
-    assert json.loads(Path(OUT).read_text(encoding="utf-8")) == build()
+@pytest.mark.parametrize(("path", "heavy"), [(OUT, False), (HEAVY_OUT, True)])
+def test_the_committed_suites_are_what_the_script_writes(path: Path, heavy: bool) -> None:
+    assert json.loads(Path(path).read_text(encoding="utf-8")) == build(heavy=heavy)
 
 
-def test_every_remark_cites_a_confided_turn_with_its_observation() -> None:
-    suite = load_suite_text(Path(OUT).read_text(encoding="utf-8"))
+@pytest.mark.parametrize("path", [OUT, HEAVY_OUT])
+def test_every_remark_cites_a_confided_turn_with_its_observation(path: Path) -> None:
+    suite = load_suite_text(Path(path).read_text(encoding="utf-8"))
     assert len(suite.questions) == 36
     turns = {t.id: t.content for u in suite.users for s in u.sessions for t in s.turns}
     cited = {tid: o.text for u in suite.users for s in u.sessions for o in s.observations
