@@ -102,11 +102,14 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
     idempotent; a classification or consolidation in flight commits nothing. The same as the
     tasks eros.forget_user / eros.forget_memory / eros.forget_message / eros.forget_session.
     Every erasure is recorded in engine.erasure_log (`eros erasures`); one that fails is
-    recorded 'failed' and the command exits 1."""
+    recorded 'failed' and the command exits 1. The user's stored recall results (eros.recall's
+    memories and prompts in REDIS_URL's result backend) are deleted at once too
+    (results_purged)."""
     from eros.cli._common import runtime
     from eros.core.erasure import error_code
     from eros.services import forget as svc
     from eros.services.erasure import Request, record_failed
+    from eros.tasks.results import purge_for_process
 
     if sum(x is not None for x in (user, memory, message, session)) != 1:
         raise click.UsageError("give one of USER, --memory ID, --message ID or --session ID")
@@ -168,10 +171,17 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
             erasure_id = record_failed(rt.engine, request, err)
             raise ErosError(f"the erasure failed ({error_code(err)}); nothing was removed"
                             f" (erasure_log id {erasure_id}); run it again") from None
+        # the user's stored recall results (memories, prompts) go too, as a forget task's do
+        purged = purge_for_process(rt.settings, rt.engine, counts.get("erasure_id"))
     if as_json:
-        click.echo(json.dumps({"forgotten": what, **counts}, indent=2))
+        click.echo(json.dumps({"forgotten": what, **counts, "results_purged": purged},
+                              indent=2))
     else:
         click.echo(f"forgot {what}: {_counts(counts)}")
+        click.echo("stored recall results purged: " + (
+            str(purged) if purged is not None else
+            "none looked for (REDIS_URL unset, or Redis unreachable: they expire within "
+            "EROS_RECALL_RESULT_EXPIRES_SECS)"))
 
 
 @main.command(name="export")

@@ -14,6 +14,7 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from eros.ledger.web import ctx, error, render, require_csrf
 from eros.services import ledger as svc
+from eros.tasks.results import purge_for_process
 
 CSRF_MISSING = "The form's CSRF token is missing or wrong: reload the page and try again."
 
@@ -32,11 +33,13 @@ def _done(user_id: uuid.UUID | None, result: dict[str, Any]) -> Response:
 
 async def _erase(request: Request, what: svc.Erasure, target: uuid.UUID,
                  owner: uuid.UUID | None, *, sessions: bool = False) -> Response:
+    c = ctx(request)
     try:
-        result = await run_in_threadpool(svc.erase, ctx(request).engine, what, target,
-                                         sessions=sessions)
+        result = await run_in_threadpool(svc.erase, c.engine, what, target, sessions=sessions)
     except svc.ErasureFailed as err:
         return error(request, 500, f"The {what} was not forgotten: {err}.")
+    # the user's stored recall results go too, as after eros forget (issue 32)
+    await run_in_threadpool(purge_for_process, c.settings, c.engine, result.get("erasure_id"))
     return _done(owner, result)
 
 

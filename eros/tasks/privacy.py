@@ -28,7 +28,6 @@ from eros.core.names import (
     FORGET_USER_TASK,
 )
 from eros.core.sensitivity import SENSITIVITY_LABELS
-from eros.db import erasure_sql
 from eros.services import erasure, forget
 from eros.tasks import results
 from eros.tasks.base import ErosTask, describe_database_error
@@ -63,19 +62,9 @@ def _run(task: ErosTask, request: erasure.Request, body: Callable[[], dict[str, 
 
 def _purge_results(task: ErosTask, erasure_id: int | None) -> None:
     """Delete the user's stored recall results (memories, prompts) from the result backend
-    (issue 32): a forget must not leave them readable until they expire. Best effort — a
-    Redis error is logged and the results still expire within EROS_RECALL_RESULT_EXPIRES_SECS."""
-    if erasure_id is None:
-        return
-    try:
-        with task.resources.engine.connect() as conn:
-            user = erasure_sql.user_of(conn, erasure_id)
-        if user is not None:
-            purged = results.purge_user(task.app, str(user))
-            log.info("erasure %s: %d stored recall results purged", erasure_id, purged)
-    except Exception as err:
-        log.error("erasure %s: stored results not purged (%s); they expire on their own",
-                  erasure_id, type(err).__name__)
+    (issue 32), as ``eros forget`` and the ledger do: best effort, see
+    :func:`eros.tasks.results.purge_after_erasure`."""
+    results.purge_after_erasure(task.app, task.resources.engine, erasure_id)
 
 
 @shared_task(base=ErosTask, bind=True, name=FORGET_USER_TASK, ignore_result=False)

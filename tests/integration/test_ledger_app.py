@@ -355,3 +355,35 @@ def test_a_failed_erasure_is_recorded_and_said(db: Engine, settings: Settings,
         assert conn.execute(text("SELECT count(*) FROM engine.companion_memories"
                                  " WHERE id = :m"), {"m": mid}).scalar_one() == 1
     assert (row.status, row.error_code) == ("failed", "55P03")
+
+
+def test_forgetting_in_the_ledger_purges_the_users_stored_recall_results(
+        db: Engine, settings: Settings, seeded: Seeded, redis_url: str) -> None:
+    """As after a forget task or `eros forget` (issue 32): the user's recall results, stored in
+    the real Redis result backend and indexed as the recall task indexes them, are deleted by
+    the erase button at once; another user's stay."""
+    import redis
+
+    from eros.tasks import results
+    from eros.tasks.app import create_app as create_celery_app
+
+    with_redis = settings.model_copy(update={"redis_url": redis_url})
+    celery = create_celery_app(with_redis)
+    other = str(uuid.uuid4())
+    for task_id, user in (("mine", str(seeded.user)), ("theirs", other)):
+        celery.backend.store_result(task_id, {"memories": [{"content": "Has a cat"}]}, "SUCCESS")
+        results.keep_briefly(celery, user, task_id, 30)
+    keys = {t: celery.backend.get_key_for_task(t) for t in ("mine", "theirs")}
+    backend = redis.Redis.from_url(redis_url)
+    assert all(backend.exists(k) for k in keys.values())
+    _, embedder = make_providers(with_redis)
+    broker = {"url": redis_url, "embedded": False, "reachable": True}
+    app = create_app(Context(db, with_redis, embedder, Keys.from_token(TOKEN), lambda: broker))
+    with TestClient(app, base_url="http://127.0.0.1:8400") as client:
+        client.get(f"/login?token={TOKEN}", follow_redirects=False)
+        mid = seeded.memories["Lives in Lyon"]
+        confirm = client.get(f"/memories/{mid}/forget")
+        res = client.post(f"/memories/{mid}/forget", data={"csrf": _csrf(confirm.text)},
+                          follow_redirects=False)
+    assert res.status_code == 303
+    assert not backend.exists(keys["mine"]) and backend.exists(keys["theirs"])
