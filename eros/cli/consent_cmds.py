@@ -47,22 +47,41 @@ def consent(user: uuid.UUID, allow: str | None, as_json: bool) -> None:
 
 
 @main.command()
+@click.option("--labeller", type=click.Choice(["offline", "model"]), default="offline",
+              show_default=True,
+              help="offline: cue words (en/zh), free. model: DREAMING_MODEL at "
+                   "OPENROUTER_BASE_URL (needs OPENROUTER_API_KEY), 20 memories a call, through "
+                   "the global LLM limits and costed; an entry of its reply that cannot be "
+                   "read leaves that memory unlabelled (counted: unreadable).")
 @click.option("--batch", type=click.IntRange(1, 100_000), default=1000, show_default=True,
-              help="Memories per transaction (the cursor is committed with each).")
+              help="Memories per transaction (the cursor is committed with each); with "
+                   "--labeller model at most 20, one model call each.")
 @click.option("--max-batches", type=click.IntRange(min=1), default=None,
               help="Stop after this many batches (run again to resume).")
 @click.option("--restart", is_flag=True, help="Start over from the first memory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the progress as JSON.")
-def relabel(batch: int, max_batches: int | None, restart: bool, as_json: bool) -> None:
+def relabel(labeller: str, batch: int, max_batches: int | None, restart: bool,
+            as_json: bool) -> None:
     """Label memories written without a special-category label (before migration 0018) with
-    the offline labeller (cue words, en/zh): only adds labels, never removes one. Resumable:
-    the cursor lives in engine.relabel_progress; a stopped run goes on where it was. The
-    same as the task eros.relabel_sensitivity."""
+    the offline labeller (cue words, en/zh) or the model (--labeller model): only adds
+    labels, never removes one; a row labelled with a label its user withheld is erased as
+    `eros forget USER --sensitive LABEL` erases. Resumable: each labeller's cursor lives in
+    engine.relabel_progress; a stopped run goes on where it was. The same as the task
+    eros.relabel_sensitivity."""
     from eros.cli._common import runtime
     from eros.services.consent import relabel as run
 
     with runtime() as rt:
-        result = run(rt.engine, batch=batch, max_batches=max_batches, restart=restart)
+        llm = limiter = None
+        if labeller == "model":
+            from eros.providers import make_providers
+            from eros.providers.ratelimit import make_limiter
+
+            llm, _ = make_providers(rt.settings)
+            limiter = make_limiter(rt.settings)
+        result = run(rt.engine, batch=batch, max_batches=max_batches, restart=restart,
+                     labeller=labeller,  # type: ignore[arg-type]
+                     settings=rt.settings, llm=llm, limiter=limiter)
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:

@@ -88,6 +88,9 @@ def _build() -> dict[str, Any]:
         "TASKS_REJECTED": Counter("eros_tasks_rejected",
                                   "Task messages refused for their arguments (dead-lettered in"
                                   " engine.rejected_tasks)", ["task"]),
+        "RELABEL_UNREADABLE": Counter("eros_relabel_unreadable",
+                                      "Memories the model labeller left unlabelled: their"
+                                      " entry in its reply could not be read (issue 32)"),
         "RETENTION_DELETED": Counter("eros_retention_deleted",
                                      "Rows deleted by the retention task", ["table"]),
         "NEAR_DUP_SHARE": Histogram("eros_near_duplicate_share",
@@ -132,13 +135,23 @@ def record_outcome(outcome: str, *, memories: int = 0, prompt_tokens: int = 0,
         m["COST"].inc(cost)
 
 
-def record_spend(*, embedding_tokens: int = 0, cost: float = 0.0) -> None:
-    """Provider spend outside a classification (the guard's training): tokens and cost only."""
+def record_spend(*, embedding_tokens: int = 0, prompt_tokens: int = 0,
+                 completion_tokens: int = 0, cost: float = 0.0) -> None:
+    """Provider spend outside a classification (the guard's training, the model relabel):
+    tokens and cost only."""
     m = _metrics()
-    if embedding_tokens:
-        m["TOKENS"].labels("embedding").inc(embedding_tokens)
+    for kind, value in (("prompt", prompt_tokens), ("completion", completion_tokens),
+                        ("embedding", embedding_tokens)):
+        if value:
+            m["TOKENS"].labels(kind).inc(value)
     if cost:
         m["COST"].inc(cost)
+
+
+def record_relabel_unreadable(count: int) -> None:
+    """Memories the model labeller could not read a label for (never their text)."""
+    if count:
+        _metrics()["RELABEL_UNREADABLE"].inc(count)
 
 
 def record_sensitive(labels: dict[str, int]) -> None:

@@ -5,9 +5,10 @@ the extraction then drops such candidates (:func:`drop_withheld`, counted in
 (:func:`allow_sensitive`: ``eros consent USER --allow LABEL``, task ``eros.allow_sensitive``).
 
 :func:`relabel` labels rows written without a label (before migration 0018) with the offline
-labeller (cue words, :mod:`eros.providers.offline.sensitivity`): in id order, one batch per
-transaction, the cursor committed with each batch (``engine.relabel_progress``), so a run
-that stops resumes where it was. It only adds labels, never removes one. A row it labels with
+labeller (cue words, :mod:`eros.providers.offline.sensitivity`) or the model
+(:mod:`eros.services.relabel_model`): in id order, one batch per transaction, the cursor
+committed with each batch (``engine.relabel_progress``, one row per labeller), so a run that
+stops resumes where it was. It only adds labels, never removes one. A row it labels with
 a label its user has withheld is then erased as ``forget --sensitive LABEL`` erases (recorded
 in ``erasure_log`` with scope ``sensitive``): the withdrawal covers the old rows too.
 """
@@ -18,21 +19,27 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final, Literal
 
 from sqlalchemy import Engine
 
 from eros.core.parsing import Candidate
 from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.db import consent_sql
+from eros.errors import ConfigError
 from eros.ops import metrics
+from eros.providers.base import ChatCompleter
 from eros.providers.offline.sensitivity import sensitivity_label
-from eros.services import forget
+from eros.providers.ratelimit import Limiter
+from eros.services import forget, relabel_model
+from eros.settings import Settings
 
 log = logging.getLogger(__name__)
 
-#: the labeller :func:`relabel` uses (its progress row's key).
-OFFLINE = "offline"
+#: the labellers :func:`relabel` offers (each its progress row's key).
+OFFLINE: Final = "offline"
+MODEL: Final = relabel_model.MODEL
+Labeller = Literal["offline", "model"]
 
 
 def labels_of(label: str | None) -> list[str]:
@@ -67,10 +74,23 @@ def allow_sensitive(engine: Engine, user_id: uuid.UUID, label: str | None) -> di
 
 
 def relabel(engine: Engine, *, batch: int = 1000, max_batches: int | None = None,
-            restart: bool = False) -> dict[str, Any]:
-    """Label unlabelled memories created before the run began (offline labeller), resuming
-    from the stored cursor; ``max_batches`` bounds this call (a task's time budget). The
-    progress: ``scanned``, ``labelled`` (this call and in total), ``done``."""
+            restart: bool = False, labeller: Labeller = OFFLINE,
+            settings: Settings | None = None, llm: ChatCompleter | None = None,
+            limiter: Limiter | None = None) -> dict[str, Any]:
+    """Label unlabelled memories created before the run began, resuming from the stored
+    cursor (each labeller has its own); ``max_batches`` bounds this call (a task's time
+    budget). ``labeller``: ``offline`` (cue words) or ``model`` (``llm``, a live model,
+    through ``limiter``: :mod:`eros.services.relabel_model`). The progress: ``scanned``,
+    ``labelled`` (this call and in total), ``erased``, ``done``; the model's run adds
+    ``unreadable``, ``calls``, tokens and ``cost_usd``."""
+    if labeller == MODEL:
+        if settings is None or llm is None or llm.offline:
+            raise ConfigError("the model labeller needs a live LLM: set OPENROUTER_API_KEY "
+                              "(and not EROS_PROVIDERS=offline)")
+        return _relabel_with_model(engine, settings, llm, batch=batch, max_batches=max_batches,
+                                   restart=restart, limiter=limiter)
+    if labeller != OFFLINE:
+        raise ValueError(f"unknown labeller {labeller!r}; expected {OFFLINE!r} or {MODEL!r}")
     with engine.begin() as conn:
         consent_sql.start(conn, OFFLINE, restart=restart)
     scanned = labelled = batches = erased = 0
@@ -88,18 +108,39 @@ def relabel(engine: Engine, *, batch: int = 1000, max_batches: int | None = None
             hits = consent_sql.withheld_hits(conn, ids)
             n = len(ids)
             done = len(rows) < batch
-            total = consent_sql.advance(conn, OFFLINE, after=rows[-1].id if rows else None,
-                                        scanned=len(rows), labelled=n, done=done)
+            consent_sql.advance(conn, OFFLINE, after=rows[-1].id if rows else None,
+                                scanned=len(rows), labelled=n, done=done)
         scanned, labelled, batches = scanned + len(rows), labelled + n, batches + 1
         for user_id, hit in hits:  # after the batch committed: one erasure each
             erased += forget.forget_sensitive(engine, user_id, hit)["memories"]
         if done:
             break
+    return _report(engine, OFFLINE, scanned=scanned, labelled=labelled, erased=erased,
+                   done=done)
+
+
+def _report(engine: Engine, labeller: str, *, scanned: int, labelled: int, erased: int,
+            done: bool, **extra: Any) -> dict[str, Any]:
     with engine.connect() as conn:
-        total = consent_sql.progress(conn, OFFLINE)
+        total = consent_sql.progress(conn, labeller)
     assert total is not None
-    log.info("relabel: scanned=%d labelled=%d total_scanned=%d total_labelled=%d done=%s",
-             scanned, labelled, total["scanned"], total["labelled"], done)
+    log.info("relabel (%s): scanned=%d labelled=%d total_scanned=%d total_labelled=%d done=%s"
+             "%s", labeller, scanned, labelled, total["scanned"], total["labelled"], done,
+             "".join(f" {k}={v}" for k, v in extra.items()))
     return {"scanned": scanned, "labelled": labelled, "erased": erased,
             "total_scanned": int(total["scanned"]),
-            "total_labelled": int(total["labelled"]), "done": done}
+            "total_labelled": int(total["labelled"]), "done": done, **extra}
+
+
+def _relabel_with_model(engine: Engine, settings: Settings, llm: ChatCompleter, *, batch: int,
+                        max_batches: int | None, restart: bool,
+                        limiter: Limiter | None) -> dict[str, Any]:
+    with engine.begin() as conn:
+        consent_sql.start(conn, MODEL, restart=restart)
+    run, done = relabel_model.run_batches(
+        engine, settings, llm, batch=batch, max_batches=max_batches, limiter=limiter,
+        erase=lambda user_id, hit: int(forget.forget_sensitive(engine, user_id, hit)["memories"]))
+    return _report(engine, MODEL, scanned=run.scanned, labelled=run.labelled, erased=run.erased,
+                   done=done, unreadable=run.unreadable, calls=run.calls,
+                   prompt_tokens=run.prompt_tokens, completion_tokens=run.completion_tokens,
+                   cost_usd=run.cost_usd)

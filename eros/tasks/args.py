@@ -17,7 +17,7 @@ A refused message changes nothing: the base task records it in ``engine.rejected
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     AfterValidator,
@@ -153,6 +153,7 @@ class AllowSensitiveArgs(TaskArgs):
 class RelabelArgs(TaskArgs):
     batch: Annotated[StrictInt, Field(ge=1, le=100_000)] = 1000
     max_batches: Annotated[StrictInt, Field(ge=1)] | None = None
+    labeller: Literal["offline", "model"] = "offline"
 
 
 class ScreenUnscreenedArgs(TaskArgs):

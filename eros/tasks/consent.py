@@ -1,6 +1,7 @@
 """Consent tasks (issue 32): ``eros.allow_sensitive`` lifts a user's withdrawal of a
 special-category label (recorded by ``forget --sensitive``), ``eros.relabel_sensitivity``
-labels memories written without a label (before migration 0018), resumably. Contract: names
+labels memories written without a label (before migration 0018), resumably, with the
+offline labeller or the model. Contract: names
 and JSON arguments; results are ids, labels and counts, never text. Both are idempotent."""
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import ALLOW_SENSITIVE_TASK, RELABEL_TASK
 from eros.core.sensitivity import SENSITIVITY_LABELS
+from eros.errors import ConfigError, PermanentError, TransientError
+from eros.providers.ratelimit import make_limiter
 from eros.services import consent
 from eros.tasks.base import ErosTask, describe_database_error
 
@@ -40,19 +43,34 @@ def allow_sensitive(self: ErosTask, user_id: str, label: str) -> dict[str, Any]:
 
 
 @shared_task(base=ErosTask, bind=True, name=RELABEL_TASK, ignore_result=False)
-def relabel_sensitivity(self: ErosTask, batch: int = 1000,
-                        max_batches: int | None = None) -> dict[str, Any]:
-    """Label unlabelled memories with the offline labeller from the stored cursor on;
-    ``max_batches`` bounds one run (send it again to go on: it resumes)."""
-    if (not isinstance(batch, int) or isinstance(batch, bool) or not 1 <= batch <= 100_000
-            or (max_batches is not None and (not isinstance(max_batches, int)
-                                             or isinstance(max_batches, bool)
-                                             or max_batches < 1))):
-        log.error("relabel_sensitivity: batch must be 1..100000, max_batches >= 1 or null")
-        return {"outcome": "invalid_argument"}
+def relabel_sensitivity(self: ErosTask, batch: int = 1000, max_batches: int | None = None,
+                        labeller: str = "offline") -> dict[str, Any]:
+    """Label unlabelled memories from the labeller's stored cursor on: ``offline`` (cue
+    words) or ``model`` (DREAMING_MODEL through the global LLM limits, at most 20 memories a
+    call); ``max_batches`` bounds one run (send it again to go on: it resumes). A transient
+    provider error is retried (the cursor keeps what was written)."""
+    kwargs = {"batch": batch, "max_batches": max_batches, "labeller": labeller}
+    settings = self.settings
     try:
-        result = consent.relabel(self.resources.engine, batch=batch, max_batches=max_batches)
+        llm = limiter = None
+        if labeller == consent.MODEL:
+            llm, limiter = self.resources.providers[0], make_limiter(settings)
+        result = consent.relabel(self.resources.engine, batch=batch, max_batches=max_batches,
+                                 labeller=labeller,  # type: ignore[arg-type]
+                                 settings=settings, llm=llm, limiter=limiter)
+    except ConfigError as err:
+        log.error("relabel_sensitivity: %s", err)
+        return {"outcome": "error", "error": str(err)}
+    except TransientError as err:
+        countdown = max(settings.dreaming_retry_backoff_secs, err.retry_after or 0.0)
+        log.warning("relabel_sensitivity: transient %s error; again in %.0fs", err.provider,
+                    countdown)
+        raise self.retry(args=(), kwargs=kwargs, countdown=countdown, exc=err) from None
+    except PermanentError as err:
+        log.error("relabel_sensitivity: permanent %s error (status %s); stopped",
+                  err.provider, err.status)
+        return {"outcome": "permanent_error", "status": err.status}
     except DBAPIError as err:
-        self.retry_database(err, args=(), kwargs={"batch": batch, "max_batches": max_batches})
+        self.retry_database(err, args=(), kwargs=kwargs)
         return {"outcome": "error", "error": describe_database_error(err)}
-    return {"outcome": "relabelled", **result}
+    return {"outcome": "relabelled", "labeller": labeller, **result}

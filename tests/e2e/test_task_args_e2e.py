@@ -124,6 +124,8 @@ def _messages(s: dict[str, str]) -> list[tuple[str, list[Any], dict[str, Any], s
     for v in ("1", 1.0, True, 0, "false"):
         out.append(("eros.relabel_sensitivity", [], {"max_batches": v}, "max_batches"))
     out.append(("eros.relabel_sensitivity", [], {"dry_run": "false"}, "dry_run"))
+    for v in (True, None, 0, "llm", "Model"):
+        out.append(("eros.relabel_sensitivity", [], {"labeller": v}, "labeller"))
     out.append(("eros.screen_unscreened", [], {"limit": 5}, "limit"))
     out.append(("eros.screen_unscreened", ["false"], {}, "positional"))
     return out
@@ -211,6 +213,12 @@ def test_malformed_messages_are_refused_dead_lettered_and_change_nothing(
         return {m["content"] for m in payload["memories"]}
     assert recall(include_sensitive=False) == {"Likes jazz"}
     assert recall(include_sensitive=True) == {"Likes jazz", "Has depression"}
+    # the model labeller through the worker: the fake server's reply carries no labels, so
+    # both unlabelled rows stay unlabelled and are counted, never read as "no category"
+    relabel = send("eros.relabel_sensitivity", [], {"labeller": "model"}).get(timeout=60)
+    assert relabel["outcome"] == "relabelled" and relabel["labeller"] == "model", relabel
+    assert (relabel["scanned"], relabel["labelled"], relabel["unreadable"],
+            relabel["calls"]) == (2, 0, 2, 1), relabel
     # a recall result (memories, prompt) lives seconds (EROS_RECALL_RESULT_EXPIRES_SECS=30) …
     r = redis.Redis.from_url(redis_url)
     keys = [f"celery-task-meta-{i}" for i in recalls]
