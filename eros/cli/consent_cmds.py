@@ -70,6 +70,7 @@ def relabel(labeller: str, batch: int, max_batches: int | None, restart: bool,
     eros.relabel_sensitivity."""
     from eros.cli._common import runtime
     from eros.services.consent import relabel as run
+    from eros.tasks.results import purge_for_process
 
     with runtime() as rt:
         llm = limiter = None
@@ -81,7 +82,9 @@ def relabel(labeller: str, batch: int, max_batches: int | None, restart: bool,
             limiter = make_limiter(rt.settings)
         result = run(rt.engine, batch=batch, max_batches=max_batches, restart=restart,
                      labeller=labeller,  # type: ignore[arg-type]
-                     settings=rt.settings, llm=llm, limiter=limiter)
+                     settings=rt.settings, llm=llm, limiter=limiter,
+                     after_erasure=lambda erasure_id: purge_for_process(rt.settings, rt.engine,
+                                                                        erasure_id))
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:

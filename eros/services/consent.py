@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal
 
 from sqlalchemy import Engine
@@ -76,19 +76,28 @@ def allow_sensitive(engine: Engine, user_id: uuid.UUID, label: str | None) -> di
 def relabel(engine: Engine, *, batch: int = 1000, max_batches: int | None = None,
             restart: bool = False, labeller: Labeller = OFFLINE,
             settings: Settings | None = None, llm: ChatCompleter | None = None,
-            limiter: Limiter | None = None) -> dict[str, Any]:
+            limiter: Limiter | None = None,
+            after_erasure: Callable[[int], object] | None = None) -> dict[str, Any]:
     """Label unlabelled memories created before the run began, resuming from the stored
     cursor (each labeller has its own); ``max_batches`` bounds this call (a task's time
     budget). ``labeller``: ``offline`` (cue words) or ``model`` (``llm``, a live model,
     through ``limiter``: :mod:`eros.services.relabel_model`). The progress: ``scanned``,
     ``labelled`` (this call and in total), ``erased``, ``done``; the model's run adds
-    ``unreadable``, ``calls``, tokens and ``cost_usd``."""
+    ``unreadable``, ``calls``, tokens and ``cost_usd``. ``after_erasure(erasure_id)`` runs
+    after each erasure of a withheld label (the caller purges the user's stored recall
+    results, as after every forget)."""
+    def erase(user_id: uuid.UUID, label: str) -> int:
+        counts = forget.forget_sensitive(engine, user_id, label)
+        if after_erasure is not None:
+            after_erasure(counts["erasure_id"])
+        return int(counts["memories"])
+
     if labeller == MODEL:
         if settings is None or llm is None or llm.offline:
             raise ConfigError("the model labeller needs a live LLM: set OPENROUTER_API_KEY "
                               "(and not EROS_PROVIDERS=offline)")
         return _relabel_with_model(engine, settings, llm, batch=batch, max_batches=max_batches,
-                                   restart=restart, limiter=limiter)
+                                   restart=restart, limiter=limiter, erase=erase)
     if labeller != OFFLINE:
         raise ValueError(f"unknown labeller {labeller!r}; expected {OFFLINE!r} or {MODEL!r}")
     with engine.begin() as conn:
@@ -112,7 +121,7 @@ def relabel(engine: Engine, *, batch: int = 1000, max_batches: int | None = None
                                 scanned=len(rows), labelled=n, done=done)
         scanned, labelled, batches = scanned + len(rows), labelled + n, batches + 1
         for user_id, hit in hits:  # after the batch committed: one erasure each
-            erased += forget.forget_sensitive(engine, user_id, hit)["memories"]
+            erased += erase(user_id, hit)
         if done:
             break
     return _report(engine, OFFLINE, scanned=scanned, labelled=labelled, erased=erased,
@@ -133,13 +142,13 @@ def _report(engine: Engine, labeller: str, *, scanned: int, labelled: int, erase
 
 
 def _relabel_with_model(engine: Engine, settings: Settings, llm: ChatCompleter, *, batch: int,
-                        max_batches: int | None, restart: bool,
-                        limiter: Limiter | None) -> dict[str, Any]:
+                        max_batches: int | None, restart: bool, limiter: Limiter | None,
+                        erase: Callable[[uuid.UUID, str], int]) -> dict[str, Any]:
     with engine.begin() as conn:
         consent_sql.start(conn, MODEL, restart=restart)
     run, done = relabel_model.run_batches(
         engine, settings, llm, batch=batch, max_batches=max_batches, limiter=limiter,
-        erase=lambda user_id, hit: int(forget.forget_sensitive(engine, user_id, hit)["memories"]))
+        erase=erase)
     return _report(engine, MODEL, scanned=run.scanned, labelled=run.labelled, erased=run.erased,
                    done=done, unreadable=run.unreadable, calls=run.calls,
                    prompt_tokens=run.prompt_tokens, completion_tokens=run.completion_tokens,

@@ -18,6 +18,7 @@ from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.errors import ConfigError, PermanentError, TransientError
 from eros.providers.ratelimit import make_limiter
 from eros.services import consent
+from eros.tasks import results
 from eros.tasks.base import ErosTask, describe_database_error
 
 log = logging.getLogger("eros.worker")
@@ -57,7 +58,9 @@ def relabel_sensitivity(self: ErosTask, batch: int = 1000, max_batches: int | No
             llm, limiter = self.resources.providers[0], make_limiter(settings)
         result = consent.relabel(self.resources.engine, batch=batch, max_batches=max_batches,
                                  labeller=labeller,  # type: ignore[arg-type]
-                                 settings=settings, llm=llm, limiter=limiter)
+                                 settings=settings, llm=llm, limiter=limiter,
+                                 after_erasure=lambda erasure_id: results.purge_after_erasure(
+                                     self.app, self.resources.engine, erasure_id))
     except ConfigError as err:
         log.error("relabel_sensitivity: %s", err)
         return {"outcome": "error", "error": str(err)}

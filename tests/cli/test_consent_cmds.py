@@ -59,3 +59,32 @@ def test_relabel_with_the_model(cli: Cli, engine: Engine, llm: FakeLLMServer) ->
         assert conn.execute(text("SELECT sensitivity FROM engine.companion_memories WHERE"
                                  " content = 'Has asthma'")).scalar_one() == "health"
     assert "Has asthma" not in res.err + res.out
+
+
+def test_a_relabel_erasure_purges_the_users_stored_recall_results(
+        cli: Cli, engine: Engine, db_url: str, redis_url: str) -> None:
+    """A row the relabel labels with a label its user withheld is erased as `forget
+    --sensitive` erases — and, as after every forget, the user's stored recall results (which
+    may hold that row) are deleted from the real Redis result backend at once."""
+    import redis
+
+    from eros.settings import load_settings
+    from eros.tasks import results
+    from eros.tasks.app import create_app
+
+    user, other = uuid.uuid4(), uuid.uuid4()
+    with engine.begin() as conn:
+        consent_sql.withhold(conn, user, ["health"])
+        conn.execute(text("INSERT INTO engine.companion_memories (user_id, content, category,"
+                          " created_at) VALUES (:u, 'Has asthma', 'fact',"
+                          " now() - interval '1 hour')"), {"u": user})
+    app = create_app(load_settings(database_url=db_url, redis_url=redis_url))
+    for task_id, owner in (("mine", user), ("theirs", other)):
+        app.backend.store_result(task_id, {"memories": [{"content": "Has asthma"}]}, "SUCCESS")
+        results.keep_briefly(app, str(owner), task_id, 30)
+    backend = redis.Redis.from_url(redis_url)
+    keys = {t: app.backend.get_key_for_task(t) for t in ("mine", "theirs")}
+    res = cli("relabel", "--json", env={"REDIS_URL": redis_url})
+    assert res.code == 0, res.err
+    assert json.loads(res.out)["erased"] == 1
+    assert not backend.exists(keys["mine"]) and backend.exists(keys["theirs"])

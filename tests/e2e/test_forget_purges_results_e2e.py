@@ -2,7 +2,8 @@
 as the forget tasks do: a real worker answers ``eros.recall`` through the real broker and
 stores the result (memories, rendered prompt) in the real Redis result backend; right after
 the CLI's forget — user, persona, memory, message, session, sensitive — that result is gone,
-and another user's is still there."""
+and another user's is still there. Each scope is recorded in ``erasure_log`` and listed by
+``eros erasures``."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import redis
 from celery import Celery
 from sqlalchemy import Engine, text
 
+from eros.core.erasure import SCOPES
 from tests.cli.conftest import run_cli
 from tests.e2e.conftest import Starter
 from tests.support.data import add_session
@@ -85,6 +87,14 @@ def test_eros_forget_purges_the_users_stored_recall_results_in_every_scope(
                                   {"i": doc["erasure_id"]}).scalar_one()
         assert logged == scope
     assert backend.exists(kept)  # another user's result is not touched
+    # every scope is in the erasure log, and `eros erasures` shows each
+    listed = run_cli(env, "erasures", "--json")
+    assert listed.code == 0, listed.err
+    assert {r["scope"] for r in json.loads(listed.out)} == set(SCOPES)
+    table = run_cli(env, "erasures")
+    assert table.code == 0, table.err
+    shown = {line.split()[4] for line in table.out.strip().splitlines()}
+    assert shown == set(SCOPES), table.out
     # without REDIS_URL there is no result backend to reach: said so, nothing fails
     no_redis = {k: v for k, v in env.items() if k != "REDIS_URL"}
     res = run_cli(no_redis, "forget", bystander["user"], "--yes")
