@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import uuid
 from typing import Any
 
@@ -157,3 +158,45 @@ def test_the_model_labels_old_rows_strictly_resumably_and_costed(
 def test_the_model_labeller_needs_a_live_model(engine: Engine, settings: Settings) -> None:
     with pytest.raises(ConfigError, match="OPENROUTER_API_KEY"):
         consent.relabel(engine, labeller="model", settings=settings, llm=OfflineChat())
+
+
+def test_two_runs_never_label_the_same_rows_twice(engine: Engine, settings: Settings,
+                                                  llm: FakeLLMServer) -> None:
+    """Run A's call is held at the fake server while run B reads the same rows, asks and
+    writes them; A's answer then finds the cursor moved and is dropped (no transaction was
+    held over A's call, so B never waited). Barriers, no sleeps."""
+    _seed(engine)
+    arrived, release = threading.Event(), threading.Event()
+    first = threading.Lock()
+    held: list[bool] = []
+
+    def responder(request: dict[str, Any]) -> Reply:
+        with first:
+            hold = not held
+            held.append(hold)
+        if hold:
+            arrived.set()
+            assert release.wait(30), "never released"
+        return _model(request)
+
+    llm.set_responder(responder)
+    chat = OpenRouterChat(settings)
+    out: dict[str, dict[str, Any]] = {}
+
+    def run(name: str) -> None:
+        out[name] = consent.relabel(engine, labeller="model", settings=settings, llm=chat,
+                                    max_batches=1)
+
+    a = threading.Thread(target=run, args=("a",))
+    a.start()
+    assert arrived.wait(30), "run A's call never arrived"
+    run("b")  # the same 20 rows, answered at once, written
+    release.set()
+    a.join(30)
+    assert (out["b"]["scanned"], out["b"]["labelled"], out["b"]["erased"]) == (20, 2, 1)
+    assert (out["a"]["calls"], out["a"]["scanned"], out["a"]["labelled"]) == (1, 0, 0)
+    with engine.connect() as conn:
+        progress = consent_sql.progress(conn, "model")
+        erasures = erasure_sql.list_erasures(conn, WITHDRAWN)
+    assert progress is not None and (progress["scanned"], progress["labelled"]) == (20, 2)
+    assert len(erasures) == 1  # the withheld row erased once
