@@ -100,3 +100,29 @@ def test_eros_forget_purges_the_users_stored_recall_results_in_every_scope(
     res = run_cli(no_redis, "forget", bystander["user"], "--yes")
     assert res.code == 0, res.err
     assert "stored recall results purged: none looked for (REDIS_URL unset" in res.out
+
+
+def test_a_relabel_tasks_erasure_purges_the_users_stored_recall_results(
+        engine: Engine, start_worker: Starter, redis_url: str) -> None:
+    """``eros.relabel_sensitivity`` erases a row it labels with a label its user withheld (as
+    ``forget --sensitive`` would): the recall result that returned that row goes with it."""
+    from eros.db import consent_sql
+
+    seeded = _user(engine)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE engine.companion_memories SET content = 'Has asthma',"
+                          " created_at = now() - interval '1 day' WHERE id = :i"),
+                     {"i": seeded["memory"]})
+        consent_sql.withhold(conn, uuid.UUID(seeded["user"]), ["health"])
+    start_worker("w1", concurrency=1)
+    client = Celery(broker=redis_url, backend=redis_url)
+    recalled = client.send_task("eros.recall", args=[seeded["user"], "music"],
+                                queue="eros.recall")
+    assert [m["content"] for m in recalled.get(timeout=60)["memories"]] == ["Has asthma"]
+    key = f"celery-task-meta-{recalled.id}"
+    backend = redis.Redis.from_url(redis_url)
+    assert backend.exists(key)
+    done = client.send_task("eros.relabel_sensitivity", kwargs={},
+                            queue="eros.consolidate").get(timeout=60)
+    assert done["outcome"] == "relabelled" and done["erased"] == 1, done
+    assert not backend.exists(key)
