@@ -172,14 +172,16 @@ def defer_for_guard(c: Consolidator, user_id: uuid.UUID) -> bool:
 
 def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
                 new_id: Callable[[], uuid.UUID] = uuid.uuid4,
-                keep_claim_on_backlog: bool = False) -> ConsolidationReport:
+                keep_claim_on_backlog: bool = False,
+                reader: Callable[[], Read] | None = None) -> ConsolidationReport:
     """One pass (one chunk) for one user; raises TransientError/PermanentError from the
     providers. ``keep_claim_on_backlog``: the caller enqueues the next chunk itself, so the
-    claim stays (the finder does not enqueue the user a second time meanwhile)."""
+    claim stays (the finder does not enqueue the user a second time meanwhile). ``reader``:
+    the chunk's read instead of :func:`read_new` (the bulk first pass's)."""
     s = c.settings
     report = ConsolidationReport(str(user_id), dry_run=dry_run)
     with _timed(report, "read"):
-        read = read_new(c.engine, c.settings, user_id)
+        read = reader() if reader is not None else read_new(c.engine, c.settings, user_id)
     report.compared, report.search = len(read.chunk), read.search
     memories, pairs = read.memories, read.pairs
     with _timed(report, "cluster"):

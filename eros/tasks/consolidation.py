@@ -22,8 +22,10 @@ from eros.core.names import CONSOLIDATE_TASK, FIND_CONSOLIDATION_TASK
 from eros.core.retry import decide
 from eros.errors import PermanentError, TransientError
 from eros.ops import metrics
-from eros.services.consolidate import consolidate, defer_for_guard, record_failure, start_pass
+from eros.services.consolidate import defer_for_guard, record_failure, start_pass
+from eros.services.consolidation_bulk import combined, first_pass
 from eros.services.consolidation_finder import find_and_claim
+from eros.settings import SOFT_LIMIT_FRACTION
 from eros.tasks.base import ErosTask, describe_database_error
 
 log = logging.getLogger("eros.consolidation")
@@ -71,7 +73,11 @@ def consolidate_user(self: ErosTask, user_id: str) -> dict[str, Any]:
         if attempt > settings.consolidation_max_attempts:
             record_failure(c, uid, "gave_up", f"attempt cap reached ({attempt - 1} attempts)")
             return {"user_id": user_id, "outcome": "gave_up"}
-        report = consolidate(c, uid, keep_claim_on_backlog=True)
+        # a large backlog (a first pass) is worked through chunk after chunk in this task,
+        # its neighbours read once in bulk, for at most half the soft time limit; otherwise
+        # one pass, as before. Either way the claim stays while a backlog is left.
+        report = combined(first_pass(c, uid, budget_secs=settings.dreaming_claim_stale_secs
+                                     * SOFT_LIMIT_FRACTION / 2))
     except (TransientError, SoftTimeLimitExceeded) as err:
         if isinstance(err, SoftTimeLimitExceeded):
             err = TransientError("pass exceeded its soft time limit", provider="worker")

@@ -1,0 +1,158 @@
+"""The bulk first pass (issue 34) decides exactly what today's per-memory passes decide.
+
+One user of the consolidation bench's corpus (bench/consolidation_data.py: 20% written as
+near-duplicates — exact copies and restatements at cosine ≈ 0.95), cut into recall cells; the
+database is copied, today's passes (each chunk's neighbours searched per memory through the
+cells) run on one copy until the backlog is empty, the bulk first pass (the neighbours of every
+memory read at once) on the other. The same memories must end merged or superseded into the
+same results, the same canonical rows written, the same history — "the same" as today's cells
+search, not as an exact all-pairs search."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+
+from bench.consolidation_data import load
+from eros.core.consolidation_reply import load_consolidation_prompt
+from eros.db.consolidation_sql import unique_pairs
+from eros.providers.embeddings import VoyageEmbedder
+from eros.providers.llm import OpenRouterChat
+from eros.providers.offline.heuristic import offline_consolidation_reply
+from eros.services import recall_cells
+from eros.services.consolidate import ConsolidationReport, Consolidator, consolidate
+from eros.services.consolidation_bulk import bulk_neighbours, first_pass
+from eros.services.consolidation_read import search_pairs
+from eros.settings import Settings, load_settings
+from tests.fakes import FakeLLMServer, FakeVoyageServer
+from tests.fakes.llm_server import Reply, last_user_text
+from tests.support.services import TemplateDatabases, with_database
+
+USER = uuid.UUID(int=1000, version=4)
+
+
+def _merge_every_cluster(request: dict[str, Any]) -> Reply:
+    """The model's answer: every cluster merges into its newest member's text (deterministic,
+    so both copies get the same answers to the same requests)."""
+    return Reply(offline_consolidation_reply(last_user_text(request)))
+
+
+def _settings(url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> Settings:
+    # above CONSOLIDATION_EXACT_BELOW and clustered: today's search is the cells search
+    return load_settings(database_url=url, openrouter_api_key="k", openrouter_base_url=llm.url,
+                         voyage_api_key="k", voyage_base_url=voyage.url,
+                         provider_max_retries=0, consolidation_exact_below=300)
+
+
+def _ids() -> Callable[[], uuid.UUID]:
+    counter = itertools.count(1)
+    return lambda: uuid.UUID(int=next(counter), version=4)
+
+
+def _decisions(engine: Engine) -> dict[str, Any]:
+    with engine.connect() as conn:
+        rows = conn.execute(text(
+            "SELECT id, status, replaced_by, content, category FROM engine.companion_memories"
+            " ORDER BY id")).all()
+        history = conn.execute(text(
+            "SELECT action, result_id, source_ids FROM engine.memory_history"
+            " ORDER BY result_id, action")).all()
+        backlog = conn.execute(text(
+            "SELECT count(*) FROM engine.consolidation_backlog")).scalar_one()
+    return {"rows": [tuple(r) for r in rows],
+            "history": [(r.action, r.result_id, sorted(map(str, r.source_ids)))
+                        for r in history], "backlog": backlog}
+
+
+def _run(url: str, llm: FakeLLMServer, voyage: FakeVoyageServer,
+         run: Callable[[Consolidator], list[ConsolidationReport]]
+         ) -> tuple[dict[str, Any], list[ConsolidationReport]]:
+    engine = create_engine(url, pool_size=2)
+    try:
+        settings = _settings(url, llm, voyage)
+        c = Consolidator(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
+                         load_consolidation_prompt())
+        reports = run(c)
+        return _decisions(engine), reports
+    finally:
+        engine.dispose()
+
+
+def _today(c: Consolidator) -> list[ConsolidationReport]:
+    """Today's passes until the backlog is empty (what the task's re-enqueueing does)."""
+    new_id = _ids()
+    reports = [consolidate(c, USER, new_id=new_id)]
+    while reports[-1].backlog and reports[-1].compared:
+        reports.append(consolidate(c, USER, new_id=new_id))
+    return reports
+
+
+def _same_pairs(engine: Engine) -> None:
+    """Pair for pair, from every memory's search: the bulk read's directed near rows are
+    today's, with few probes and at a looser threshold too (where the probed cells matter)."""
+    for probes, similarity in ((1, 0.85), (2, 0.6), (8, 0.85)):
+        s = load_settings(consolidation_exact_below=300, consolidation_cell_probes=probes,
+                          consolidation_similarity=similarity)
+        with engine.connect() as conn, conn.begin():
+            nb = bulk_neighbours(conn, s, USER)
+            ids = nb.searched.ids
+            today = set(search_pairs(conn, USER, ids, s, search="cells"))
+        bulk = set(unique_pairs([(a, b) for a in ids for b in nb.near.get(a, ())]))
+        assert today and bulk == today, (probes, similarity)
+
+
+def _conninfo(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def check_bulk_matches_today(templates: TemplateDatabases, llm: FakeLLMServer,
+                             voyage: FakeVoyageServer, size: int, **settings: Any) -> None:
+    """Load ``size`` memories, copy the database, run both paths, compare."""
+    llm.set_responder(_merge_every_cluster)
+    today_url = templates.clone()
+    load(_conninfo(today_url), [USER], size, seed=1000)
+    engine = create_engine(today_url, pool_size=1)
+    try:
+        cells = recall_cells.cluster_user(engine, load_settings(), USER)
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM ANALYZE engine.memory_sketches"))
+        _same_pairs(engine)
+    finally:
+        engine.dispose()
+    bulk_name = f"eros_b_{uuid.uuid4().hex[:10]}"
+    with templates.admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{bulk_name}" TEMPLATE'
+                          f' "{make_url(today_url).database}"'))
+    bulk_url = with_database(templates.server_url, bulk_name)
+    templates.created.append(bulk_name)
+    try:
+        today, today_reports = _run(today_url, llm, voyage, _today)
+        bulk, bulk_reports = _run(bulk_url, llm, voyage,
+                                  lambda c: first_pass(c, USER, new_id=_ids(), force=True))
+    finally:
+        templates.drop(bulk_url)
+        templates.drop(today_url)
+    assert cells.cells >= 4
+    assert {r.search for r in today_reports} == {"cells"}
+    assert "bulk_read" in bulk_reports[0].timings  # the bulk read was used, not today's
+    assert len(today_reports) >= 3  # several chunks: later ones meet earlier decisions
+    merged = sum(r.merged for r in today_reports)
+    assert merged >= size // 10
+    assert today["backlog"] == bulk["backlog"] == 0
+    assert [r.merged for r in bulk_reports] == [r.merged for r in today_reports]
+    assert [r.compared for r in bulk_reports] == [r.compared for r in today_reports]
+    assert bulk["rows"] == today["rows"]
+    assert bulk["history"] == today["history"]
+    assert json.dumps([r.cluster_view for r in bulk_reports], default=str) == \
+        json.dumps([r.cluster_view for r in today_reports], default=str)
+
+
+def test_the_bulk_first_pass_decides_what_todays_passes_decide(
+        templates: TemplateDatabases, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+    check_bulk_matches_today(templates, llm, voyage, 1200)
