@@ -48,6 +48,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from bench.claim_bench import machine, scratch_database
+from bench.consolidation_bulk_run import copy_of, decisions, run_bulk
 from bench.consolidation_data import EMBEDDING_MODEL, add_new, load
 from eros.core.consolidation import Pair, cluster
 from eros.core.consolidation_reply import load_consolidation_prompt
@@ -242,7 +243,11 @@ def scenario(engine: Engine, url: str, c: Consolidator, size: int, *, old: bool,
     else:  # pairs found from a sample's own searches against the exact pairs of the sample
         out.update(sample_recall(engine, s, user, sample, seed))
     out["finder_backlog_all_ms"] = finder_ms(engine, s)
-    reports = first_pass(c, user) if full else [consolidate(c, user)]
+    with copy_of(engine, url) as copy:  # the bulk first pass on a copy of this state
+        reports = first_pass(c, user) if full else [consolidate(c, user)]
+        out["bulk"], made = run_bulk(copy, c, user)
+        if full:  # both ran the whole backlog: the same decisions?
+            out["bulk"]["same_decisions"] = made == decisions(engine, user)
     compared = sum(r.compared for r in reports)
     db_ms = sum(_db_ms(r) for r in reports)
     out["first"] = {"passes": len(reports), "compared": compared,
@@ -284,6 +289,8 @@ def table(rows: list[dict[str, Any]]) -> str:
     head = (f"{'memories':>9} | {'old read ms':>11} {'old clust ms':>12} | {'pairs found':>16}"
             f" | {'first pass db ms':>17} {'(read + write)':>19} {'passes':>6}"
             f" {'max txn ms':>10} {'search':>9}"
+            f" | {'bulk first pass db ms':>21} {'(bulk + read + write)':>22} {'max txn':>7}"
+            f" {'same':>4}"
             f" | {'incr db ms':>10} {'old incr ms':>11} | {'finder ms (all/20 new)':>22}")
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -297,11 +304,23 @@ def table(rows: list[dict[str, Any]]) -> str:
         first = (f"{f['db_ms']:.1f}" if r["full"]
                  else f"~{f['db_ms_whole']:.0f} (1 chunk)")
         split = f"{f.get('read_ms', 0.0):.0f} + {f.get('write_ms', 0.0):.0f}"
+        b = r["bulk"]
+        bulk = (f" | {b['db_ms']:>21.1f} {_bulk_split(b):>22} {b['max_txn_ms']:>7.0f}"
+                f" {_same(b):>4}")
         lines.append(
             f"{r['size']:>9,} | {old} | {pairs:>16} | {first:>17} {split:>19} {f['passes']:>6}"
-            f" {f['max_txn_ms']:>10.1f} {f['search']:>9} | {i['db_ms']:>10.1f} {old_inc}"
+            f" {f['max_txn_ms']:>10.1f} {f['search']:>9}{bulk} | {i['db_ms']:>10.1f} {old_inc}"
             f" | {r['finder_backlog_all_ms']:>10.1f} / {r['finder_backlog_20_ms']:<9.1f}")
     return "\n".join(lines)
+
+
+def _bulk_split(b: dict[str, Any]) -> str:
+    return (f"{b['bulk_read_ms']:.0f} + {b['read_ms']:.0f} + {b['write_ms']:.0f}"
+            if b["bulk"] else f"(not due) {b['read_ms']:.0f} + {b['write_ms']:.0f}")
+
+
+def _same(b: dict[str, Any]) -> str:
+    return "-" if "same_decisions" not in b else "yes" if b["same_decisions"] else "NO"
 
 
 def record(text_table: str, info: dict[str, Any], command: str) -> None:
