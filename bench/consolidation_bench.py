@@ -21,6 +21,11 @@ Per size, on a fresh table holding that user (HNSW index built after the load):
   chunks of at most CONSOLIDATION_CHUNK_SIZE; CONSOLIDATION_MAX_CLUSTERS is raised to 500 so a
   pass is bounded by the chunk, not by the per-call cluster budget). Database work = the sum of
   every pass's read and write transactions; the longest single transaction is reported too.
+- **bulk first pass** (issue 34): the same first pass on a copy of the database taken just
+  before it, through ``eros.services.consolidation_bulk.first_pass`` (the neighbours of every
+  memory read at once when the backlog is due for it, ``(not due)`` otherwise), always over the
+  whole backlog; where today's first pass ran whole too, ``same`` says whether both ended with
+  the same memories merged or superseded into the same results.
 - **incremental**: 20 new memories (4 restating existing ones), then one pass; and the old path
   over the same user for comparison (its cost does not shrink: it re-reads every pair).
 - **finder**: one finder query with the whole user uncompared, and with only the 20 new.

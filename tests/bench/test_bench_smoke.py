@@ -108,6 +108,9 @@ def test_consolidation_bench(bench_db: str, tmp_path: Path,
     assert small["exact_pairs"] > 0 and small["pairs_recall"] == 1.0
     assert small["first"]["compared"] == 300 and not small["first"]["left"]
     assert small["first"]["merged"] > 0 and small["old_read_ms"] > 0
+    # the bulk first pass on a copy (not due for so small a user: today's passes) agrees
+    assert small["bulk"]["same_decisions"] and small["bulk"]["compared"] == 300
+    assert small["bulk"]["merged"] == small["first"]["merged"]
     # the 4 restatements each merge with their source (both rows counted), whichever rows
     # add_new picked — a canonical row of the first pass included
     assert small["incremental"]["compared"] == 20 and small["incremental"]["merged"] == 8

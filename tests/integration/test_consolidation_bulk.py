@@ -27,7 +27,7 @@ from eros.providers.llm import OpenRouterChat
 from eros.providers.offline.heuristic import offline_consolidation_reply
 from eros.services import recall_cells
 from eros.services.consolidate import ConsolidationReport, Consolidator, consolidate
-from eros.services.consolidation_bulk import bulk_neighbours, first_pass
+from eros.services.consolidation_bulk import bulk_due, bulk_neighbours, first_pass
 from eros.services.consolidation_read import search_pairs
 from eros.settings import Settings, load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer
@@ -123,6 +123,10 @@ def check_bulk_matches_today(templates: TemplateDatabases, llm: FakeLLMServer,
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(text("VACUUM ANALYZE engine.memory_sketches"))
         _same_pairs(engine)
+        with engine.connect() as conn:  # the task's choice: a whole clustered backlog is due
+            assert bulk_due(conn, load_settings(consolidation_exact_below=300), USER)
+            assert not bulk_due(conn, load_settings(consolidation_exact_below=300,
+                                                    consolidation_chunk_size=size), USER)
     finally:
         engine.dispose()
     bulk_name = f"eros_b_{uuid.uuid4().hex[:10]}"
