@@ -1,0 +1,266 @@
+"""Fusion by provenance, pure: memories and the user's own turns ranked together (issue 31).
+
+The ``fused`` recall strategy reads two pools — the memories nearest the query (ranked by
+``composite``) and the user turns nearest the query (``engine.memory_turns``) — and makes one
+list of them here. Memories are what dreaming understood; turns are what the user actually
+said, including what no memory kept. Provenance (``companion_memories.source_seqs``) ties the
+two together, and decides what the list holds:
+
+- **one score for both kinds**: a memory keeps its strategy's score (``sim + w · recency ·
+  importance``); a turn gets the same formula with the default importance, minus
+  ``turn_offset`` — a turn is a noisier key than the fact written from it (a long, chatty
+  sentence about three things), so at equal similarity the memory wins, and a turn takes a
+  memory's place only when it is *clearly* nearer the query. This is the calibration that
+  keeps turns from crowding memories out;
+- **not twice**: a turn that a memory ranked above it cites is not returned again — it rides
+  with that memory as its *quote* (:attr:`FusedItem.quotes`); a memory whose every source is a
+  turn already returned above it adds nothing and is left out;
+- **lift**: a turn a returned memory cites is found through that memory (facts as keys for
+  the turns they came from): it becomes the memory's quote even when the turn search did not
+  find it near the query;
+- **no stale facts through the back door**: a turn cited only by *superseded* memories (a
+  knowledge update replaced what it says) is demoted by ``stale_penalty``; a turn cited by a
+  current memory is not, whatever else cites it;
+- **lexical**, optional: BM25 of the query's words over both kinds together, added to every
+  score with a small weight (RECALL_FUSION_LEXICAL_WEIGHT);
+- **a budget**: :func:`within_budget` cuts the ranked list where the rendered tokens would
+  pass RECALL_TOKEN_BUDGET.
+
+Ties are broken deterministically (score, then memory before turn, then similarity, then newer,
+then id), as everywhere in recall.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Literal
+
+from eros.core.lexical import bm25
+from eros.core.lexical import fuse as rrf
+from eros.core.ranking import Scored, age_days, composite_score, similarity
+
+Kind = Literal["memory", "turn"]
+#: every value of RECALL_STRATEGY: the memory rankings and ``fused``
+RecallStrategy = Literal["grouped", "decay", "composite", "fused"]
+RECALL_STRATEGIES: tuple[RecallStrategy, ...] = ("grouped", "decay", "composite", "fused")
+FUSED: RecallStrategy = "fused"
+
+
+@dataclass(frozen=True)
+class TurnCandidate:
+    """One user turn the turn search found near the query (``engine.memory_turns``)."""
+
+    seq: int
+    session_id: str
+    said_at: datetime
+    content: str
+    #: cosine distance to the query, in [0, 2]
+    distance: float
+    sensitivity: str | None = None
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    """The fusion's weights (RECALL_FUSION_* settings) and the recency terms it shares with
+    ``composite``."""
+
+    now: datetime
+    #: subtracted from a turn's score: at equal similarity a memory wins
+    turn_offset: float = 0.03
+    #: subtracted from a turn cited only by superseded memories
+    stale_penalty: float = 0.2
+    composite_tau_days: float = 90.0
+    composite_weight: float = 0.1
+    default_importance: float = 0.5
+    #: BM25 of the query's words over the pool (memories and turns together, IDF over both),
+    #: scaled to [0, 1] by the pool's best, times this, added to every item's score
+    lexical_weight: float = 0.0
+    #: ``similarity``: scores compared as they are; ``z``: each kind's scores standardised
+    #: over its own pool first (``turn_offset`` is then in standard deviations)
+    calibration: Literal["similarity", "z", "rank"] = "similarity"
+    #: ``rank``: a memory at rank r scores ``memory_weight / (c + r)``, a turn ``1 / (c + r)``
+    memory_weight: float = 1.0
+    rank_c: int = 60
+
+
+@dataclass(frozen=True)
+class FusedItem:
+    """One entry of the fused list: a memory (``memory``) or a turn (``turn``)."""
+
+    kind: Kind
+    score: float
+    similarity: float
+    memory: Scored | None = None
+    turn: TurnCandidate | None = None
+    #: a memory's quotes: the turns it cites that the search found (or that it lifted)
+    quotes: tuple[TurnCandidate, ...] = field(default=())
+    #: a turn only superseded memories cite (demoted)
+    stale: bool = False
+
+    @property
+    def key(self) -> str:
+        if self.memory is not None:
+            return f"m:{self.memory.candidate.id}"
+        assert self.turn is not None
+        return f"t:{self.turn.seq}"
+
+    @property
+    def content(self) -> str:
+        if self.memory is not None:
+            return self.memory.candidate.content
+        assert self.turn is not None
+        return self.turn.content
+
+
+def cited(memory: Scored) -> frozenset[int]:
+    """The turns a memory *cites*: its sources, unless they are the fallback window (a
+    memory whose citation was invalid came from somewhere in it — it does not stand for any
+    one of its turns)."""
+    c = memory.candidate
+    if c.sources is None or c.source_fallback:
+        return frozenset()
+    return frozenset(c.sources)
+
+
+def turn_score(turn: TurnCandidate, params: FusionParams, *, stale: bool = False) -> float:
+    """``composite``'s formula with the default importance, minus the turn offset (and the
+    stale penalty for a turn cited only by superseded memories)."""
+    score = composite_score(similarity(turn.distance), age_days(turn.said_at, params.now),
+                            None, tau_days=params.composite_tau_days,
+                            default_importance=params.default_importance,
+                            weight=params.composite_weight)
+    return score - params.turn_offset - (params.stale_penalty if stale else 0.0)
+
+
+def _order(item: FusedItem) -> tuple[float, int, float, float, str]:
+    when = item.memory.candidate.created_at if item.memory is not None else \
+        item.turn.said_at  # type: ignore[union-attr]
+    return (-item.score, 0 if item.kind == "memory" else 1, -item.similarity,
+            -when.timestamp(), item.key)
+
+
+#: the smallest spread :func:`standardised` divides by (a pool of near-equal scores)
+Z_FLOOR = 0.01
+
+
+def standardised(items: list[FusedItem], turn_offset: float) -> list[FusedItem]:
+    """Each kind's scores as standard scores over that kind's own pool: how far an item
+    stands out from the rest of its kind, so a turn and a memory compare by how clearly each
+    answers, not by the embedder's different scales for a sentence and a fact. A turn pays
+    ``turn_offset`` standard deviations (its raw score already paid it once: added back)."""
+    out = list(items)
+    for kind in ("memory", "turn"):
+        members = [i for i, item in enumerate(out) if item.kind == kind]
+        if not members:
+            continue
+        back = turn_offset if kind == "turn" else 0.0
+        values = [out[i].score + back for i in members]
+        mean = sum(values) / len(values)
+        spread = max(Z_FLOOR, (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5)
+        for i, v in zip(members, values, strict=True):
+            out[i] = replace(out[i], score=(v - mean) / spread - back)
+    return out
+
+
+def by_rank(items: list[FusedItem], query_text: str | None,
+            params: FusionParams) -> list[FusedItem]:
+    """Reciprocal-rank calibration: each kind in its own order (memories by their strategy,
+    turns by their score fused with BM25 over the turn pool when ``lexical_weight`` and the
+    query text are given), a memory at rank r scoring ``memory_weight / (c + r)``, a turn
+    ``1 / (c + r)``; a stale turn (its score carries the penalty) goes after every other."""
+    memories = sorted((i for i in items if i.kind == "memory"), key=_order)
+    turns = sorted((i for i in items if i.kind == "turn"), key=_order)
+    if query_text and params.lexical_weight > 0 and turns:
+        order = rrf(range(len(turns)), bm25(query_text, [t.content for t in turns]))
+        turns = [turns[i] for i in order]
+    c = params.rank_c
+    out = [replace(m, score=params.memory_weight / (c + r)) for r, m in enumerate(memories, 1)]
+    for r, t in enumerate(turns, 1):
+        demote = 1.0 if t.stale and params.stale_penalty > 0 else 0.0
+        out.append(replace(t, score=1 / (c + r) - demote))
+    return out
+
+
+def with_lexical(items: list[FusedItem], query_text: str | None,
+                 weight: float) -> list[FusedItem]:
+    """Each item's score plus ``weight`` × its BM25 for ``query_text`` over the whole pool,
+    scaled by the pool's best (a no-op without a query text or a weight)."""
+    if not query_text or weight <= 0 or not items:
+        return items
+    scores = bm25(query_text, [i.content for i in items])
+    best = max(scores)
+    if best <= 0:
+        return items
+    return [replace(i, score=i.score + weight * s / best) for i, s in zip(items, scores,
+                                                                          strict=True)]
+
+
+def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
+         params: FusionParams, stale: Iterable[int] = (),
+         lifted: Sequence[TurnCandidate] = (), query_text: str | None = None
+         ) -> list[FusedItem]:
+    """The fused top ``k``: ``memories`` ranked by their strategy (their ``score``),
+    ``turns`` from the turn search, ``stale`` the seqs cited only by superseded memories,
+    ``lifted`` turns read by seq because a memory cites them (quotes only, never items);
+    ``query_text`` for the lexical term (``params.lexical_weight``)."""
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    stale_seqs = frozenset(stale)
+    items = [FusedItem("memory", m.score, m.similarity, memory=m) for m in memories]
+    seen: set[int] = set()
+    for t in turns:
+        if t.seq in seen:
+            continue
+        seen.add(t.seq)
+        items.append(FusedItem("turn", turn_score(t, params, stale=t.seq in stale_seqs),
+                               similarity(t.distance), turn=t, stale=t.seq in stale_seqs))
+    if params.calibration == "rank":
+        items = by_rank(items, query_text, params)
+    else:
+        if params.calibration == "z":
+            items = standardised(items, params.turn_offset)
+        items = with_lexical(items, query_text, params.lexical_weight)
+    items.sort(key=_order)
+    by_seq = {t.seq: t for t in (*lifted, *turns)}
+    out: list[FusedItem] = []
+    quoted: dict[int, int] = {}  # seq → index in out of the memory that cites it
+    returned: set[int] = set()  # seqs of turns returned as items
+    for item in items:
+        if len(out) >= k:
+            break
+        if item.memory is not None:
+            sources = cited(item.memory)
+            if sources and sources <= returned:
+                continue  # every turn it came from is already in the list, above it
+            index = len(out)
+            for seq in sources - returned:
+                quoted.setdefault(seq, index)
+            quotes = tuple(by_seq[s] for s in sorted(sources) if s in by_seq
+                           and quoted.get(s) == index)
+            out.append(replace(item, quotes=quotes))
+            continue
+        assert item.turn is not None
+        if item.turn.seq in quoted:
+            continue  # already in the list as a memory's quote
+        returned.add(item.turn.seq)
+        out.append(item)
+    return out
+
+
+def within_budget(items: Sequence[FusedItem], budget: int | None,
+                  cost: Callable[[FusedItem], int]) -> list[FusedItem]:
+    """The items, in rank order, whose ``cost`` fits in ``budget`` (None: no budget): an item
+    that would pass it is left out and the next ones still get their chance, so one long turn
+    never empties the rest of the section."""
+    if budget is None:
+        return list(items)
+    out: list[FusedItem] = []
+    spent = 0
+    for item in items:
+        price = cost(item)
+        if spent + price <= budget:
+            out.append(item)
+            spent += price
+    return out
