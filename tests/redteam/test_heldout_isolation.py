@@ -15,7 +15,7 @@ from eros.core.text import normalise_for_dedup
 from tests.redteam.corpus import HELDOUT, heldout_corpus, load
 
 NEWEST = list(HELDOUT)[-1]
-TRAINING = ["attacks.toml", "benign.toml", *list(HELDOUT.values())[:-1]]
+TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", *list(HELDOUT.values())[:-1]]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
 
 
