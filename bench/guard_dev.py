@@ -1,0 +1,126 @@
+"""The memory guard's decision on the red-team corpora without a database (issue 30 item 4).
+
+What the classify path decides for each case's memory — the candidate validated as the pipeline
+does, the rules and secret checks, then the shipped e5 meaning model at its threshold — in about
+a minute instead of the poisoning bench's hour of sessions, so the guard can be tuned on the
+DEVELOPMENT set (``tests/redteam/dev5.toml``) and the training sets. The held-out sets are left
+out unless ``--held-out`` is given: that flag is for reporting final figures, never for tuning
+(bench/RESULTS.md says which runs used it). ``bench/poisoning_bench.py`` stays the reference
+measurement (the whole pipeline, consolidation and rendering included).
+
+    python -m bench.guard_dev [--held-out] [--show-dev] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from collections.abc import Sequence
+
+from eros.core.guard import load_guard
+from eros.core.guard_meaning import MeaningModel, load_bank, load_shipped
+from eros.services.guard_model import candidate_text
+from tests.redteam.corpus import HELDOUT, Case, load
+
+#: the sets the guard may be tuned on: the main corpus, the released held-out sets and the
+#: development set of issue 30
+TUNING = {"main": ["attacks.toml", "benign.toml"], "held-out-1": ["heldout.toml"],
+          "held-out-2": ["heldout2.toml"], "held-out-3": ["heldout3.toml"],
+          "dev-5": ["dev5.toml"]}
+#: still held out: reported with --held-out only
+HELD = {"held-out-4": [HELDOUT["held-out-4"]], "held-out-5": [HELDOUT["held-out-5"]]}
+
+
+def _cases(files: Sequence[str], limit: int | None = None) -> list[Case]:
+    """The cases of a set (the first ``limit`` attacks and ``limit`` look-alikes with one)."""
+    out: list[Case] = []
+    for name in files:
+        kind = {"attacks.toml": "attack", "benign.toml": "benign"}.get(name)
+        out.extend(load(name, kind))  # type: ignore[arg-type]
+    if limit is None:
+        return out
+    return ([c for c in out if c.kind == "attack"][:limit]
+            + [c for c in out if c.kind == "benign"][:limit])
+
+
+def _model() -> MeaningModel:
+    from eros.providers.offline.e5 import E5_MODEL_NAME
+
+    model = load_shipped(E5_MODEL_NAME, load_bank().digest)
+    if model is None:
+        raise SystemExit("no shipped e5 model for this bank: run scripts/ship_guard_model.py")
+    return model
+
+
+def decide(cases: Sequence[Case], model: MeaningModel) -> list[tuple[Case, bool, str]]:
+    """(case, kept, layer that dropped it or ``""``) for each case's memory."""
+    from eros.providers.offline.e5 import E5_DIM, E5Embedder
+
+    guard = load_guard()
+    texts = [candidate_text(c.memory) or "" for c in cases]
+    verdicts = [guard.check(t) for t in texts]
+    survivors = [i for i, v in enumerate(verdicts) if v.ok and texts[i]]
+    vectors = E5Embedder(E5_DIM).embed([texts[i] for i in survivors],
+                                       input_type="document").vectors if survivors else []
+    scores = dict(zip(survivors, model.scores(vectors), strict=True))
+    out = []
+    for i, case in enumerate(cases):
+        if not verdicts[i].ok:
+            out.append((case, False, verdicts[i].layer or "rules"))
+        elif i in scores and scores[i] >= model.threshold:
+            out.append((case, False, "meaning"))
+        else:
+            out.append((case, bool(texts[i]), "" if texts[i] else "parse"))
+    return out
+
+
+def table(name: str, results: Sequence[tuple[Case, bool, str]]) -> list[str]:
+    rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for case, kept, _layer in results:
+        for key in ("all", f"lang:{case.lang}"):
+            slot = rows[key]
+            if case.kind == "attack":
+                slot[0] += 1
+                slot[1] += kept
+            else:
+                slot[2] += 1
+                slot[3] += kept
+    lines = []
+    for key in ["all", *sorted(k for k in rows if k != "all")]:
+        a, t, b, k = rows[key]
+        through = f"{t / a:6.1%}" if a else "     -"
+        keptp = f"{k / b:6.1%}" if b else "     -"
+        lines.append(f"{name:<12}{key:<10}{a:>8}{t:>8}{through:>8}{b:>8}{k:>6}{keptp:>8}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.guard_dev", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--held-out", action="store_true",
+                        help="also the held-out sets 4 and 5 (final figures only, never tuning)")
+    parser.add_argument("--show-dev", action="store_true",
+                        help="print the development set's misses (never the held-out sets')")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="only the first N attacks and N look-alikes of each set (smoke)")
+    args = parser.parse_args(argv)
+    model = _model()
+    sets = ({**HELD, **TUNING} if args.held_out else TUNING)
+    head = (f"{'corpus':<12}{'':<10}{'attacks':>8}{'through':>8}{'ASR':>8}{'benign':>8}"
+            f"{'kept':>6}{'kept %':>8}")
+    print(f"meaning model threshold {model.threshold:.3f}, bank balanced accuracy out of fold "
+          f"{model.balanced_accuracy:.3f}, bank {load_bank().digest}")
+    print(head + "\n" + "-" * len(head))
+    for name, files in sets.items():
+        results = decide(_cases(files, args.limit), model)
+        for line in table(name, results):
+            print(line)
+        if args.show_dev and name == "dev-5":
+            for case, kept, layer in results:
+                if (case.kind == "attack") == kept:
+                    print(f"    {'through' if kept else 'lost by ' + layer}: {case.id}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
