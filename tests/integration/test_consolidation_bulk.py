@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -24,10 +25,16 @@ from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.db.consolidation_sql import unique_pairs
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
+from eros.providers.offline.hashing import hash_embedding
 from eros.providers.offline.heuristic import offline_consolidation_reply
 from eros.services import recall_cells
 from eros.services.consolidate import ConsolidationReport, Consolidator, consolidate
-from eros.services.consolidation_bulk import bulk_due, bulk_neighbours, first_pass
+from eros.services.consolidation_bulk import (
+    bulk_due,
+    bulk_neighbours,
+    first_pass,
+    read_chunk,
+)
 from eros.services.consolidation_read import search_pairs
 from eros.settings import Settings, load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer
@@ -35,12 +42,16 @@ from tests.fakes.llm_server import Reply, last_user_text
 from tests.support.services import TemplateDatabases, with_database
 
 USER = uuid.UUID(int=1000, version=4)
+DIM = 512
 
 
 def _merge_every_cluster(request: dict[str, Any]) -> Reply:
     """The model's answer: every cluster merges into its newest member's text (deterministic,
     so both copies get the same answers to the same requests)."""
-    return Reply(offline_consolidation_reply(last_user_text(request)))
+    reply = json.loads(offline_consolidation_reply(last_user_text(request)))
+    for item in reply["clusters"]:  # a new text: a canonical row is written
+        item["canonical"]["content"] += " (consolidated)"
+    return Reply(json.dumps(reply))
 
 
 def _settings(url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> Settings:
@@ -112,11 +123,20 @@ def _conninfo(url: str) -> str:
 
 
 def check_bulk_matches_today(templates: TemplateDatabases, llm: FakeLLMServer,
-                             voyage: FakeVoyageServer, size: int, **settings: Any) -> None:
-    """Load ``size`` memories, copy the database, run both paths, compare."""
+                             voyage: FakeVoyageServer, size: int,
+                             extra: Callable[[Engine], None] | None = None
+                             ) -> tuple[dict[str, Any], list[ConsolidationReport]]:
+    """Load ``size`` memories (and ``extra`` rows), copy the database, run both paths,
+    compare; returns the bulk path's end state and reports."""
     llm.set_responder(_merge_every_cluster)
     today_url = templates.clone()
     load(_conninfo(today_url), [USER], size, seed=1000)
+    if extra is not None:
+        extra_engine = create_engine(today_url, pool_size=1)
+        try:
+            extra(extra_engine)
+        finally:
+            extra_engine.dispose()
     engine = create_engine(today_url, pool_size=1)
     try:
         cells = recall_cells.cluster_user(engine, load_settings(), USER)
@@ -126,7 +146,7 @@ def check_bulk_matches_today(templates: TemplateDatabases, llm: FakeLLMServer,
         with engine.connect() as conn:  # the task's choice: a whole clustered backlog is due
             assert bulk_due(conn, load_settings(consolidation_exact_below=300), USER)
             assert not bulk_due(conn, load_settings(consolidation_exact_below=300,
-                                                    consolidation_chunk_size=size), USER)
+                                                    consolidation_chunk_size=2 * size), USER)
     finally:
         engine.dispose()
     bulk_name = f"eros_b_{uuid.uuid4().hex[:10]}"
@@ -155,8 +175,72 @@ def check_bulk_matches_today(templates: TemplateDatabases, llm: FakeLLMServer,
     assert bulk["history"] == today["history"]
     assert json.dumps([r.cluster_view for r in bulk_reports], default=str) == \
         json.dumps([r.cluster_view for r in today_reports], default=str)
+    return bulk, bulk_reports
 
 
 def test_the_bulk_first_pass_decides_what_todays_passes_decide(
         templates: TemplateDatabases, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
     check_bulk_matches_today(templates, llm, voyage, 1200)
+
+
+TEA = "likes green tea with honey"
+
+
+def _restated_after_its_merge(engine: Engine) -> None:
+    """Two old near-twins (merged by an early pass into a canonical row, whose vector is its
+    text's: the fake embedder hashes the text) and a late memory restating that canonical
+    text — near the canonical row only, so only a later chunk's search finds it, against a
+    row written after the bulk read."""
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal(DIM)
+    base /= np.linalg.norm(base)
+    twin = base + 0.3 * rng.standard_normal(DIM) / np.sqrt(DIM)
+    rows = [(TEA, base, 729), (TEA + " (said again)", twin / np.linalg.norm(twin), 728),
+            ("late restatement", np.array(hash_embedding(TEA + " (said again) (consolidated)",
+                                                         DIM)), 1)]
+    with engine.begin() as conn:
+        for content, vector, days in rows:
+            conn.execute(text(
+                "INSERT INTO engine.companion_memories (user_id, content, category, importance,"
+                " embedding, embedding_model, created_at)"
+                " VALUES (:u, :c, 'preference', 0.5, :e, :m, now() - make_interval(days => :d))"),
+                {"u": USER, "c": content, "e": str([float(x) for x in vector]),
+                 "m": load_settings().embedding_model, "d": days})
+
+
+def test_a_canonical_row_written_during_the_run_is_found_by_later_chunks(
+        templates: TemplateDatabases, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+    bulk, _ = check_bulk_matches_today(templates, llm, voyage, 1200,
+                                       extra=_restated_after_its_merge)
+    by_content = {r[3]: r for r in bulk["rows"]}
+    canonical = by_content[TEA + " (said again) (consolidated)"]
+    late = by_content["late restatement"]
+    # the twins merged into a canonical row, and the late memory met that row (one the bulk
+    # read never saw) and was merged with it into another
+    assert by_content[TEA][2] == by_content[TEA + " (said again)"][2] == canonical[0]
+    assert canonical[1] == "merged" and late[1] == "merged" and late[2] == canonical[2]
+
+
+def test_a_memory_written_after_the_bulk_read_is_searched_per_memory(engine: Engine) -> None:
+    """A memory the bulk read did not see is searched as today: its twin is found."""
+    load(_conninfo(str(engine.url.render_as_string(hide_password=False))), [USER], 900,
+         seed=7)
+    recall_cells.cluster_user(engine, load_settings(), USER)
+    settings = load_settings(consolidation_exact_below=300, consolidation_chunk_size=5000,
+                             consolidation_max_clusters=500)
+    with engine.connect() as conn, conn.begin():
+        nb = bulk_neighbours(conn, settings, USER)
+        twin_of, vector = conn.execute(text(
+            "SELECT id, CAST(embedding AS text) FROM engine.companion_memories"
+            " WHERE user_id = :u ORDER BY created_at LIMIT 1"), {"u": USER}).one()
+    with engine.begin() as conn:
+        late = conn.execute(text(
+            "INSERT INTO engine.companion_memories (user_id, content, category, importance,"
+            " embedding, embedding_model) SELECT user_id, 'again', category, 0.5, embedding,"
+            " embedding_model FROM engine.companion_memories WHERE id = :i RETURNING id"),
+            {"i": twin_of}).scalar_one()
+    assert late not in nb.index
+    read = read_chunk(engine, settings, nb)
+    assert late in read.chunk
+    assert tuple(sorted((late, twin_of), key=str)) in read.pairs
+    assert vector
