@@ -111,6 +111,7 @@ def test_consolidation_bench(bench_db: str, tmp_path: Path,
     # the bulk first pass on a copy (not due for so small a user: today's passes) agrees
     assert small["bulk"]["same_decisions"] and small["bulk"]["compared"] == 300
     assert small["bulk"]["merged"] == small["first"]["merged"]
+    assert small["bulk"]["bound_ratio"] == round(small["bulk"]["db_ms"] / 10_000, 3) > 0
     # the 4 restatements each merge with their source (both rows counted), whichever rows
     # add_new picked — a canonical row of the first pass included
     assert small["incremental"]["compared"] == 20 and small["incremental"]["merged"] == 8
@@ -125,6 +126,7 @@ def test_consolidation_bench(bench_db: str, tmp_path: Path,
     assert large["finder_backlog_all_ms"] > 0 and large["finder_backlog_20_ms"] > 0
     printed = capsys.readouterr().out
     assert len(_table_rows(printed, ["300 |", "2,100 |"])) == 2
+    assert "bulk first pass / 10 s bound (issue 34, at 50k): 300: " in printed
 
 
 def test_consolidation_bench_rows_share_the_passes_embedding_model(bench_db: str) -> None:
