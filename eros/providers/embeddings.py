@@ -81,6 +81,20 @@ def _direct_sessions() -> None:
     voyageai.requestssession = _direct_session
 
 
+def forget_inherited_sessions() -> None:
+    """Drop the ``requests`` session voyageai keeps per thread, in a process just forked.
+
+    The SDK caches one session (with its pool of keep-alive connections) in a module-level
+    ``threading.local``; a prefork child's main thread inherits the parent's. When the parent
+    made a call before forking — a worker training the guard's meaning model at start-up
+    (issue 30) — every child held the same TCP connection: one child's request read another's
+    reply or waited for it until the embedding timeout (30 s stalls and a retry, measured by
+    bench/guard_ready_bench.py). Each process now opens its own."""
+    from voyageai.api_resources import api_requestor
+
+    vars(api_requestor._thread_context).pop("session", None)
+
+
 def check_vectors(vectors: list[list[float]], expected: int, dim: int) -> None:
     """A count or size mismatch would corrupt recall: fail instead of inserting."""
     if len(vectors) != expected:

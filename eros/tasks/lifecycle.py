@@ -33,9 +33,13 @@ def _settings(sender: Any) -> Settings:
 
 @signals.worker_process_init.connect
 def _after_fork(**_: Any) -> None:
-    """Pools and clients are per process: drop anything inherited from the parent."""
+    """Pools and clients are per process: drop anything inherited from the parent (the
+    database pools, the task resources and the embedding SDK's per-thread HTTP session)."""
+    from eros.providers.embeddings import forget_inherited_sessions
+
     dispose_all()
     forget_resources()
+    forget_inherited_sessions()
 
 
 @signals.after_setup_logger.connect
