@@ -4,8 +4,9 @@ switch transaction, then the old columns dropped (docs/operations.md).
 Everything sized by the dimension moves at the switch: ``embedding`` (renamed in from
 ``embedding_next``), the generated ``embedding_bq`` sketch and its covering index, the HNSW
 index (built beforehand, renamed), ``memory_sketches.sketch`` and ``memory_cells.centroid``
-(cells are dropped: beat re-clusters). The result is the schema of ``eros/db/schema.py`` under
-the new ``EMBEDDING_DIM``.
+(cells are dropped: beat re-clusters) and ``memory_turns.embedding`` (the old model's turn
+vectors are dropped, to be indexed again). The result is the schema of ``eros/db/schema.py``
+under the new ``EMBEDDING_DIM``.
 """
 
 from __future__ import annotations
@@ -69,6 +70,14 @@ def switch(conn: Connection, dim: int) -> None:
         f"ALTER TABLE engine.memory_sketches ALTER COLUMN sketch TYPE bit({d}) USING NULL",
         "UPDATE engine.memory_sketches s SET sketch = m.embedding_bq, cell = NULL"
         f" FROM {T} m WHERE m.id = s.memory_id",
+        # the turn vectors (0025) are the old model's: dropped, to be indexed again
+        "DELETE FROM engine.memory_turns",
+        "ALTER TABLE engine.memory_turns DROP COLUMN embedding_bq",  # and its covering index
+        f"ALTER TABLE engine.memory_turns ALTER COLUMN embedding TYPE halfvec({d}) USING NULL",
+        f"ALTER TABLE engine.memory_turns ADD COLUMN embedding_bq bit({d})"
+        f" GENERATED ALWAYS AS ((binary_quantize(embedding))::bit({d})) STORED",
+        "CREATE INDEX ix_memory_turns_recall ON engine.memory_turns"
+        " (user_id, instance_id, status) INCLUDE (seq, sensitivity, embedding_bq)",
     ):
         conn.execute(text(statement))
 

@@ -7,8 +7,6 @@ create exactly this metadata (``alembic check`` proves it).
 
 from __future__ import annotations
 
-import os
-
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     DDL,
@@ -23,7 +21,6 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
-    MetaData,
     Numeric,
     SmallInteger,
     Table,
@@ -36,12 +33,9 @@ from sqlalchemy.dialects.postgresql import ARRAY, BIT, JSONB, UUID
 from eros.core.categories import CATEGORIES
 from eros.core.erasure import SCOPES, STATUSES
 from eros.core.sensitivity import SENSITIVITY_LABELS
-
-SCHEMA = "engine"
-#: the vector column's size is fixed when the table is created (HNSW needs it).
-EMBEDDING_DIM = int(os.environ.get("EMBEDDING_DIM", "512") or 512)
-
-metadata = MetaData(schema=SCHEMA)
+from eros.db.meta import EMBEDDING_DIM as EMBEDDING_DIM  # re-exported
+from eros.db.meta import SCHEMA as SCHEMA
+from eros.db.meta import metadata as metadata
 
 
 def _uuid_pk() -> Column[object]:
@@ -408,3 +402,6 @@ replica_heartbeat = Table(
     _now("beat_at"),
     CheckConstraint("id = 1", name="ck_replica_heartbeat_one_row"),
 )
+
+# The turns recall layer (0025) lives in its own module, on the same metadata.
+from eros.db.turns_schema import memory_turns  # noqa: E402, F401

@@ -1,0 +1,68 @@
+"""``engine.memory_turns`` (0025, issue 31): the user's turns as a recall layer.
+
+One row per user turn eros has read and embedded. The turn's text is not copied: a reader joins
+``chat_messages`` on ``seq`` (the product's table stays the product's), and deleting the message
+cascades its vector away. It shares :mod:`eros.db.meta`'s ``metadata`` with
+:mod:`eros.db.schema`, which imports this module, so ``alembic check`` sees the table.
+"""
+
+from __future__ import annotations
+
+from pgvector.sqlalchemy import HALFVEC
+from sqlalchemy import (
+    DDL,
+    BigInteger,
+    CheckConstraint,
+    Column,
+    Computed,
+    DateTime,
+    ForeignKey,
+    Index,
+    Table,
+    Text,
+    event,
+    text,
+)
+from sqlalchemy.dialects.postgresql import BIT, UUID
+
+from eros.core.sensitivity import SENSITIVITY_LABELS
+from eros.db.meta import EMBEDDING_DIM, SCHEMA, metadata
+
+#: what a turn's ``status`` may be: ``current`` (recallable), ``quarantined`` (the memory
+#: guard rejected it: never recalled), ``unscreened`` (indexed while the guard's meaning layer
+#: had no model: never recalled until screened).
+TURN_STATUSES = ("current", "quarantined", "unscreened")
+
+memory_turns = Table(
+    "memory_turns", metadata,
+    #: the product's message (``chat_messages.seq``); its deletion removes the vector.
+    Column("seq", BigInteger, ForeignKey(f"{SCHEMA}.chat_messages.seq", ondelete="CASCADE"),
+           primary_key=True, autoincrement=False),
+    Column("session_id", UUID(as_uuid=True), nullable=False),
+    Column("user_id", UUID(as_uuid=True), nullable=False),
+    Column("instance_id", UUID(as_uuid=True), nullable=True),
+    #: the message's ``sent_at``: the session's date, what a rendered turn is dated by.
+    Column("said_at", DateTime(timezone=True), nullable=False),
+    #: half precision (2 bytes a dimension): half the size of a memory's vector.
+    Column("embedding", HALFVEC(EMBEDDING_DIM), nullable=False),
+    Column("embedding_model", Text, nullable=False),
+    #: one bit per dimension: what a recall's Hamming pre-scan reads (index-only).
+    Column("embedding_bq", BIT(EMBEDDING_DIM), Computed(
+        f"(binary_quantize(embedding))::bit({EMBEDDING_DIM})", persisted=True)),
+    #: special category, the labels of ``companion_memories.sensitivity``; NULL = none.
+    Column("sensitivity", Text, nullable=True),
+    Column("status", Text, nullable=False, server_default=text("'current'")),
+    Column("indexed_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    CheckConstraint(f"status IN {TURN_STATUSES!r}", name="ck_memory_turns_status"),
+    CheckConstraint(f"sensitivity IS NULL OR sensitivity IN {SENSITIVITY_LABELS!r}",
+                    name="ck_memory_turns_sensitivity"),
+    # a recall's scope (user, layer, status) as one index range, covering the pre-scan
+    Index("ix_memory_turns_recall", "user_id", "instance_id", "status",
+          postgresql_include=["seq", "sensitivity", "embedding_bq"]),
+    # erasure and backfill by session
+    Index("ix_memory_turns_session", "session_id"),
+)
+
+# Vectors inline in the heap row, as companion_memories' (0004).
+event.listen(memory_turns, "after_create", DDL(  # type: ignore[no-untyped-call]
+    f"ALTER TABLE {SCHEMA}.memory_turns ALTER COLUMN embedding SET STORAGE MAIN"))

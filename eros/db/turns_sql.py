@@ -1,0 +1,198 @@
+"""The SQL of the turns recall layer (``engine.memory_turns``, 0025, issue 31).
+
+A turn's row holds its vector, never its text: every read joins ``chat_messages`` on ``seq``.
+Writes are one multi-row statement (arrays ``unnest``-ed back into rows, the vectors as one
+flat ``real[]`` of ``dim`` floats per turn, as :mod:`eros.db.write_sql` sends a session's
+memories) and idempotent: a second write of a seq replaces its vector, model, label and status.
+
+Scope of a read: the user's turns said to the same persona (``instance_id``; NULL = the
+sessions without one). A turn belongs to one conversation — reading another persona's turns
+would leak one relationship into another — so unlike memories there is no profile layer.
+Only ``current`` turns are read: ``quarantined`` (the guard rejected it) and ``unscreened``
+ones never are.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import Connection, bindparam, text
+
+from eros.core.channels import VOICE, strip_voice_tags
+from eros.db.write_sql import Float4Array
+
+T = "engine.memory_turns"
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    """One turn to index: the message's ``seq`` and where it was said, its vector and label."""
+
+    seq: int
+    session_id: uuid.UUID
+    user_id: uuid.UUID
+    instance_id: uuid.UUID | None
+    said_at: datetime
+    embedding: Sequence[float]
+    embedding_model: str
+    sensitivity: str | None = None
+    status: str = "current"
+
+
+@dataclass(frozen=True)
+class NearTurn:
+    """A recalled turn: its text read from ``chat_messages``, cosine distance to the query."""
+
+    seq: int
+    session_id: uuid.UUID
+    said_at: datetime
+    content: str
+    distance: float
+    sensitivity: str | None
+    #: ``chat_messages.channel`` (a voice turn's ``content`` is read with its tags stripped)
+    channel: str = "text"
+
+
+#: the upsert: one statement whatever the number of rows; a seq whose message is gone (deleted
+#: meanwhile) is skipped by the join rather than failing the foreign key.
+UPSERT_SQL = f"""
+INSERT INTO {T} (seq, session_id, user_id, instance_id, said_at, embedding,
+                 embedding_model, sensitivity, status)
+SELECT t.seq, t.session_id, t.user_id, t.instance_id, t.said_at,
+       CAST(f.v[(t.ord - 1) * f.dim + 1 : t.ord * f.dim] AS halfvec),
+       t.embedding_model, t.sensitivity, t.status
+  FROM unnest(CAST(:turn_seqs AS bigint[]), CAST(:turn_sessions AS uuid[]),
+              CAST(:turn_users AS uuid[]), CAST(:turn_instances AS uuid[]),
+              CAST(:turn_said_at AS timestamptz[]), CAST(:turn_models AS text[]),
+              CAST(:turn_sensitivities AS text[]), CAST(:turn_statuses AS text[]))
+       WITH ORDINALITY AS t(seq, session_id, user_id, instance_id, said_at, embedding_model,
+                            sensitivity, status, ord)
+  JOIN engine.chat_messages m ON m.seq = t.seq
+ CROSS JOIN (SELECT CAST(:turn_embeddings AS real[]) AS v, CAST(:dim AS integer) AS dim) f
+ON CONFLICT (seq) DO UPDATE
+   SET embedding = EXCLUDED.embedding, embedding_model = EXCLUDED.embedding_model,
+       sensitivity = EXCLUDED.sensitivity, status = EXCLUDED.status, indexed_at = now()
+"""
+_UPSERT = text(f"WITH w AS ({UPSERT_SQL} RETURNING 1) SELECT count(*) FROM w")
+
+
+def turn_params(rows: Sequence[TurnRow]) -> dict[str, Any]:
+    """The binds of :data:`UPSERT_SQL` (``:turn_*`` and ``:dim``) for ``rows``."""
+    dim = len(rows[0].embedding) if rows else 0
+    flat: list[float] = []
+    for r in rows:
+        if len(r.embedding) != dim:
+            raise ValueError("every turn vector must have the same dimension")
+        flat.extend(r.embedding)
+    return {
+        "turn_seqs": [r.seq for r in rows],
+        "turn_sessions": [r.session_id for r in rows],
+        "turn_users": [r.user_id for r in rows],
+        "turn_instances": [r.instance_id for r in rows],
+        "turn_said_at": [r.said_at for r in rows],
+        "turn_models": [r.embedding_model for r in rows],
+        "turn_sensitivities": [r.sensitivity for r in rows],
+        "turn_statuses": [r.status for r in rows],
+        "turn_embeddings": Float4Array(flat),
+        "dim": dim,
+    }
+
+
+def write_turns(conn: Connection, rows: Sequence[TurnRow]) -> int:
+    """Index ``rows`` (insert, or replace a seq's vector, model, label and status): one
+    statement. Returns the rows written (a seq whose message no longer exists is skipped)."""
+    if not rows:
+        return 0
+    return int(conn.execute(_UPSERT, turn_params(rows)).scalar_one())
+
+
+# --- reads ----------------------------------------------------------------------------------
+#: the query's sketch, computed once per statement (an InitPlan, as recall_sql.QUERY_SKETCH).
+_QUERY_SKETCH = "(SELECT binary_quantize(CAST(:q AS halfvec)))"
+
+# The ``:pool`` turns nearest by Hamming distance of their sketches (an index-only range of
+# ix_memory_turns_recall), re-ranked by exact cosine of the half-precision vectors. When the
+# scope holds no more than ``:pool`` rows every one is re-ranked: the answer is exact.
+_NEAREST = text(f"""
+WITH pre AS MATERIALIZED (
+    SELECT t.seq FROM {T} t
+     WHERE t.user_id = :user_id AND t.instance_id IS NOT DISTINCT FROM :instance_id
+       AND t.status = 'current' AND (:sensitive OR t.sensitivity IS NULL)
+       AND (CAST(:model AS text) IS NULL OR t.embedding_model = :model)
+     ORDER BY t.embedding_bq <~> {_QUERY_SKETCH} LIMIT :pool
+)
+SELECT t.seq, t.session_id, t.said_at, m.content, m.channel, t.sensitivity,
+       t.embedding <=> CAST(:q AS halfvec) AS distance
+  FROM pre JOIN {T} t ON t.seq = pre.seq JOIN engine.chat_messages m ON m.seq = t.seq
+ ORDER BY distance, t.seq
+ LIMIT :k
+""").bindparams(bindparam("q", type_=Vector()))
+
+
+def nearest_turns(conn: Connection, user_id: uuid.UUID, instance_id: uuid.UUID | None,
+                  query_vector: Sequence[float], k: int, include_sensitive: bool, *,
+                  pool: int | None = None, embedding_model: str | None = None
+                  ) -> list[NearTurn]:
+    """The ``k`` current turns of the user's conversations with ``instance_id`` nearest
+    ``query_vector`` (cosine distance, nearest first), with their text from ``chat_messages``
+    (a voice turn's stage directions stripped, as extraction reads it).
+    ``include_sensitive=False`` leaves labelled turns out; ``embedding_model`` set: only turns
+    embedded by that model (never rank two models' vectors together). ``pool`` (default
+    ``max(20·k, 400)``) is how many sketch-nearest turns are re-ranked exactly."""
+    if k <= 0:
+        return []
+    n = pool if pool is not None else max(20 * k, 400)
+    rows = conn.execute(_NEAREST, {
+        "user_id": user_id, "instance_id": instance_id, "q": list(query_vector),
+        "sensitive": include_sensitive, "pool": max(n, k), "k": k,
+        "model": embedding_model}).all()
+    return [NearTurn(seq=int(r.seq), session_id=r.session_id, said_at=r.said_at,
+                     content=strip_voice_tags(r.content) if r.channel == VOICE else r.content,
+                     distance=float(r.distance), sensitivity=r.sensitivity, channel=r.channel)
+            for r in rows]
+
+
+def count_turns(conn: Connection, user_id: uuid.UUID | None = None) -> int:
+    """Indexed turns (all statuses), of one user or of everyone."""
+    if user_id is None:
+        return int(conn.execute(text(f"SELECT count(*) FROM {T}")).scalar_one())
+    return int(conn.execute(text(f"SELECT count(*) FROM {T} WHERE user_id = :u"),
+                            {"u": user_id}).scalar_one())
+
+
+# --- erasure --------------------------------------------------------------------------------
+def _deleted(conn: Connection, where: str, params: dict[str, Any]) -> int:
+    return int(conn.execute(text(
+        f"WITH d AS (DELETE FROM {T} WHERE {where} RETURNING 1) SELECT count(*) FROM d"),
+        params).scalar_one())
+
+
+def delete_turns_for_user(conn: Connection, user_id: uuid.UUID, *,
+                          instance_id: uuid.UUID | None = None) -> int:
+    """Every turn vector of the user, or of the user's conversations with one persona."""
+    if instance_id is None:
+        return _deleted(conn, "user_id = :u", {"u": user_id})
+    return _deleted(conn, "user_id = :u AND instance_id = :i", {"u": user_id, "i": instance_id})
+
+
+def delete_turns_for_session(conn: Connection, session_id: uuid.UUID) -> int:
+    return _deleted(conn, "session_id = :s", {"s": session_id})
+
+
+def delete_turns_for_seqs(conn: Connection, seqs: Sequence[int]) -> int:
+    """The vectors of these messages (a forgotten memory's source turns, a message erasure)."""
+    if not seqs:
+        return 0
+    return _deleted(conn, "seq = ANY(CAST(:seqs AS bigint[]))", {"seqs": list(seqs)})
+
+
+def delete_turns_labelled(conn: Connection, user_id: uuid.UUID, label: str | None) -> int:
+    """The user's turns with special-category ``label`` (None: with any label)."""
+    if label is None:
+        return _deleted(conn, "user_id = :u AND sensitivity IS NOT NULL", {"u": user_id})
+    return _deleted(conn, "user_id = :u AND sensitivity = :l", {"u": user_id, "l": label})
