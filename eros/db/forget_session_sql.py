@@ -32,7 +32,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from eros.db import forget_sql
+from eros.db import forget_sql, turns_sql
 
 FIND = text("SELECT user_id FROM engine.chat_sessions WHERE id = :session_id")
 
@@ -77,7 +77,8 @@ DELETE_MESSAGES = text("DELETE FROM engine.chat_messages WHERE session_id = :ses
 
 #: what :func:`forget_session` counts.
 ZERO_COUNTS: dict[str, int] = {"messages": 0, "memories": 0, "history": 0, "restored": 0,
-                               "trimmed": 0, "runs": 0, "cells": 0, "sessions_marked_read": 0}
+                               "trimmed": 0, "runs": 0, "cells": 0, "sessions_marked_read": 0,
+                               "turn_vectors": 0}
 
 
 def _n(conn: Connection, stmt: Any, params: dict[str, Any]) -> int:
@@ -110,5 +111,6 @@ def forget_session(conn: Connection,
     counts["memories"] = _n(conn, forget_sql.DELETE_MEMORIES, {"ids": ids})
     counts["cells"] = forget_sql.drop_cells(conn, user_id) if counts["memories"] else 0
     counts["runs"] = _n(conn, DELETE_RUNS, {"session_id": session_id})
+    counts["turn_vectors"] = turns_sql.delete_turns_for_session(conn, session_id)
     counts["messages"] = _n(conn, DELETE_MESSAGES, {"session_id": session_id})
     return user_id, counts

@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from eros.db import cells_sql
+from eros.db import cells_sql, turns_sql
 from eros.db.consolidation_sql import LOCK_KEY, LOCK_NAMESPACE
 
 #: What a forget removed, by table (the task's JSON result).
@@ -262,6 +262,9 @@ def forget_user(conn: Connection, user_id: uuid.UUID, *, instance_id: uuid.UUID 
         counts["cells"] = drop_cells(conn, user_id) if counts["memories"] else 0
         conn.execute(CLEAR_STATE_ERROR, p)
     counts["runs"] = _n(conn, DELETE_RUNS, {**p, "sessions": session_ids})
+    # the turns recall layer (0025): the user's (or the persona's) turn vectors
+    counts["turn_vectors"] = turns_sql.delete_turns_for_user(conn, user_id,
+                                                             instance_id=instance_id)
     counts["messages"] = counts["sessions_deleted"] = 0
     if sessions:
         counts["messages"] = _n(conn, DELETE_MESSAGES, {"sessions": session_ids})
@@ -295,7 +298,16 @@ def forget_memory(conn: Connection, memory_id: uuid.UUID) -> tuple[uuid.UUID | N
 
 #: what :func:`erase_memories` counts.
 ZERO_MEMORY_COUNTS: Counts = {"memories": 0, "history": 0, "derived": 0, "restored": 0,
-                              "erased_turns": 0, "sessions_fenced": 0, "cells": 0}
+                              "erased_turns": 0, "sessions_fenced": 0, "cells": 0,
+                              "turn_vectors": 0}
+
+#: the turn vectors (0025) of the erased memories' source turns.
+DELETE_SOURCE_TURN_VECTORS = text("""
+DELETE FROM engine.memory_turns WHERE seq IN (
+    SELECT unnest(source_seqs) FROM engine.companion_memories
+     WHERE id = ANY(CAST(:ids AS uuid[])) AND source_seqs IS NOT NULL)
+RETURNING seq
+""")
 
 
 def erase_memories(conn: Connection, user_id: uuid.UUID, ids: Sequence[uuid.UUID]) -> Counts:
@@ -314,6 +326,8 @@ def erase_memories(conn: Connection, user_id: uuid.UUID, ids: Sequence[uuid.UUID
                                                                "user_id": user_id})]
     counts["sessions_fenced"] = _n(conn, FENCE_SESSIONS, {"sessions": sessions})
     counts["erased_turns"] = sum(r.n for r in conn.execute(ERASE_TURNS, {"ids": ids}))
+    # a tombstoned turn is not recallable either: its vector goes (0025)
+    counts["turn_vectors"] = _n(conn, DELETE_SOURCE_TURN_VECTORS, {"ids": ids})
     derived = [r.id for r in conn.execute(DERIVED, {"ids": ids})]
     restored = conn.execute(RESTORE, {"derived": derived, "ids": ids}).all()
     if restored:
@@ -364,7 +378,10 @@ def forget_sensitive(conn: Connection, user_id: uuid.UUID, label: str | None) ->
     for row in conn.execute(SENSITIVE_MEMORIES, {"user_id": user_id, "label": label}).all():
         if row.id not in ids:
             ids.update((r.id, None) for r in conn.execute(LINEAGE, {"memory_id": row.id}))
-    return {**erase_memories(conn, user_id, list(ids)), "claims_released": released}
+    counts = erase_memories(conn, user_id, list(ids))
+    # turns with the label (0025), cited by such a memory or labelled by themselves
+    counts["turn_vectors"] += turns_sql.delete_turns_labelled(conn, user_id, label)
+    return {**counts, "claims_released": released}
 
 
 def lineage_ids(conn: Connection, memory_id: uuid.UUID) -> Sequence[uuid.UUID]:
