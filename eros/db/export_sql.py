@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
+from pgvector.sqlalchemy import HALFVEC, Vector
 from sqlalchemy import Column, Connection, Select, Table, select, text
 from sqlalchemy.dialects.postgresql import BIT
 
@@ -23,6 +23,7 @@ from eros.db.schema import (
     memory_history,
     sensitivity_withheld,
 )
+from eros.db.turns_schema import memory_turns
 
 #: rows fetched per round trip from the server-side cursor.
 BATCH = 500
@@ -87,7 +88,7 @@ def messages(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
 
 def _plain(table: Table) -> list[Column[Any]]:
     """Every column but vectors and bit sketches."""
-    return [c for c in table.c if not isinstance(c.type, Vector | BIT)]
+    return [c for c in table.c if not isinstance(c.type, Vector | HALFVEC | BIT)]
 
 
 def _user_rows(table: Table, user_id: uuid.UUID, *order: Column[Any]) -> Select[Any]:
@@ -122,6 +123,14 @@ def erasures(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
     t = erasure_log
     return _stream(conn, _user_rows(t, user_id, t.c.requested_at, t.c.id), user_id)
 
+
+
+def indexed_turns(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
+    """Which of the user's turns the turns recall layer indexed (issue 31, 0025): seq,
+    session, persona, date, label, status and embedding model — the vector is not exported
+    and the text is the message's (``--with-messages``)."""
+    t = memory_turns
+    return _stream(conn, _user_rows(t, user_id, t.c.seq), user_id)
 
 
 def withheld(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:

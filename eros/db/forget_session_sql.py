@@ -78,7 +78,7 @@ DELETE_MESSAGES = text("DELETE FROM engine.chat_messages WHERE session_id = :ses
 #: what :func:`forget_session` counts.
 ZERO_COUNTS: dict[str, int] = {"messages": 0, "memories": 0, "history": 0, "restored": 0,
                                "trimmed": 0, "runs": 0, "cells": 0, "sessions_marked_read": 0,
-                               "turn_vectors": 0}
+                               "indexed_turns": 0}
 
 
 def _n(conn: Connection, stmt: Any, params: dict[str, Any]) -> int:
@@ -111,6 +111,6 @@ def forget_session(conn: Connection,
     counts["memories"] = _n(conn, forget_sql.DELETE_MEMORIES, {"ids": ids})
     counts["cells"] = forget_sql.drop_cells(conn, user_id) if counts["memories"] else 0
     counts["runs"] = _n(conn, DELETE_RUNS, {"session_id": session_id})
-    counts["turn_vectors"] = turns_sql.delete_turns_for_session(conn, session_id)
+    counts["indexed_turns"] = turns_sql.delete_turns_for_session(conn, session_id)
     counts["messages"] = _n(conn, DELETE_MESSAGES, {"session_id": session_id})
     return user_id, counts

@@ -263,7 +263,7 @@ def forget_user(conn: Connection, user_id: uuid.UUID, *, instance_id: uuid.UUID 
         conn.execute(CLEAR_STATE_ERROR, p)
     counts["runs"] = _n(conn, DELETE_RUNS, {**p, "sessions": session_ids})
     # the turns recall layer (0025): the user's (or the persona's) turn vectors
-    counts["turn_vectors"] = turns_sql.delete_turns_for_user(conn, user_id,
+    counts["indexed_turns"] = turns_sql.delete_turns_for_user(conn, user_id,
                                                              instance_id=instance_id)
     counts["messages"] = counts["sessions_deleted"] = 0
     if sessions:
@@ -299,7 +299,7 @@ def forget_memory(conn: Connection, memory_id: uuid.UUID) -> tuple[uuid.UUID | N
 #: what :func:`erase_memories` counts.
 ZERO_MEMORY_COUNTS: Counts = {"memories": 0, "history": 0, "derived": 0, "restored": 0,
                               "erased_turns": 0, "sessions_fenced": 0, "cells": 0,
-                              "turn_vectors": 0}
+                              "indexed_turns": 0}
 
 #: the turn vectors (0025) of the erased memories' source turns.
 DELETE_SOURCE_TURN_VECTORS = text("""
@@ -327,7 +327,7 @@ def erase_memories(conn: Connection, user_id: uuid.UUID, ids: Sequence[uuid.UUID
     counts["sessions_fenced"] = _n(conn, FENCE_SESSIONS, {"sessions": sessions})
     counts["erased_turns"] = sum(r.n for r in conn.execute(ERASE_TURNS, {"ids": ids}))
     # a tombstoned turn is not recallable either: its vector goes (0025)
-    counts["turn_vectors"] = _n(conn, DELETE_SOURCE_TURN_VECTORS, {"ids": ids})
+    counts["indexed_turns"] = _n(conn, DELETE_SOURCE_TURN_VECTORS, {"ids": ids})
     derived = [r.id for r in conn.execute(DERIVED, {"ids": ids})]
     restored = conn.execute(RESTORE, {"derived": derived, "ids": ids}).all()
     if restored:
@@ -380,7 +380,7 @@ def forget_sensitive(conn: Connection, user_id: uuid.UUID, label: str | None) ->
             ids.update((r.id, None) for r in conn.execute(LINEAGE, {"memory_id": row.id}))
     counts = erase_memories(conn, user_id, list(ids))
     # turns with the label (0025), cited by such a memory or labelled by themselves
-    counts["turn_vectors"] += turns_sql.delete_turns_labelled(conn, user_id, label)
+    counts["indexed_turns"] += turns_sql.delete_turns_labelled(conn, user_id, label)
     return {**counts, "claims_released": released}
 
 

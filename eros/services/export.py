@@ -151,7 +151,8 @@ def _v2_sections(conn: Any, user_id: uuid.UUID, out: IO[str]) -> dict[str, int]:
     for name, rows in (("memory_history", export_sql.history(conn, user_id)),
                        ("classification_runs", export_sql.runs(conn, user_id)),
                        ("erasures", export_sql.erasures(conn, user_id)),
-                       ("withheld_labels", export_sql.withheld(conn, user_id))):
+                       ("withheld_labels", export_sql.withheld(conn, user_id)),
+                       ("indexed_turns", export_sql.indexed_turns(conn, user_id))):
         out.write(f',\n  "{name}": ')
         counts[name] = _array(out, (_row(r) for r in rows))
     state = export_sql.state(conn, user_id)

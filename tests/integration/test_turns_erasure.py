@@ -1,5 +1,5 @@
 """Every erasure path takes the turn vectors with it (issue 31 item 4, 0025): user, persona,
-memory (its source turns), message, sensitive label, session — counted as ``turn_vectors``
+memory (its source turns), message, sensitive label, session — counted as ``indexed_turns``
 in the erasure's counts. Real PostgreSQL, the real services."""
 
 from __future__ import annotations
@@ -57,18 +57,18 @@ def _two_sessions(engine: Engine, **kw: Any) -> tuple[uuid.UUID, uuid.UUID, uuid
     return user, persona, a, _index(engine, a, **kw), _index(engine, b)
 
 
-def test_user_and_persona_forgets_remove_turn_vectors(engine: Engine) -> None:
+def test_user_and_persona_forgets_remove_indexed_turns(engine: Engine) -> None:
     user, persona, _a, sa, sb = _two_sessions(engine)
-    assert forget.forget_user(engine, user, instance_id=persona)["turn_vectors"] == 2
+    assert forget.forget_user(engine, user, instance_id=persona)["indexed_turns"] == 2
     assert _left(engine, sa + sb) == sa
-    assert forget.forget_user(engine, user)["turn_vectors"] == 2
+    assert forget.forget_user(engine, user)["indexed_turns"] == 2
     assert _left(engine, sa + sb) == []
 
 
 def test_memory_and_message_forgets_remove_their_turns(engine: Engine) -> None:
     user, _persona, a, sa, sb = _two_sessions(engine)
     memory = _memory(engine, a, user, [sa[0]])
-    assert forget.forget_memory(engine, memory)["turn_vectors"] == 1
+    assert forget.forget_memory(engine, memory)["indexed_turns"] == 1
     assert _left(engine, sa + sb) == [sa[1], *sb]
     with engine.connect() as conn:
         message = conn.execute(text("SELECT id FROM engine.chat_messages WHERE seq = :s"),
@@ -77,15 +77,31 @@ def test_memory_and_message_forgets_remove_their_turns(engine: Engine) -> None:
     assert _left(engine, sa + sb) == [sa[1], sb[1]]
 
 
-def test_sensitive_and_session_forgets_remove_turn_vectors(engine: Engine) -> None:
+def test_sensitive_and_session_forgets_remove_indexed_turns(engine: Engine) -> None:
     user, _persona, a, sa, sb = _two_sessions(engine, sensitivity="health")
     cited = _memory(engine, a, user, [sb[1]], sensitivity="health")
     counts = forget.forget_sensitive(engine, user, "health")
     # the labelled session's two turns, and the turn the labelled memory cites
-    assert counts["turn_vectors"] == 3 and cited
+    assert counts["indexed_turns"] == 3 and cited
     assert _left(engine, sa + sb) == [sb[0]]
     with engine.connect() as conn:
         b = conn.execute(text("SELECT session_id FROM engine.memory_turns WHERE seq = :s"),
                          {"s": sb[0]}).scalar_one()
-    assert forget.forget_session(engine, b)["turn_vectors"] == 1
+    assert forget.forget_session(engine, b)["indexed_turns"] == 1
     assert _left(engine, sa + sb) == []
+
+
+def test_the_export_says_which_turns_are_indexed(engine: Engine) -> None:
+    import io
+    import json
+
+    from eros.services.export import export_user
+    user, _persona, _a, sa, sb = _two_sessions(engine, sensitivity="health")
+    out = io.StringIO()
+    export_user(engine, user, out)
+    doc = json.loads(out.getvalue())
+    turns = doc["indexed_turns"]
+    assert [t["seq"] for t in turns] == sa + sb
+    assert [t["sensitivity"] for t in turns] == ["health", "health", None, None]
+    assert all(set(t) >= {"session_id", "said_at", "status", "embedding_model"} for t in turns)
+    assert all("embedding" not in t and "embedding_bq" not in t for t in turns)
