@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from eros.cli import main
-from eros.core.ranking import STRATEGIES
+from eros.core.fusion import RECALL_STRATEGIES
 from eros.db.recall_sql import SCOPES
 
 if TYPE_CHECKING:
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
               help="Persona instance: adds its relationship layer (scope both/relationship).")
 @click.option("--scope", type=click.Choice(SCOPES), default="both", show_default=True,
               help="profile = across personas; relationship = user × --instance; both.")
-@click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
-              help="Ranking (default RECALL_STRATEGY).")
+@click.option("--strategy", type=click.Choice(RECALL_STRATEGIES), default=None,
+              help="Ranking (default RECALL_STRATEGY); fused adds the user's own turns.")
 @click.option("--k", "k", type=click.IntRange(1, 100), default=None,
               help="Per category for grouped (RECALL_PER_CATEGORY_K), in all otherwise "
                    "(RECALL_K).")
@@ -49,7 +49,10 @@ def recall(user: uuid.UUID, query: str, instance_id: uuid.UUID | None, scope: st
     Strategies: grouped (the reference: top-K by cosine in each category), decay
     (similarity + λ·exp(−age/τ)) and composite (similarity + w·exp(−age/τ)·importance, one
     global top-K); with RECALL_LEXICAL, the query's words are fused in by reciprocal rank.
-    Weights come from the RECALL_* settings; see docs/recall.md.
+    fused ranks composite's memories together with the user's own turns, by provenance (a
+    turn a memory cites is its quote, not a second item; a turn only superseded memories
+    cite is demoted), within RECALL_TOKEN_BUDGET tokens. Weights come from the RECALL_*
+    settings; see docs/recall.md.
     """
     from eros.cli._common import runtime
     from eros.providers import make_providers
@@ -77,14 +80,25 @@ def recall(user: uuid.UUID, query: str, instance_id: uuid.UUID | None, scope: st
 def _human(result: RecallResult) -> str:
     """A header line (strategy, scope, plan, timings) over a table of the ranked memories."""
     from eros.cli._common import table
+    from eros.services.recall import RecalledTurn
 
     now = datetime.now(UTC)
-    rows = [[str(i), m.category, m.layer, f"{m.similarity:.3f}", f"{m.score:.3f}",
-             "-" if m.importance is None else f"{m.importance:.2f}",
-             f"{max(0.0, (now - m.created_at).total_seconds()) / 86400:.0f}d", m.content]
-            for i, m in enumerate(result.memories, 1)]
+    rows = []
+    for i, item in enumerate(result.items, 1):
+        if isinstance(item, RecalledTurn):
+            rows.append([str(i), "turn", "said", f"{item.similarity:.3f}",
+                         f"{item.score:.3f}", "-",
+                         f"{max(0.0, (now - item.said_at).total_seconds()) / 86400:.0f}d",
+                         item.content])
+            continue
+        rows.append([str(i), item.category, item.layer, f"{item.similarity:.3f}",
+                     f"{item.score:.3f}",
+                     "-" if item.importance is None else f"{item.importance:.2f}",
+                     f"{max(0.0, (now - item.created_at).total_seconds()) / 86400:.0f}d",
+                     item.content])
     timings = ", ".join(f"{name} {ms:.1f} ms" for name, ms in result.timings.items())
-    head = (f"{len(result.memories)} memories · strategy {result.strategy} · scope "
+    turns = f" + {len(result.turns)} turns" if result.ranked is not None else ""
+    head = (f"{len(result.memories)} memories{turns} · strategy {result.strategy} · scope "
             f"{result.scope} · k {result.k} · plan {result.plan}"
             f"{' (exact)' if result.exact else ''}"
             f"{' · from the read replica' if result.source == 'replica' else ''} · {timings}")

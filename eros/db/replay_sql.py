@@ -7,6 +7,7 @@ Never used on a production database."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from sqlalchemy import Connection, text
 
@@ -92,3 +93,18 @@ def memory_vectors(conn: Connection, user_id: uuid.UUID) -> list[tuple[str, list
     reuses them instead of embedding every recalled memory again)."""
     return [(row.content, [float(x) for x in row.embedding.strip("[]").split(",")])
             for row in conn.execute(_VECTORS, {"user_id": user_id})]
+
+
+_USER_TURNS = text("""
+SELECT c.seq, c.session_id, s.instance_id, c.sent_at,
+       EXISTS (SELECT 1 FROM engine.memory_turns t WHERE t.seq = c.seq) AS indexed
+  FROM engine.chat_messages c JOIN engine.chat_sessions s ON s.id = c.session_id
+ WHERE s.user_id = :user_id AND c.role = 'user'
+ ORDER BY c.seq
+""")
+
+
+def user_turns(conn: Connection, user_id: uuid.UUID) -> list[Any]:
+    """The user's own turns (seq, session, persona, when, already indexed?), in order: what
+    the eval indexes for ``fused`` when the replay's classification did not."""
+    return list(conn.execute(_USER_TURNS, {"user_id": user_id}))

@@ -26,23 +26,23 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from eros.core.ranking import STRATEGIES, Layer, RankParams, Strategy
-from eros.core.render import Labels, LabelSet, render_memories
-from eros.core.sensitivity import CRISIS
+from eros.core.fusion import FUSED, RECALL_STRATEGIES, RecallStrategy
+from eros.core.ranking import RankParams, Strategy
 from eros.db import reembed_sql
 from eros.db.recall_sql import SCOPES, Scope
 from eros.db.timeouts import set_statement_timeout
 from eros.errors import RecallError
 from eros.ops import metrics
 from eros.providers.base import Embedder
-from eros.services.read_route import ReadRoute, Source
+from eros.services.read_route import ReadRoute
 from eros.services.recall_args import as_uuid, check_vector, scope_filter
+from eros.services.recall_fused import FusedFound, recalled, search_fused
 from eros.services.recall_models import (
     EmbedderFor,
     embedder_factory,
@@ -51,80 +51,17 @@ from eros.services.recall_models import (
 from eros.services.recall_plan import (
     rank_pool,
 )
-from eros.services.recall_search import Found, Plan, pool, search_grouped
+from eros.services.recall_result import RecalledMemory, RecalledTurn, RecallResult, render_prompt
+from eros.services.recall_search import Found, pool, search_grouped
 from eros.settings import Settings, get_settings
 
-__all__ = ["RecallResult", "RecalledMemory", "recall", "recall_by_vector", "render_prompt"]
-
-
-@dataclass(frozen=True)
-class RecalledMemory:
-    """One recalled memory: what it says, where it lives, and why it ranked where it did."""
-
-    id: uuid.UUID
-    content: str
-    category: str
-    importance: float | None
-    created_at: datetime
-    layer: Layer
-    similarity: float
-    score: float
-    #: provenance ("why do you remember this?"): the ``chat_messages.seq`` values it came
-    #: from, sorted; None = not recorded (written before provenance, or not read).
-    sources: tuple[int, ...] | None = None
-    #: the model's citation was missing or invalid: ``sources`` is the extraction window.
-    source_fallback: bool = False
-    #: special category (``health``, ``crisis``, …; core/sensitivity.py), None = none.
-    sensitivity: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": str(self.id), "content": self.content, "category": self.category,
-                "importance": self.importance, "created_at": self.created_at.isoformat(),
-                "layer": self.layer, "similarity": round(self.similarity, 6),
-                "score": round(self.score, 6),
-                "sources": None if self.sources is None else list(self.sources),
-                "source_fallback": self.source_fallback, "sensitivity": self.sensitivity}
-
-
-@dataclass(frozen=True)
-class RecallResult:
-    """The ranked memories plus how they were found (plan, exactness, timings in ms)."""
-
-    memories: list[RecalledMemory]
-    strategy: Strategy
-    scope: Scope
-    k: int
-    plan: Plan
-    exact: bool
-    #: an HNSW scan gave up (``hnsw.max_scan_tuples``) and that part was redone exactly.
-    fallback: bool = False
-    timings: dict[str, float] = field(default_factory=dict)
-    #: the database that answered: ``replica`` (DATABASE_REPLICA_URL) or ``primary``.
-    source: Source = "primary"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"strategy": self.strategy, "scope": self.scope, "k": self.k, "plan": self.plan,
-                "exact": self.exact, "fallback": self.fallback, "source": self.source,
-                # a recalled memory about self-harm, suicidal thoughts or abuse: act on it
-                "crisis": any(m.sensitivity == CRISIS for m in self.memories),
-                "timings_ms": {k: round(v, 3) for k, v in self.timings.items()},
-                "memories": [m.to_dict() for m in self.memories]}
-
-    def render(self, labels: LabelSet | str | Labels = "zh", *, dated: bool = False) -> str:
-        return render_prompt(self, labels, dated=dated)
-
-
-def render_prompt(result: RecallResult, labels: LabelSet | str | Labels = "zh", *,
-                  dated: bool = False) -> str:
-    """The system-prompt section for a result: grouped by category, one bullet a memory
-    (with ``dated``, ending with the day it is about), duplicates across layers pruned
-    (profile wins), an empty-state line when nothing."""
-    return render_memories(result.memories, labels, dated=dated)
+__all__ = ["RecallResult", "RecalledMemory", "RecalledTurn", "recall", "recall_by_vector",
+           "render_prompt"]
 
 
 def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: str, *,
            instance_id: uuid.UUID | str | None = None, scope: Scope = "both",
-           strategy: Strategy | None = None, k: int | None = None,
+           strategy: RecallStrategy | None = None, k: int | None = None,
            include_replaced: bool = False, settings: Settings | None = None,
            embedder_for: EmbedderFor | None = None, sources: bool = True,
            include_sensitive: bool | None = None) -> RecallResult:
@@ -185,14 +122,22 @@ def _recall_one(route: ReadRoute, embedder: Embedder, query: str, user_id: uuid.
 
 
 def _combine(results: list[RecallResult]) -> RecallResult:
-    """Per-model answers interleaved by rank (services/recall_models.py)."""
+    """Per-model answers interleaved by rank (services/recall_models.py); a ``fused`` answer
+    interleaves its items (memories and turns) the same way."""
     first = results[0]
-    memories = interleave([r.memories for r in results], k=first.k,
-                          per_category=first.strategy == "grouped")
     timings: dict[str, float] = {}
     for r in results:
         for name, value in r.timings.items():
             timings[name] = timings.get(name, 0.0) + value
+    if first.ranked is not None:
+        items = interleave([r.items for r in results], k=first.k, per_category=False)
+        return RecallResult([i for i in items if isinstance(i, RecalledMemory)],
+                            first.strategy, first.scope, first.k, "models", False,
+                            any(r.fallback for r in results), timings, results[-1].source,
+                            [i for i in items if isinstance(i, RecalledTurn)], items,
+                            first.budget)
+    memories = interleave([r.memories for r in results], k=first.k,
+                          per_category=first.strategy == "grouped")
     return RecallResult(memories, first.strategy, first.scope, first.k, "models",
                         all(r.exact for r in results), any(r.fallback for r in results),
                         timings, results[-1].source)
@@ -200,7 +145,7 @@ def _combine(results: list[RecallResult]) -> RecallResult:
 
 def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[float], *,
                      instance_id: uuid.UUID | str | None = None, scope: Scope = "both",
-                     strategy: Strategy | None = None, k: int | None = None,
+                     strategy: RecallStrategy | None = None, k: int | None = None,
                      include_replaced: bool = False, settings: Settings | None = None,
                      now: datetime | None = None, embedding_model: str | None = None,
                      legacy_model: str | None = None, sources: bool = True,
@@ -230,9 +175,11 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
     if embedding_model is not None or not sensitive:  # sketches and cells carry neither
         cfg = cfg.model_copy(update={"recall_exact_scan_below": 2**62})
     started = time.perf_counter()
-    chosen: Strategy = strategy or cfg.recall_strategy
-    if chosen not in STRATEGIES:
-        raise RecallError(f"unknown strategy {chosen!r}; expected one of {', '.join(STRATEGIES)}")
+    chosen: RecallStrategy = strategy or cfg.recall_strategy
+    if chosen not in RECALL_STRATEGIES:
+        raise RecallError(f"unknown strategy {chosen!r}; expected one of "
+                          f"{', '.join(RECALL_STRATEGIES)}")
+    ranking: Strategy = "composite" if chosen == FUSED else chosen  # type: ignore[assignment]
     if scope not in SCOPES:
         raise RecallError(f"unknown scope {scope!r}; expected one of {', '.join(SCOPES)}")
     k_eff = k if k is not None else (
@@ -253,17 +200,29 @@ def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[
     lexical = bool(cfg.recall_lexical and query_text and query_text.strip())
     k_read = k_eff * cfg.recall_lexical_depth if lexical and chosen == "grouped" else k_eff
 
-    def search(conn: Connection) -> Found:
+    def search(conn: Connection) -> Found | FusedFound:
         timings.clear()  # a step rerun on the primary times only the rerun
         if cfg.recall_statement_timeout_ms:  # recall's own budget, not the worker's
             set_statement_timeout(conn, cfg.recall_statement_timeout_ms)
+        if chosen == FUSED:
+            return search_fused(conn, flt, query, n, k_eff, cfg, timings, params, query_text)
         if chosen == "grouped":
             return search_grouped(conn, flt, query, k_read, n, cfg, timings)
         return pool(conn, flt, query, n, cfg, timings)
 
-    found = route.run(search)
+    answer = route.run(search)
+    if isinstance(answer, FusedFound):
+        timings["total"] = (time.perf_counter() - started) * 1000
+        metrics.record_recall(answer.found.plan, chosen, timings["total"] / 1000)
+        items = recalled(answer.items)
+        return RecallResult([i for i in items if isinstance(i, RecalledMemory)], chosen,
+                            flt.effective_scope, k_eff, answer.found.plan, False,
+                            answer.found.fallback, timings, route.source,
+                            [i for i in items if isinstance(i, RecalledTurn)], items,
+                            cfg.recall_token_budget)
+    found = answer
     t = time.perf_counter()
-    ranked, exact = rank_pool(chosen, found.candidates, k_eff, k_read, params,
+    ranked, exact = rank_pool(ranking, found.candidates, k_eff, k_read, params,
                               query_text if lexical else None, exact=found.exact,
                               complete=found.complete)
     timings["rank"] = (time.perf_counter() - t) * 1000

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from sqlalchemy import Engine
 
@@ -24,12 +24,7 @@ from eros.settings import Settings
 EmbedderFor = Callable[[str], Embedder]
 
 
-class _Ranked(Protocol):
-    @property
-    def category(self) -> str: ...
-
-
-R = TypeVar("R", bound=_Ranked)
+R = TypeVar("R")
 
 
 def configured_model(settings: Settings) -> str:
@@ -61,16 +56,21 @@ def embedder_factory(settings: Settings, default: Embedder) -> EmbedderFor:
 _CACHE: dict[tuple[int, str], Embedder] = {}
 
 
+def _category(item: object) -> str:
+    """A memory's category (a ``fused`` turn has none)."""
+    return str(getattr(item, "category", ""))
+
+
 def interleave(lists: Sequence[Sequence[R]], *, k: int, per_category: bool) -> list[R]:
     """Round-robin by rank position over per-model ranked lists, at most ``k`` (per category
     when ``per_category``, as ``grouped`` answers), keeping each list's own order."""
     if per_category:
         categories: list[str] = []
         for ranked in lists:
-            categories += [m.category for m in ranked if m.category not in categories]
+            categories += [c for c in (_category(m) for m in ranked) if c not in categories]
         out: list[R] = []
         for category in categories:
-            out += interleave([[m for m in ranked if m.category == category]
+            out += interleave([[m for m in ranked if _category(m) == category]
                                for ranked in lists], k=k, per_category=False)
         return out
     merged: list[R] = []

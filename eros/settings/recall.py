@@ -15,8 +15,9 @@ class RecallSettings(BaseSettings):
 
     # --- recall (docs/recall.md) -----------------------------------------------------------
     #: ``grouped`` is the reference (K per category); ``decay`` and ``composite`` are the
-    #: roadmap's rankings. The default keeps the reference's prompt until weights are tuned.
-    recall_strategy: Literal["grouped", "decay", "composite"] = "grouped"
+    #: roadmap's rankings of memories; ``fused`` ranks memories and the user's own turns
+    #: together by provenance (issue 31, eros/core/fusion.py).
+    recall_strategy: Literal["grouped", "decay", "composite", "fused"] = "grouped"
     #: global top-K of ``decay`` and ``composite`` (10 = the most ``grouped`` can return).
     recall_k: int = Field(default=10, ge=1, le=100)
     #: K within each category for ``grouped`` (the reference's 2).
@@ -56,6 +57,29 @@ class RecallSettings(BaseSettings):
     recall_hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
     #: ``hnsw.max_scan_tuples``: how far an iterative scan may go before giving up.
     recall_hnsw_max_scan_tuples: int = Field(default=20000, ge=1)
+    #: ``fused``: the most tokens its answer may take in the prompt (the rendered section, as
+    #: recall's estimate counts them); K (RECALL_K) still caps how many items it holds.
+    recall_token_budget: int = Field(default=1000, ge=100, le=100_000)
+    #: ``fused``: the turn pool, the N user turns nearest the query it ranks with memories.
+    recall_turn_candidates: int = Field(default=50, ge=1, le=1000)
+    #: ``fused``: subtracted from a turn's score, so at equal similarity a memory wins and a
+    #: turn takes a memory's place only when clearly nearer the query (the calibration).
+    recall_fusion_turn_offset: float = Field(default=0.03, ge=-1, le=5)
+    #: ``fused``: ``similarity`` compares the two kinds' scores as they are; ``z`` standardises
+    #: each kind over its own pool first (RECALL_FUSION_TURN_OFFSET then in std devs).
+    recall_fusion_calibration: Literal["similarity", "z", "rank"] = "rank"
+    #: ``fused`` with ``rank`` calibration: a memory at rank r scores this / (60 + r), a turn
+    #: 1 / (60 + r) — above 1, memories hold more of the top K.
+    recall_fusion_memory_weight: float = Field(default=1.0, gt=0, le=10)
+    #: ``fused``: subtracted from the score of a turn cited only by superseded memories.
+    recall_fusion_stale_penalty: float = Field(default=0.2, ge=0, le=2)
+    #: ``fused``: the recency term of both kinds, ``w · exp(−age / τ) · importance`` (a turn's
+    #: importance is RECALL_DEFAULT_IMPORTANCE), as composite's but with its own w and τ.
+    recall_fusion_recency_weight: float = Field(default=0.05, ge=0, le=10)
+    recall_fusion_tau_days: float = Field(default=21.0, gt=0)
+    #: ``fused``: weight of the query's words (BM25 over memories and turns, scaled to [0, 1])
+    #: added to every score; 0 = off.
+    recall_fusion_lexical_weight: float = Field(default=1.0, ge=0, le=1)
     #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
     recall_labels: Literal["zh", "en"] = "zh"
     #: users with at least this many memories are cut into cells by ``eros.cluster_memories``

@@ -31,6 +31,7 @@ from pydantic import (
     ValidationError,
 )
 
+from eros.core.fusion import RecallStrategy
 from eros.core.names import (
     ALLOW_SENSITIVE_TASK,
     CLAIM_TASK,
@@ -48,7 +49,6 @@ from eros.core.names import (
     RETENTION_TASK,
     SCREEN_UNSCREENED_TASK,
 )
-from eros.core.ranking import Strategy
 from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.db.recall_sql import Scope
 
@@ -103,7 +103,7 @@ class RecallArgs(TaskArgs):
     user_id: UuidStr
     query: StrictStr
     instance_id: UuidStr | None = None
-    strategy: Strategy | None = None
+    strategy: RecallStrategy | None = None
     k: Annotated[StrictInt, Field(ge=1, le=1000)] | None = None
     scope: Scope = "both"
     include_replaced: StrictBool = False

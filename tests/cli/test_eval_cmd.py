@@ -19,12 +19,12 @@ def test_eval_shipped_suite_prints_the_table_and_writes_json(short_dir: Path) ->
     result = run_cli(env, "eval", "--users", "2", "--json", str(out_file), timeout=240)
     assert result.code == 0, result.err[-3000:]
     assert "recall@10" in result.out and "× base" in result.out
-    for system in ("grouped", "decay", "composite", "hybrid", "baseline"):
+    for system in ("grouped", "decay", "composite", "fused", "baseline"):
         assert system in result.out
     figures = json.loads(out_file.read_text())
     assert figures["users"] == 2 and figures["questions"] == 24
     assert figures["embedder"] == "multilingual-e5-small-q4"
-    assert set(figures["systems"]) == {"grouped", "decay", "composite", "hybrid", "baseline"}
+    assert set(figures["systems"]) == {"grouped", "decay", "composite", "fused", "baseline"}
     assert len(figures["answers"]) == 24 * 5
     assert (short_dir / "eval-embeddings.sqlite3").exists()  # the cache, in EROS_DATA_DIR
     assert not list(Path("/tmp").glob("eros-eval-*/pg/postmaster.pid"))  # scratch db gone

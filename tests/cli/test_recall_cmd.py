@@ -47,7 +47,7 @@ def test_recall_json(cli: Cli, engine: Engine) -> None:
     assert out["memories"][0]["content"] == "lives in Shanghai near the river"
     assert len(out["memories"]) == 2
     assert {m["layer"] for m in out["memories"]} <= {"profile", "relationship"}
-    assert set(out["memories"][0]) == {"id", "content", "category", "importance",
+    assert set(out["memories"][0]) == {"kind", "id", "content", "category", "importance",
                                        "created_at", "layer", "similarity", "score",
                                        "sources", "source_fallback", "sensitivity"}
     assert out["memories"][0]["sources"] is None  # written without provenance
@@ -134,3 +134,38 @@ def test_cluster_one_user_then_every_due_user_then_drop(cli: Cli, engine: Engine
     with engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM engine.memory_cells").scalar_one() == 0
     assert cli("cluster", "--drop").code == 2
+
+
+def test_recall_fused_shows_memories_and_the_users_own_turns(cli: Cli, engine: Engine) -> None:
+    """``--strategy fused``: memories and indexed turns (engine.memory_turns) in one list,
+    each saying what it is; the rendered section quotes the turn, dated."""
+    from sqlalchemy import text
+
+    from eros.db import turns_sql
+
+    user, _ = _seed(engine)
+    said = "my sister Ana moved to Berlin last month"
+    with engine.begin() as conn:
+        sid = uuid.uuid4()
+        conn.execute(text("INSERT INTO engine.chat_sessions (id, user_id, last_active_at) "
+                          "VALUES (:s, :u, now())"), {"s": sid, "u": user})
+        seq = conn.execute(text("INSERT INTO engine.chat_messages (session_id, role, content)"
+                                " VALUES (:s, 'user', :c) RETURNING seq"),
+                           {"s": sid, "c": said}).scalar_one()
+        turns_sql.write_turns(conn, [{
+            "seq": seq, "session_id": sid, "user_id": user, "instance_id": None,
+            "said_at": datetime.now(UTC), "embedding": hash_embedding(said, 512),
+            "embedding_model": "local-hash", "sensitivity": None, "status": "current"}])
+    res = cli("recall", str(user), "sister Ana moved to Berlin", "--strategy", "fused",
+              "--json", "--render", "en", env=HASH)
+    assert res.code == 0, res.err
+    out = json.loads(res.out)
+    assert out["strategy"] == "fused"
+    assert out["turns"][0]["content"] == said and out["turns"][0]["seq"] == seq
+    assert out["items"][0] == {"kind": "turn", "seq": seq}
+    assert {i["kind"] for i in out["items"]} == {"turn", "memory"}
+    assert "The user said on" in out["prompt"] and said in out["prompt"]
+    human = cli("recall", str(user), "sister Ana moved to Berlin", "--strategy", "fused",
+                env=HASH)
+    assert human.code == 0, human.err
+    assert " turns · strategy fused" in human.out and said in human.out

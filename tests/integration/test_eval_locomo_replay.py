@@ -121,7 +121,7 @@ def test_observations_are_written_with_the_turns_they_cite(
 def test_every_system_is_scored_exactly_beside_the_judge(
         replayed: tuple[EvalResult, ObservationReplay]) -> None:
     result, _ = replayed
-    assert set(result.cells) == {"grouped", "decay", "composite", "hybrid", BASELINE}
+    assert set(result.cells) == {"grouped", "decay", "composite", "fused", BASELINE}
     for system, kinds in result.cells.items():
         overall = kinds["all"]
         assert overall.recall_at is not None and len(overall.recall_at) == len(KS)
@@ -150,8 +150,8 @@ def test_a_memory_counts_only_for_the_turns_it_came_from(
         cello = rows[("synthetic-3", system)]  # Bob's question: Bob's memory citing D2:2
         assert cello.hit_at is not None and cello.hit_at[-1]
     assert rows[("synthetic-0", BASELINE)].hit_at == (True,) * len(KS)
-    # hybrid: composite's memories plus the turns they do not cover — the adoption turn
-    assert rows[("synthetic-0", "hybrid")].hit_at == (True,) * len(KS)
+    # fused: composite's memories and the stored turns they do not cover — the adoption turn
+    assert rows[("synthetic-0", "fused")].hit_at == (True,) * len(KS)
     multi = rows[("synthetic-1", "composite")]
     assert multi.hit_at is not None and multi.hit_within is not None
     assert multi.hit_at[-1] and multi.hit_within[-1]  # both D1:3 and D3:1 are covered

@@ -43,7 +43,7 @@ def test_every_question_is_answered_by_every_system(result: EvalResult) -> None:
     suite = shipped_suite()
     assert result.embedder == "multilingual-e5-small-q4"
     assert result.replay.sessions == result.replay.classified == 100
-    systems = {"grouped", "decay", "composite", "hybrid", BASELINE}
+    systems = {"grouped", "decay", "composite", "fused", BASELINE}
     assert set(result.cells) == systems
     assert len(result.scored) == len(suite.questions) * len(systems)
     for cell in result.cells.values():

@@ -105,6 +105,7 @@ ACCEPTED: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("eros.forget_user", (USER,), {"sensitive": "health"}),
     ("eros.forget_user", (USER,), {"sensitive": True, "sessions": False}),
     ("eros.recall", (USER, "q"), {"include_sensitive": None, "k": 3, "scope": "profile"}),
+    ("eros.recall", (USER, "q"), {"strategy": "fused"}),
     ("eros.classify_session", (USER,), {"claim_token": None, "force": True}),
     ("eros.cluster_memories", (), {}),
     ("eros.apply_retention", (), {}),
@@ -146,3 +147,11 @@ def test_recall_messages_carry_an_expiry(app: Celery) -> None:
     from datetime import datetime
     left = (datetime.fromisoformat(seen["eros.recall"]) - datetime.now().astimezone())
     assert 50 < left.total_seconds() <= 60
+
+
+def test_recall_strategies_are_the_production_ones(app: Celery) -> None:
+    """Issue 31: ``fused`` is a strategy; the eval's retired ``hybrid`` row never was."""
+    task = _eros_tasks(app)["eros.recall"]
+    assert task.argument_error((USER, "q"), {"strategy": "fused"}) is None
+    error = task.argument_error((USER, "q"), {"strategy": "hybrid"})
+    assert error is not None and "strategy" in error

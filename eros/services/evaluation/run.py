@@ -1,9 +1,14 @@
-"""Ask every question of a replayed suite through recall — each strategy, plus the baseline —
-and score what comes back (:mod:`eros.core.evaluation.scoring`).
+"""Ask every question of a replayed suite through recall — each production strategy (one
+row each, named as the strategy: ``grouped``, ``decay``, ``composite``, ``fused``), plus the
+baseline — and score what comes back (:mod:`eros.core.evaluation.scoring`).
 
 The **baseline** is the reference's profile layer before dreaming: every raw user turn
 embedded as it was said, recalled by plain cosine top-K (the same K as ``decay`` and
 ``composite``). It costs no LLM call; its embedding tokens are counted.
+
+``fused`` is asked exactly as the product asks it: through :func:`recall_by_vector`, over the
+turns the replay's classification indexed in ``engine.memory_turns`` (the product's own write
+path, the same embedder). The eval-only ``hybrid`` row it replaces (issue 31) is gone.
 """
 
 from __future__ import annotations
@@ -30,15 +35,14 @@ from eros.core.evaluation.exact import (
 )
 from eros.core.evaluation.scoring import BASELINE, Cell, Scored, aggregate, score
 from eros.core.evaluation.suite import References, Suite, User
-from eros.core.lexical import RRF_C, bm25, fuse
-from eros.core.ranking import STRATEGIES, Strategy
+from eros.core.fusion import FUSED, RECALL_STRATEGIES, RecallStrategy
 from eros.core.render import EN, quote_note
-from eros.db import replay_sql
+from eros.db import replay_sql, turns_sql
 from eros.providers.base import ChatCompleter, Embedder
 from eros.services.evaluation.judges import EmbeddingJudge, Judge
 from eros.services.evaluation.progress import Progress, silent
 from eros.services.evaluation.replay import ReplayReport, as_uuid, replay
-from eros.services.recall import RecalledMemory, recall_by_vector
+from eros.services.recall import RecalledMemory, RecalledTurn, recall_by_vector
 from eros.settings import Settings
 
 
@@ -76,9 +80,6 @@ class EvalResult:
             "answers": [asdict(s) for s in self.scored]}
 
 
-#: the eval-only ``hybrid`` system: this strategy's memories plus the raw turns they miss
-#: (those ranked by cosine fused with BM25, as a production turn search would)
-HYBRID, HYBRID_OF = "hybrid", "composite"
 #: the ranked lists the K and token-budget figures are cut from: long enough to fill the
 #: largest budget with short memories (``grouped``: per category)
 ASK_K = 100
@@ -97,12 +98,14 @@ def _bullet_tokens(text: str) -> int:
 
 @dataclass
 class _UserData:
-    """One user's raw turns (the baseline) and the turn ids each memory came from."""
+    """One user's raw turns (the baseline), the turn ids each memory came from, and the
+    turn id of each ``chat_messages.seq`` (what a ``fused`` turn is)."""
 
     turns: list[str]
     turn_ids: list[str | None]
     matrix: npt.NDArray[np.float32]
     sources: dict[uuid.UUID, frozenset[str]]
+    by_seq: dict[int, str] = field(default_factory=dict)
 
 
 def _user_data(engine: Engine, user: User, embedder: Embedder, judge: Judge
@@ -126,11 +129,35 @@ def _user_data(engine: Engine, user: User, embedder: Embedder, judge: Judge
                            if t.id is not None})
     sources = {mid: frozenset(by_seq[s] for s in found if s in by_seq)
                for mid, found in provenance.items()}
+    _index_turns(engine, uid, user, seqs, raw.vectors, embedder.name)
     matrix = np.asarray(raw.vectors, dtype=np.float32).reshape(len(pairs), -1)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix = (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-    return _UserData([p[0] for p in pairs], [p[1] for p in pairs], matrix, sources), \
-        raw.total_tokens
+    return _UserData([p[0] for p in pairs], [p[1] for p in pairs], matrix, sources,
+                     by_seq), raw.total_tokens
+
+
+def _index_turns(engine: Engine, uid: uuid.UUID, user: User,
+                 seqs: dict[uuid.UUID, list[int]], vectors: Sequence[Sequence[float]],
+                 model: str) -> None:
+    """Index the user's turns through the product's write (``turns_sql.write_turns``) with
+    the vectors just made by the same embedder — only when the replay's classification
+    indexed none of them (a pipeline that does not index turns)."""
+    ordered: list[int] = []
+    for session in user.sessions:
+        numbers = seqs.get(as_uuid(session.id), [])
+        if len(numbers) != len(session.turns):
+            return  # cannot align the suite's turns with the stored ones
+        ordered += [n for n, t in zip(numbers, session.turns, strict=True) if t.role == "user"]
+    with engine.begin() as conn:
+        stored = {int(r.seq): r for r in replay_sql.user_turns(conn, uid)}
+        if any(r.indexed for r in stored.values()) or len(ordered) != len(vectors):
+            return
+        turns_sql.write_turns(conn, [
+            {"seq": seq, "session_id": stored[seq].session_id, "user_id": uid,
+             "instance_id": stored[seq].instance_id, "said_at": stored[seq].sent_at,
+             "embedding": list(vector), "embedding_model": model}
+            for seq, vector in zip(ordered, vectors, strict=True) if seq in stored])
 
 
 def _top_turns(data: _UserData, query: Sequence[float], k: int) -> list[int]:
@@ -166,27 +193,39 @@ class _Answer:
                               zip(KS, short.at_k, wide.at_k, strict=True)), wide.within)
 
 
-def _items(memories: Sequence[RecalledMemory], data: _UserData, grouped: bool) -> list[Item]:
-    sources = [data.sources.get(m.id, frozenset()) for m in memories]
-    tokens = [_bullet_tokens(m.content) for m in memories]
-    return grouped_items(sources, tokens, [m.category for m in memories]) if grouped \
-        else global_items(sources, tokens)
+def _covers(item: RecalledMemory | RecalledTurn, data: _UserData) -> frozenset[str]:
+    """The suite's turn ids an item covers: a memory's sources, a turn itself."""
+    if isinstance(item, RecalledTurn):
+        return frozenset({data.by_seq[item.seq]} if item.seq in data.by_seq else ())
+    return data.sources.get(item.id, frozenset())
+
+
+def _items(recalled: Sequence[RecalledMemory | RecalledTurn], data: _UserData,
+           grouped: bool) -> list[Item]:
+    sources = [_covers(m, data) for m in recalled]
+    tokens = [_bullet_tokens(m.content) for m in recalled]
+    return grouped_items(sources, tokens, [getattr(m, "category", "") for m in recalled]) \
+        if grouped else global_items(sources, tokens)
 
 
 def _ask_one(engine: Engine, settings: Settings, user: User, data: _UserData,
-             question: str, vector: Sequence[float], strategies: Sequence[Strategy]
+             question: str, vector: Sequence[float], strategies: Sequence[RecallStrategy]
              ) -> dict[str, _Answer]:
     answers: dict[str, _Answer] = {}
     uid = as_uuid(user.id)
+    # the long list a larger cut and the token budgets are taken from: fused's own budget
+    # lifted (the eval cuts every system at every budget itself, by the same estimate)
+    unbudgeted = settings.model_copy(update={"recall_token_budget": 100_000})
     for strategy in strategies:
         grouped = strategy == "grouped"
         result = recall_by_vector(engine, uid, vector, strategy=strategy, settings=settings,
                                   query_text=question)
-        wide = recall_by_vector(engine, uid, vector, strategy=strategy, settings=settings,
+        wide = recall_by_vector(engine, uid, vector, strategy=strategy,
+                                settings=unbudgeted if strategy == FUSED else settings,
                                 k=ASK_PER_CATEGORY if grouped else ASK_K, query_text=question)
         answers[strategy] = _Answer(
-            [m.content for m in result.memories], _items(result.memories, data, grouped),
-            _items(wide.memories, data, grouped), [m.content for m in wide.memories], grouped,
+            [m.content for m in result.items], _items(result.items, data, grouped),
+            _items(wide.items, data, grouped), [m.content for m in wide.items], grouped,
             result.timings.get("total"))
     top = _top_turns(data, vector, ASK_K)
     texts = [data.turns[i] for i in top]
@@ -194,40 +233,12 @@ def _ask_one(engine: Engine, settings: Settings, user: User, data: _UserData,
                           for i in top], [_bullet_tokens(t) for t in texts])
     k = settings.recall_k
     answers[BASELINE] = _Answer(texts[:k], items[:k], items, texts, False)
-    if HYBRID_OF in answers:
-        # the turns re-ordered by the lexical signal too, as a turn search would be
-        order = fuse(range(len(top)), bm25(question, texts))
-        turns = _Answer([], [], [Item(items[i].sources, items[i].tokens, n + 1)
-                                 for n, i in enumerate(order)], [texts[i] for i in order],
-                        False)
-        answers[HYBRID] = _hybrid(answers[HYBRID_OF], turns, k)
     return answers
 
 
-def _hybrid(memories: _Answer, turns: _Answer, k: int) -> _Answer:
-    """Memories and raw turns in one list by reciprocal rank, an item dropped when what is
-    ranked above it already covers its turns (a turn among the sources of memories above, a
-    memory whose sources are all turns above — provenance, not the evidence, decides): what a
-    prompt holds when the budget left after the memories goes to the turns they miss."""
-    scored = [(1 / (RRF_C + rank), kind, item, text)
-              for kind, answer in enumerate((memories, turns))
-              for rank, (item, text) in enumerate(zip(answer.long, answer.long_texts,
-                                                      strict=True), start=1)]
-    scored.sort(key=lambda row: (-row[0], row[1]))
-    covered: set[str] = set()
-    kept: list[Item] = []
-    texts: list[str] = []
-    for _, _, item, text in scored:
-        if item.sources and item.sources <= covered:
-            continue  # a turn the memories above already cover, or a memory of turns above
-        covered |= item.sources
-        kept.append(Item(item.sources, item.tokens, len(kept) + 1))
-        texts.append(text)
-    return _Answer(texts[:k], kept[:k], kept, texts, False, memories.latency_ms)
-
-
 def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatCompleter,
-             embedder: Embedder, judge: Judge, *, strategies: Sequence[Strategy] = STRATEGIES,
+             embedder: Embedder, judge: Judge, *,
+             strategies: Sequence[RecallStrategy] = RECALL_STRATEGIES,
              consolidation: bool = True, extractor: ChatCompleter | None = None,
              progress: Progress = silent) -> EvalResult:
     """Replay ``suite`` into ``engine`` (a scratch database), ask, judge and score.

@@ -1,0 +1,118 @@
+"""The ``fused`` strategy's search: the memory pool and the turn pool read on one connection,
+then fused by provenance (:mod:`eros.core.fusion`; docs/recall.md, "Fused").
+
+Reads, all on the connection recall chose (primary or replica): the memory pool exactly as
+``composite`` reads it (:func:`eros.services.recall_search.pool`), the RECALL_TURN_CANDIDATES
+user turns nearest the query (``engine.memory_turns``), which of those turns only superseded
+memories cite, and the turns the best memories cite that the turn search did not find (their
+quotes). Ranking and fusing are pure.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from sqlalchemy import Connection
+
+from eros.core.evaluation.exact import estimate_tokens
+from eros.core.fusion import (
+    FusedItem,
+    FusionParams,
+    TurnCandidate,
+    cited,
+    fuse,
+    within_budget,
+)
+from eros.core.ranking import RankParams, rank
+from eros.core.render import bullet, get_labels
+from eros.core.render_fused import turn_line
+from eros.db import fusion_sql, turns_sql
+from eros.db.recall_sql import ScopeFilter
+from eros.services.recall_result import RecalledMemory, RecalledTurn
+from eros.services.recall_search import Found, pool
+from eros.settings import Settings
+
+
+@dataclass(frozen=True)
+class FusedFound:
+    """The memory pool as found (its plan and exactness) and the fused, budgeted answer."""
+
+    found: Found
+    items: list[FusedItem]
+
+
+def fusion_params(cfg: Settings, now: datetime) -> FusionParams:
+    return FusionParams(now=now, turn_offset=cfg.recall_fusion_turn_offset,
+                        stale_penalty=cfg.recall_fusion_stale_penalty,
+                        composite_tau_days=cfg.recall_fusion_tau_days,
+                        composite_weight=cfg.recall_fusion_recency_weight,
+                        default_importance=cfg.recall_default_importance,
+                        lexical_weight=cfg.recall_fusion_lexical_weight,
+                        calibration=cfg.recall_fusion_calibration,
+                        memory_weight=cfg.recall_fusion_memory_weight)
+
+
+def item_tokens(cfg: Settings) -> Callable[[FusedItem], int]:
+    """An item's rendered line, as recall's estimate counts it (RECALL_LABELS, dated)."""
+    labels = get_labels(cfg.recall_labels)
+
+    def cost(item: FusedItem) -> int:
+        if item.memory is not None:
+            line = bullet(_as_memory(item), labels, dated=cfg.recall_render_dates)
+        else:
+            line = turn_line(_as_turn(item.turn), labels)  # type: ignore[arg-type]
+        return estimate_tokens(line) + 1  # the newline
+    return cost
+
+
+def search_fused(conn: Connection, flt: ScopeFilter, query: list[float], n: int, k: int,
+                 cfg: Settings, timings: dict[str, float], rank_params: RankParams,
+                 query_text: str | None) -> FusedFound:
+    """The fused top ``k`` within RECALL_TOKEN_BUDGET."""
+    found = pool(conn, flt, query, n, cfg, timings)
+    own = replace(rank_params, composite_weight=cfg.recall_fusion_recency_weight,
+                  composite_tau_days=cfg.recall_fusion_tau_days)
+    ranked = rank("composite", found.candidates, k=len(found.candidates),
+                  per_category_k=len(found.candidates), params=own)
+    t = time.perf_counter()
+    instance = None if flt.effective_scope == "profile" else flt.instance_id
+    rows = turns_sql.nearest_turns(conn, flt.user_id, instance, query,
+                                   cfg.recall_turn_candidates, flt.include_sensitive)
+    turns = [TurnCandidate(int(r[0]), str(r[1]), r[2], r[3], float(r[4]), r[5])
+             for r in rows]
+    stale = fusion_sql.stale_seqs(conn, flt.user_id, [x.seq for x in turns])
+    near = {x.seq for x in turns}
+    wanted = {s for m in ranked[:k] for s in cited(m)} - near
+    lifted = fusion_sql.turns_by_seq(conn, flt.user_id, wanted,
+                                     include_sensitive=flt.include_sensitive)
+    timings["turns"] = (time.perf_counter() - t) * 1000
+    params = fusion_params(cfg, rank_params.now)
+    items = fuse(ranked, turns, k=len(ranked) + len(turns), params=params, stale=stale,
+                 lifted=lifted, query_text=query_text)
+    return FusedFound(found, within_budget(items, cfg.recall_token_budget,
+                                           item_tokens(cfg))[:k])
+
+
+def _as_turn(t: TurnCandidate, score: float | None = None) -> RecalledTurn:
+    sim = 1.0 - t.distance
+    return RecalledTurn(t.seq, uuid.UUID(t.session_id), t.said_at, t.content, sim,
+                        sim if score is None else score, t.sensitivity)
+
+
+def _as_memory(item: FusedItem) -> RecalledMemory:
+    assert item.memory is not None
+    s = item.memory
+    c = s.candidate
+    return RecalledMemory(uuid.UUID(c.id), c.content, c.category, c.importance, c.created_at,
+                          c.layer, s.similarity, item.score, c.sources, c.source_fallback,
+                          c.sensitivity, tuple(_as_turn(q) for q in item.quotes))
+
+
+def recalled(items: list[FusedItem]) -> list[RecalledMemory | RecalledTurn]:
+    """The fused items as the result's memories and turns, in rank order."""
+    return [_as_memory(i) if i.memory is not None
+            else _as_turn(i.turn, i.score) for i in items]  # type: ignore[arg-type]
