@@ -79,14 +79,17 @@ def search_fused(conn: Connection, flt: ScopeFilter, query: list[float], n: int,
     ranked = rank("composite", found.candidates, k=len(found.candidates),
                   per_category_k=len(found.candidates), params=own)
     t = time.perf_counter()
+    # a turn belongs to one conversation: the persona's (no profile layer of turns; with no
+    # persona, the conversations without one)
     instance = None if flt.effective_scope == "profile" else flt.instance_id
-    rows = turns_sql.nearest_turns(conn, flt.user_id, instance, query,
-                                   cfg.recall_turn_candidates, flt.include_sensitive)
-    turns = [TurnCandidate(int(r[0]), str(r[1]), r[2], r[3], float(r[4]), r[5])
-             for r in rows]
+    near = turns_sql.nearest_turns(conn, flt.user_id, instance, query,
+                                   cfg.recall_turn_candidates, flt.include_sensitive,
+                                   embedding_model=flt.embedding_model)
+    turns = [TurnCandidate(r.seq, str(r.session_id), r.said_at, r.content, r.distance,
+                           r.sensitivity) for r in near]
     stale = fusion_sql.stale_seqs(conn, flt.user_id, [x.seq for x in turns])
-    near = {x.seq for x in turns}
-    wanted = {s for m in ranked[:k] for s in cited(m)} - near
+    found_seqs = {x.seq for x in turns}
+    wanted = {s for m in ranked[:k] for s in cited(m)} - found_seqs
     lifted = fusion_sql.turns_by_seq(conn, flt.user_id, wanted,
                                      include_sensitive=flt.include_sensitive)
     timings["turns"] = (time.perf_counter() - t) * 1000

@@ -109,7 +109,8 @@ class RecallResult:
         return list(self.memories) if self.ranked is None else list(self.ranked)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"strategy": self.strategy, "scope": self.scope, "k": self.k, "plan": self.plan,
+        out: dict[str, Any] = {
+               "strategy": self.strategy, "scope": self.scope, "k": self.k, "plan": self.plan,
                "exact": self.exact, "fallback": self.fallback, "source": self.source,
                # a recalled memory (or turn) about self-harm, suicidal thoughts or abuse
                "crisis": any(i.sensitivity == CRISIS for i in self.items),

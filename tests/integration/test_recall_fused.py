@@ -25,11 +25,12 @@ def cfg(**overrides: Any) -> Any:
 
 
 def session(conn: Connection, user: uuid.UUID, *said: tuple[str, list[float], float],
-            sensitivity: str | None = None) -> list[int]:
+            sensitivity: str | None = None, persona: uuid.UUID | None = None) -> list[int]:
     """One session of user turns (content, vector, age in days), indexed; their seqs."""
     sid = uuid.uuid4()
-    conn.execute(text("INSERT INTO engine.chat_sessions (id, user_id, last_active_at) "
-                      "VALUES (:s, :u, now())"), {"s": sid, "u": user})
+    conn.execute(text("INSERT INTO engine.chat_sessions (id, user_id, instance_id, "
+                      "last_active_at) VALUES (:s, :u, :i, now())"),
+                 {"s": sid, "u": user, "i": persona})
     seqs, rows = [], []
     for content, vector, age in said:
         when = NOW - timedelta(days=age)
@@ -38,9 +39,8 @@ def session(conn: Connection, user: uuid.UUID, *said: tuple[str, list[float], fl
             "(:s, 'user', :c, :at) RETURNING seq"), {"s": sid, "c": content, "at": when}
         ).scalar_one()
         seqs.append(seq)
-        rows.append({"seq": seq, "session_id": sid, "user_id": user, "instance_id": None,
-                     "said_at": when, "embedding": vector, "embedding_model": "test",
-                     "sensitivity": sensitivity, "status": "current"})
+        rows.append(turns_sql.TurnRow(seq, sid, user, persona, when, vector, "test",
+                                      sensitivity))
     turns_sql.write_turns(conn, rows)
     return seqs
 
@@ -141,3 +141,16 @@ def test_other_users_turns_are_never_recalled(engine: Engine, user: uuid.UUID) -
     with engine.begin() as conn:
         session(conn, uuid.uuid4(), ("someone else's secret", at_cosine(0.99, 1), 1))
     assert run(engine, user).items == []
+
+
+def test_a_turn_is_recalled_only_in_its_own_conversation(engine: Engine,
+                                                         user: uuid.UUID) -> None:
+    """Turns have no profile layer: said to one persona, recalled only talking to it."""
+    mine, other = uuid.uuid4(), uuid.uuid4()
+    with engine.begin() as conn:
+        session(conn, user, ("told you about my new job", at_cosine(0.9, 1), 2), persona=mine)
+        session(conn, user, ("told the other one a secret", at_cosine(0.9, 2), 2),
+                persona=other)
+    assert [t.content for t in run(engine, user, instance_id=mine).turns] == [
+        "told you about my new job"]
+    assert run(engine, user).turns == []  # no persona: the conversations without one

@@ -53,8 +53,13 @@ class ReplayReport:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+def persona_of(suite: Suite) -> uuid.UUID:
+    """The persona every replayed session of ``suite`` is said to."""
+    return uuid.uuid5(_NS, f"persona/{suite.name}")
+
+
 def _lines(suite: Suite) -> list[bytes]:
-    persona = str(uuid.uuid5(_NS, f"persona/{suite.name}"))
+    persona = str(persona_of(suite))
     out = []
     for user in suite.users:
         for s in user.sessions:

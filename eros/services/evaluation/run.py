@@ -41,7 +41,7 @@ from eros.db import replay_sql, turns_sql
 from eros.providers.base import ChatCompleter, Embedder
 from eros.services.evaluation.judges import EmbeddingJudge, Judge
 from eros.services.evaluation.progress import Progress, silent
-from eros.services.evaluation.replay import ReplayReport, as_uuid, replay
+from eros.services.evaluation.replay import ReplayReport, as_uuid, persona_of, replay
 from eros.services.recall import RecalledMemory, RecalledTurn, recall_by_vector
 from eros.settings import Settings
 
@@ -154,9 +154,8 @@ def _index_turns(engine: Engine, uid: uuid.UUID, user: User,
         if any(r.indexed for r in stored.values()) or len(ordered) != len(vectors):
             return
         turns_sql.write_turns(conn, [
-            {"seq": seq, "session_id": stored[seq].session_id, "user_id": uid,
-             "instance_id": stored[seq].instance_id, "said_at": stored[seq].sent_at,
-             "embedding": list(vector), "embedding_model": model}
+            turns_sql.TurnRow(seq, stored[seq].session_id, uid, stored[seq].instance_id,
+                              stored[seq].sent_at, list(vector), model)
             for seq, vector in zip(ordered, vectors, strict=True) if seq in stored])
 
 
@@ -209,8 +208,10 @@ def _items(recalled: Sequence[RecalledMemory | RecalledTurn], data: _UserData,
 
 
 def _ask_one(engine: Engine, settings: Settings, user: User, data: _UserData,
-             question: str, vector: Sequence[float], strategies: Sequence[RecallStrategy]
-             ) -> dict[str, _Answer]:
+             question: str, vector: Sequence[float], strategies: Sequence[RecallStrategy],
+             persona: uuid.UUID | None = None) -> dict[str, _Answer]:
+    """Every strategy's answer to one question, asked as the product asks: for the user,
+    talking to the suite's ``persona`` (its relationship layer and its conversation's turns)."""
     answers: dict[str, _Answer] = {}
     uid = as_uuid(user.id)
     # the long list a larger cut and the token budgets are taken from: fused's own budget
@@ -219,8 +220,8 @@ def _ask_one(engine: Engine, settings: Settings, user: User, data: _UserData,
     for strategy in strategies:
         grouped = strategy == "grouped"
         result = recall_by_vector(engine, uid, vector, strategy=strategy, settings=settings,
-                                  query_text=question)
-        wide = recall_by_vector(engine, uid, vector, strategy=strategy,
+                                  query_text=question, instance_id=persona)
+        wide = recall_by_vector(engine, uid, vector, strategy=strategy, instance_id=persona,
                                 settings=unbudgeted if strategy == FUSED else settings,
                                 k=ASK_PER_CATEGORY if grouped else ASK_K, query_text=question)
         answers[strategy] = _Answer(
@@ -268,7 +269,7 @@ def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatComplete
             asked = []
             for question, vector in zip(questions, queries, strict=True):
                 asked.append(_ask_one(engine, settings, user, data, question.question, vector,
-                                      strategies))
+                                      strategies, persona_of(suite)))
                 advance(1)
             if isinstance(judge, EmbeddingJudge):  # one embedding call for the user's texts
                 judge.vectors([*references.statements,
