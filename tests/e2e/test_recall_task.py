@@ -36,3 +36,11 @@ def test_recall_task_returns_ranked_memories_and_the_prompt(
     contents = {m["content"] for m in payload["memories"]}
     assert contents == {"Likes jazz", "Lives in Tokyo"}
     assert "Lives in Tokyo" in payload["prompt"]
+    # the fused strategy through the same task: one ranked list saying what each item is
+    fused = client.send_task("eros.recall", args=[str(user), "where does she live"],
+                             kwargs={"labels": "en", "strategy": "fused"},
+                             queue="eros.recall").get(timeout=60)
+    assert fused["strategy"] == "fused" and fused["budget"] == 1000
+    assert {i["kind"] for i in fused["items"]} <= {"memory", "turn"}
+    assert {m["content"] for m in fused["memories"]} == {"Likes jazz", "Lives in Tokyo"}
+    assert "Lives in Tokyo" in fused["prompt"]
