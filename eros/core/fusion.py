@@ -21,6 +21,9 @@ two together, and decides what the list holds:
 - **no stale facts through the back door**: a turn cited only by *superseded* memories (a
   knowledge update replaced what it says) is demoted by ``stale_penalty``; a turn cited by a
   current memory is not, whatever else cites it;
+- **trust** (issue 31 item 4): a turn a labelled memory cites carries that memory's label
+  (:func:`carry_labels`, the most sensitive one) and is left out with
+  ``include_sensitive=false``, whether or not the label was copied onto the turn yet;
 - **lexical**, optional: BM25 of the query's words over both kinds together, added to every
   score with a small weight (RECALL_FUSION_LEXICAL_WEIGHT);
 - **a budget**: :func:`within_budget` cuts the ranked list where the rendered tokens would
@@ -32,7 +35,7 @@ then id), as everywhere in recall.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
@@ -40,6 +43,7 @@ from typing import Literal
 from eros.core.lexical import bm25
 from eros.core.lexical import fuse as rrf
 from eros.core.ranking import Scored, age_days, composite_score, similarity
+from eros.core.sensitivity import most_sensitive
 
 Kind = Literal["memory", "turn"]
 #: every value of RECALL_STRATEGY: the memory rankings and ``fused``
@@ -122,6 +126,21 @@ def cited(memory: Scored) -> frozenset[int]:
     if c.sources is None or c.source_fallback:
         return frozenset()
     return frozenset(c.sources)
+
+
+def carry_labels(turns: Sequence[TurnCandidate], inherited: Mapping[int, str], *,
+                 include_sensitive: bool) -> list[TurnCandidate]:
+    """``turns``, each labelled with the most sensitive of its own label and the one it
+    ``inherited`` from the memories citing it (seq -> label); with ``include_sensitive=False``
+    every turn left with a label is dropped (issue 31 item 4: a turn a labelled memory cites
+    is as sensitive as that memory)."""
+    out = []
+    for t in turns:
+        label = most_sensitive([t.sensitivity, inherited.get(t.seq)])
+        if label is not None and not include_sensitive:
+            continue
+        out.append(t if label == t.sensitivity else replace(t, sensitivity=label))
+    return out
 
 
 def turn_score(turn: TurnCandidate, params: FusionParams, *, stale: bool = False) -> float:

@@ -23,6 +23,7 @@ from eros.core.fusion import (
     FusedItem,
     FusionParams,
     TurnCandidate,
+    carry_labels,
     cited,
     fuse,
     within_budget,
@@ -87,11 +88,16 @@ def search_fused(conn: Connection, flt: ScopeFilter, query: list[float], n: int,
                                    embedding_model=flt.embedding_model)
     turns = [TurnCandidate(r.seq, str(r.session_id), r.said_at, r.content, r.distance,
                            r.sensitivity) for r in near]
-    stale = fusion_sql.stale_seqs(conn, flt.user_id, [x.seq for x in turns])
     found_seqs = {x.seq for x in turns}
     wanted = {s for m in ranked[:k] for s in cited(m)} - found_seqs
-    lifted = fusion_sql.turns_by_seq(conn, flt.user_id, wanted,
-                                     include_sensitive=flt.include_sensitive)
+    # what the memories citing them say: stale (only replaced ones cite it) and the label a
+    # turn inherits from a labelled memory citing it (left out with include_sensitive=false)
+    prov = fusion_sql.turn_provenance(conn, flt.user_id, found_seqs | wanted)
+    turns = carry_labels(turns, prov.labels, include_sensitive=flt.include_sensitive)
+    lifted = carry_labels(fusion_sql.turns_by_seq(conn, flt.user_id, wanted,
+                                                  include_sensitive=flt.include_sensitive),
+                          prov.labels, include_sensitive=flt.include_sensitive)
+    stale = prov.stale
     timings["turns"] = (time.perf_counter() - t) * 1000
     params = fusion_params(cfg, rank_params.now)
     items = fuse(ranked, turns, k=len(ranked) + len(turns), params=params, stale=stale,

@@ -167,3 +167,40 @@ def test_recall_fused_shows_memories_and_the_users_own_turns(cli: Cli, engine: E
                 env=HASH)
     assert human.code == 0, human.err
     assert " turns · strategy fused" in human.out and said in human.out
+
+
+def test_recall_fused_no_sensitive_leaves_out_turns_a_labelled_memory_cites(
+        cli: Cli, engine: Engine) -> None:
+    """``--no-sensitive``: the turn a superseded crisis memory cites stays out (the turn row
+    carries no label of its own: the label is the citing memory's); without it the turn is
+    returned with the inherited label."""
+    from sqlalchemy import text
+
+    from eros.db import turns_sql
+
+    user = uuid.uuid4()
+    said = ["some days I want to hurt myself", "I like jazz a lot"]
+    with engine.begin() as conn:
+        sid = uuid.uuid4()
+        conn.execute(text("INSERT INTO engine.chat_sessions (id, user_id, last_active_at) "
+                          "VALUES (:s, :u, now())"), {"s": sid, "u": user})
+        seqs = [conn.execute(text("INSERT INTO engine.chat_messages (session_id, role, content)"
+                                  " VALUES (:s, 'user', :c) RETURNING seq"),
+                             {"s": sid, "c": s}).scalar_one() for s in said]
+        turns_sql.write_turns(conn, [turns_sql.TurnRow(
+            seq, sid, user, None, datetime.now(UTC), hash_embedding(s, 512), "local-hash")
+            for seq, s in zip(seqs, said, strict=True)])
+        conn.execute(text(
+            "INSERT INTO engine.companion_memories (user_id, content, category, embedding,"
+            " source_seqs, sensitivity, status) VALUES (:u, 'thought of self-harm', 'emotion',"
+            " CAST(:v AS vector), :seqs, 'crisis', 'superseded')"),
+            {"u": user, "v": str(hash_embedding("self-harm", 512)), "seqs": [seqs[0]]})
+
+    def turns(*flags: str) -> list[tuple[str, str | None]]:
+        res = cli("recall", str(user), "hurt myself", "--strategy", "fused", "--json",
+                  *flags, env=HASH)
+        assert res.code == 0, res.err
+        return [(t["content"], t["sensitivity"]) for t in json.loads(res.out)["turns"]]
+
+    assert turns("--no-sensitive") == [(said[1], None)]
+    assert sorted(turns("--include-sensitive")) == [(said[1], None), (said[0], "crisis")]

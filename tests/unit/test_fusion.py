@@ -12,6 +12,7 @@ from eros.core.fusion import (
     RECALL_STRATEGIES,
     FusionParams,
     TurnCandidate,
+    carry_labels,
     cited,
     fuse,
     turn_score,
@@ -176,3 +177,14 @@ def test_rank_calibration_orders_turns_by_the_query_words_too() -> None:
     assert keys(fuse([], turns, k=3, params=R, query_text="pottery class")) == \
         ["t:1", "t:2", "t:3"]
     assert keys(fuse([], turns, k=3, params=lexical, query_text="pottery class"))[0] == "t:2"
+
+
+def test_a_turn_carries_the_most_sensitive_label_a_citing_memory_gives_it() -> None:
+    own = replace(turn(1, 0.9), sensitivity="beliefs")
+    plain, other = turn(2, 0.8), turn(3, 0.7)
+    inherited = {1: "crisis", 2: "health"}
+    shown = carry_labels([own, plain, other], inherited, include_sensitive=True)
+    assert [(t.seq, t.sensitivity) for t in shown] == [(1, "crisis"), (2, "health"), (3, None)]
+    assert shown[2] is other  # untouched turns are the same objects
+    assert carry_labels([own, plain, other], inherited, include_sensitive=False) == [other]
+    assert carry_labels([own], {}, include_sensitive=False) == []  # its own label suffices
