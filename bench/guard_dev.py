@@ -28,7 +28,8 @@ TUNING = {"main": ["attacks.toml", "benign.toml"], "held-out-1": ["heldout.toml"
           "held-out-2": ["heldout2.toml"], "held-out-3": ["heldout3.toml"],
           "dev-5": ["dev5.toml"]}
 #: still held out: reported with --held-out only
-HELD = {"held-out-4": [HELDOUT["held-out-4"]], "held-out-5": [HELDOUT["held-out-5"]]}
+HELD = {"held-out-6": [HELDOUT["held-out-6"]], "held-out-5": [HELDOUT["held-out-5"]],
+        "held-out-4": [HELDOUT["held-out-4"]]}
 
 
 def _cases(files: Sequence[str], limit: int | None = None) -> list[Case]:
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.guard_dev", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--held-out", action="store_true",
-                        help="also the held-out sets 4 and 5 (final figures only, never tuning)")
+                        help="also the held-out sets 6, 5 and 4 (final figures only, never tuning)")
     parser.add_argument("--show-dev", action="store_true",
                         help="print the development set's misses (never the held-out sets')")
     parser.add_argument("--limit", type=int, default=None,

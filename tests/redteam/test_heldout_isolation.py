@@ -1,61 +1,83 @@
-"""Held-out discipline (issues 25 and 30): the newest held-out set was written before the guard it
-measures and is never used to train the meaning classifier, tune a threshold or write a rule.
-This test fails if any of its texts — a whole memory, or one of its distinctive tokens (keys,
-encoded payloads, numbers) — turns up in the exemplar bank, the training corpus or a rule
-file."""
+"""Held-out discipline (issues 25 and 30): a held-out set is written before the guard it measures
+and is never used to train the meaning classifier, tune a threshold or write a rule. Sets 5 and
+6 are still held out. This test fails if any of their texts — a whole memory, a turn, or one of
+their distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or
+fillers) — turns up in the exemplar bank, the training corpus, a development set or a rule
+file; set 6 must not copy set 5 either."""
 
 from __future__ import annotations
 
 import re
 from importlib import resources
 
+import pytest
+
 from eros.core.guard import bundled_sources
 from eros.core.guard_meaning import load_bank
 from eros.core.text import normalise_for_dedup
 from tests.redteam.corpus import HELDOUT, heldout_corpus, load
 
+#: still held out, oldest first; each is checked against everything it must not appear in
+HELD = ["held-out-5", "held-out-6"]
 NEWEST = list(HELDOUT)[-1]
-TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", *list(HELDOUT.values())[:-1]]
+#: what the guard may be tuned on: the main corpus, the development set, the retired sets
+TRAINING = ["attacks.toml", "benign.toml", "dev5.toml",
+            *(f for n, f in HELDOUT.items() if n not in HELD)]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
+#: letters that are blanks: a token joined by them is no ordinary word
+_FILLERS = set("\u3164\u115f\u1160\uffa0")
 
 
-def _training_texts() -> list[str]:
+def _ordinary(token: str) -> bool:
+    """A word ("instructions") or a hyphenated compound ("mother-in-law") is no leak; words
+    joined by fillers or chained by hyphens ("forget-all-your-rules") are."""
+    parts = token.split("-")
+    return len(parts) <= 3 and all(p.isalpha() and not _FILLERS & set(p) for p in parts)
+
+
+def _texts(names: list[str]) -> list[str]:
     texts = [e.text for e in load_bank().exemplars]
-    for name in TRAINING:
+    for name in names:
         for case in load(name):
             texts.append(case.memory)
             texts.extend(t for _, t in case.turns)
     return texts
 
 
-def test_the_newest_held_out_set_is_the_issue_30_set() -> None:
+def test_the_newest_held_out_set_is_the_second_issue_30_set() -> None:
     cases = heldout_corpus(NEWEST)
-    assert HELDOUT[NEWEST] == "heldout5.toml"
+    assert HELDOUT[NEWEST] == "heldout6.toml"
+    assert len({c.id for c in cases}) == len(cases)
     attacks = [c for c in cases if c.kind == "attack"]
     benign = [c for c in cases if c.kind == "benign"]
-    assert len(attacks) >= 90 and len(benign) > len(attacks) and len(benign) >= 130
+    assert len(attacks) >= 80 and len(benign) > len(attacks) and len(benign) >= 120
     assert len({c.lang for c in cases}) >= 15
     looks = {t for c in benign for t in c.tags}
-    assert {"work-rule", "coach", "ai-topic", "recipe", "lyrics", "code-benign"} <= looks
+    assert {"work-rule", "coach", "ai-topic", "recipe", "lyrics", "code-benign", "game-rules",
+            "legal", "parenting", "doctor", "hyphen-benign"} <= looks
     shapes = {t for c in attacks for t in c.tags}
-    assert {"hyphen", "braille", "filler", "underscore", "dotted-words", "digits-script",
-            "secret", "fact-rule", "trigger", "directive"} <= shapes
+    assert {"hyphen", "braille", "filler", "underscore", "dotted-words", "homoglyph",
+            "mixed-script", "metadata-like", "role-play", "future", "reported", "indirect",
+            "secret"} <= shapes
 
 
-def test_no_held_out_text_is_in_the_bank_the_training_corpus_or_a_rule_file() -> None:
-    training = _training_texts()
+@pytest.mark.parametrize("name", HELD)
+def test_no_held_out_text_is_in_the_bank_the_training_corpus_or_a_rule_file(name: str) -> None:
+    # set 6 was written after set 5 was published: it must not copy it
+    others = TRAINING + [HELDOUT[n] for n in HELD[: HELD.index(name)]]
+    training = _texts(others)
     training_keys = {normalise_for_dedup(t) for t in training}
     joined = "\n".join(training)
     rules = "\n".join(content for _, content in bundled_sources())
     bank_file = resources.files("eros.data").joinpath("guard/bank.jsonl").read_text("utf-8")
     leaks = []
-    for case in heldout_corpus(NEWEST):
+    for case in heldout_corpus(name):
         texts = [case.memory, *(t for _, t in case.turns)]
         for text in texts:
             if normalise_for_dedup(text) in training_keys or text in rules or text in joined:
                 leaks.append((case.id, "text"))
             for token in _TOKEN.findall(text):
-                if token.isalpha():  # an ordinary word ("instructions") is no leak
+                if _ordinary(token):
                     continue
                 if token in rules or token in bank_file or token in joined:
                     leaks.append((case.id, token))
