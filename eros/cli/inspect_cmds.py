@@ -36,8 +36,9 @@ which providers and services are in use.
   guard         quarantined (memories), classifier, llm, max_chars (MEMORY_GUARD_*);
                 meaning_layer (ready | training | unavailable | unusable | off),
                 embedding_model, bank, source (package | database | null),
-                unscreened_memories; with a model: threshold, balanced_accuracy; trained
-                into the database: trained_at, training_embedding_tokens, training_cost_usd
+                unscreened_memories, unscreened_turns; with a model: threshold,
+                balanced_accuracy; trained into the database: trained_at,
+                training_embedding_tokens, training_cost_usd
   providers     mode, llm {offline, name, model, base_url},
                 embedder {offline, name, model, dim, base_url}
   services      database {url, embedded}, broker {url, embedded, reachable}
@@ -108,7 +109,8 @@ def _guard_line(g: dict[str, Any]) -> str:
     line = f"             meaning layer {g['meaning_layer']} ({g['embedding_model']}"
     if g.get("source"):
         line += f", model from the {g['source']}"
-    line += f"); {g['unscreened_memories']} unscreened memories"
+    line += (f"); {g['unscreened_memories']} unscreened memories, "
+             f"{g.get('unscreened_turns', 0)} unscreened turns")
     if g.get("training_cost_usd") is not None:
         line += (f"; training cost {g['training_embedding_tokens']} embedding tokens, "
                  f"${g['training_cost_usd']:.6f}")

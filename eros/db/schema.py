@@ -404,4 +404,4 @@ replica_heartbeat = Table(
 )
 
 # The turns recall layer (0025) lives in its own module, on the same metadata.
-from eros.db.turns_schema import memory_turns  # noqa: E402, F401
+from eros.db.turns_schema import memory_turns, turn_backfill  # noqa: E402, F401

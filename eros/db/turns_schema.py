@@ -61,6 +61,23 @@ memory_turns = Table(
           postgresql_include=["seq", "sensitivity", "embedding_bq"]),
     # erasure and backfill by session
     Index("ix_memory_turns_session", "session_id"),
+    # what eros.screen_unscreened reads of the turns (0026): empty once the layer has a model
+    Index("ix_memory_turns_unscreened", "seq", postgresql_where=text("status = 'unscreened'")),
+)
+
+#: ``eros turns backfill``'s cursor (0026): one row per backfill, keyed ``turns``.
+turn_backfill = Table(
+    "turn_backfill", metadata,
+    Column("name", Text, primary_key=True),
+    #: the last ``chat_messages.seq`` scanned
+    Column("after_seq", BigInteger, nullable=False, server_default=text("0")),
+    #: the newest seq when the run began: later turns are classify's to index
+    Column("cutoff_seq", BigInteger, nullable=False),
+    Column("scanned", BigInteger, nullable=False, server_default=text("0")),
+    Column("indexed", BigInteger, nullable=False, server_default=text("0")),
+    Column("started_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    Column("done_at", DateTime(timezone=True), nullable=True),
 )
 
 # Vectors inline in the heap row, as companion_memories' (0004).

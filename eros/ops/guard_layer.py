@@ -24,7 +24,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection
 
 from eros.core.guard_meaning import MeaningModel, load_bank, load_shipped
-from eros.db import guard_sql
+from eros.db import guard_sql, turn_guard_sql
 from eros.providers.offline import offline_embedder_name
 from eros.providers.offline.hashing import LocalEmbedder
 from eros.settings import Settings
@@ -69,12 +69,14 @@ def resolve(settings: Settings, conn: Connection, embedding_model: str,
 
 def layer_report(settings: Settings, conn: Connection) -> dict[str, Any]:
     """What ``eros status`` prints under ``guard``: the state, the model's figures (never
-    weights), what training it cost and how many memories wait unscreened."""
+    weights), what training it cost and how many memories (and user turns, issue 31) wait
+    unscreened."""
     name = embedder_name(settings)
     state, model, source = resolve(settings, conn, name)
     report: dict[str, Any] = {"meaning_layer": state, "embedding_model": name,
                               "bank": load_bank().digest, "source": source,
-                              "unscreened_memories": guard_sql.count_unscreened(conn)}
+                              "unscreened_memories": guard_sql.count_unscreened(conn),
+                              "unscreened_turns": turn_guard_sql.count_unscreened(conn)}
     if model is not None:
         report.update(threshold=round(model.threshold, 4),
                       balanced_accuracy=round(model.balanced_accuracy, 4))

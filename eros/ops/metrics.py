@@ -77,6 +77,10 @@ def _build() -> dict[str, Any]:
         "GUARD_DROPPED": Counter("eros_guard_dropped",
                                  "Memories dropped by the memory guard (docs/security.md)",
                                  ["stage", "reason"]),
+        "TURNS_INDEXED": Counter("eros_turns_indexed",
+                                 "User turns written to the turns recall layer (issue 31), by "
+                                 "what wrote them (classify, backfill) and status", ["source",
+                                                                                   "status"]),
         "CONSOLIDATION_RUNS": Counter("eros_consolidation_runs",
                                       "Consolidation passes by outcome", ["outcome"]),
         "CONSOLIDATED": Counter("eros_consolidated_memories", "Memories merged or superseded",
@@ -173,6 +177,13 @@ def record_guard_drops(stage: str, reasons: dict[str, int]) -> None:
     for reason, count in reasons.items():
         if count:
             _metrics()["GUARD_DROPPED"].labels(stage, reason).inc(count)
+
+
+def record_turns_indexed(source: str, statuses: dict[str, int]) -> None:
+    """Count turn rows written (a re-run's re-indexed turns count again), by status."""
+    for status, count in statuses.items():
+        if count:
+            _metrics()["TURNS_INDEXED"].labels(source, status).inc(count)
 
 
 def record_replica_fallback(reason: str) -> None:

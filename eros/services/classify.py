@@ -22,13 +22,16 @@ from eros.core.parsing import Candidate, ParseResult, parse_extraction
 from eros.core.prompts import Prompt, user_message
 from eros.core.provenance import resolve_sources
 from eros.core.transcript import Transcript, build_transcript
-from eros.db import repo
+from eros.db import repo, turn_write_sql
 from eros.db.repo import Attempt, MemoryRow, Outcome
+from eros.db.turns_sql import TurnRow
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Completion, Embedder
 from eros.providers.ratelimit import Limiter, NoLimits
+from eros.services import turn_index
 from eros.services.consent import drop_withheld
-from eros.services.guard_model import guard_for, screen_texts
+from eros.services.guard_model import TURN_EMBED_CHARS, guard_for, screen_texts
+from eros.services.turn_index import TurnCounts, TurnText
 from eros.settings import Settings
 
 #: what an extraction's embedding request is charged against EMBEDDING_TOKENS_PER_MINUTE
@@ -101,8 +104,11 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
     if transcript.empty:
         return _finish(pipeline, attempt, report, Outcome("empty"), through_seq, transcript,
                        [], task_id, dry_run)
+    # the user's own turns become a recall layer (issue 31): embedded in the same request
+    # as the candidates, screened and labelled alike (eros/services/turn_index.py)
+    user_turns = turn_index.user_turns(turns, settings.channels)
 
-    _reserve(pipeline, transcript)
+    _reserve(pipeline, transcript, user_turns)
     # the memory guard (docs/security.md): nothing that reads as an instruction, a role or a
     # secret becomes a memory — rules and secrets first, then the meaning classifier on each
     # candidate's own embedding (the one written with it: no extra call); only counts by
@@ -113,13 +119,24 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
         completion, truncated_twice = _complete(pipeline, transcript)
         parsed = parse_extraction(completion.text, max_items=settings.dreaming_max_memories,
                                   salvage=truncated_twice)
+        # a turn's label: its own (offline labeller) and every cited candidate's, the
+        # dropped ones' too; a turn with a withheld label is not indexed either
+        indexed, turns_withheld = turn_index.labelled(
+            user_turns, turn_index.cited_labels(parsed.candidates, transcript.seqs),
+            attempt.withheld)
         # consent (issue 32): the labels this user withdrew (forget --sensitive) are not stored
         allowed, withheld_dropped = drop_withheld(parsed.candidates, attempt.withheld)
         parsed = replace(parsed, candidates=tuple(allowed))
         texts = [strip_invisible(c.content) for c in parsed.candidates]
         screening = screen_texts(settings, pipeline.engine, pipeline.embedder, texts,
-                                 llm=pipeline.llm)
-    kept = screening.kept
+                                 llm=pipeline.llm, turns=[t.text for t in indexed])
+    counts = TurnCounts(read=len(user_turns), withheld=turns_withheld)
+    turn_rows = turn_index.turn_rows(
+        indexed, screening, len(texts),
+        session_of={t.seq: (claim.session_id, claim.user_id, claim.instance_id)
+                    for t in indexed}, counts=counts)
+    report.detail["embedding_requests"] = screening.requests
+    kept = [i for i in screening.kept if i < len(texts)]
     candidates = [parsed.candidates[i].model_copy(update={"content": texts[i]}) for i in kept]
     metadata, metadata_dropped = _screened_metadata(settings, candidates)
     report.raw_reply = completion.text
@@ -128,7 +145,8 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
         "model": completion.model,
         "prompt_tokens": completion.prompt_tokens + screening.prompt_tokens,
         "completion_tokens": completion.completion_tokens + screening.completion_tokens}
-    dropped = screening.dropped
+    dropped = Counter(v.reason or "unknown" for v in screening.verdicts[:len(texts)]
+                      if not v.ok)
     report.detail.update(dropped=parsed.dropped, parse_errors=list(parsed.errors),
                          turns_trimmed=transcript.turns_trimmed,
                          guard_dropped=dict(dropped), metadata_dropped=metadata_dropped,
@@ -143,7 +161,7 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
         tokens = screening.embeddings.total_tokens if screening.embeddings else 0
         return _finish(pipeline, attempt, report,
                        Outcome(kind, error=error, embedding_tokens=tokens, **usage),
-                       through_seq, transcript, [], task_id, dry_run)
+                       through_seq, transcript, [], task_id, dry_run, (turn_rows, counts))
     assert screening.embeddings is not None
     embeddings = screening.embeddings
     vectors = [screening.vectors[i] for i in kept]
@@ -159,13 +177,16 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
     outcome = Outcome(kind, memory_count=len(rows), embedding_tokens=embeddings.total_tokens,
                       error=error, **usage)
     return _finish(pipeline, attempt, report, outcome, through_seq, transcript, rows, task_id,
-                   dry_run)
+                   dry_run, (turn_rows, counts))
 
 
-def _reserve(pipeline: Pipeline, transcript: Transcript) -> None:
-    """Charge the global per-minute budgets before spending anything (raises Throttled)."""
+def _reserve(pipeline: Pipeline, transcript: Transcript, turns: Sequence[TurnText]) -> None:
+    """Charge the global per-minute budgets before spending anything (raises Throttled): the
+    embedding request carries the candidates and the user's turns (about 4 characters a
+    token, as embedded)."""
+    turn_tokens = sum(min(len(t.text), TURN_EMBED_CHARS) // 4 + 1 for t in turns)
     pipeline.limiter.reserve_all({"llm": _llm_estimate(pipeline, transcript),
-                                  "embedding": EMBEDDING_TOKEN_ESTIMATE})
+                                  "embedding": EMBEDDING_TOKEN_ESTIMATE + turn_tokens})
 
 
 def _llm_estimate(pipeline: Pipeline, transcript: Transcript, *, retry: bool = False) -> int:
@@ -241,14 +262,19 @@ def _memory_row(candidate: Candidate, extra: dict[str, Any], vector: list[float]
 
 def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outcome,
             through_seq: int, transcript: Transcript, rows: list[MemoryRow],
-            task_id: str | None, dry_run: bool) -> Report:
+            task_id: str | None, dry_run: bool,
+            turns: tuple[Sequence[TurnRow], TurnCounts] | None = None) -> Report:
     outcome = replace(outcome, cost_usd=pipeline.cost({
         "prompt_tokens": outcome.prompt_tokens, "completion_tokens": outcome.completion_tokens,
         "embedding_tokens": outcome.embedding_tokens}))
     report.outcome = outcome.kind
     report.detail["cost_usd"] = outcome.cost_usd
+    turn_rows, counts = turns or ((), TurnCounts())
+    report.detail.update(counts.as_detail())
     if dry_run:
         report.detail["would_write"] = len(rows)
+        report.detail["would_index"] = len(turn_rows)
+        report.detail["turns_indexed"] = 0
         return report
     with pipeline.engine.begin() as conn:
         written = repo.finish(conn, attempt, outcome, through_seq=through_seq, memories=rows,
@@ -256,9 +282,14 @@ def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outco
         if written is None:
             conn.rollback()
             report.outcome = "claim_lost"
+            report.detail["turns_indexed"] = 0
             log.warning("claim lost before write; nothing written",
                         extra={"session_id": report.session_id})
             return report
+        # the turns in the same transaction, behind the same fence (eros/db/turn_write_sql.py)
+        counts.statuses = turn_write_sql.write_fenced(conn, turn_rows)
+    report.detail.update(counts.as_detail())
+    turn_index.record("classify", counts)
     report.memories_written = written
     metrics.record_outcome(outcome.kind, memories=written, prompt_tokens=outcome.prompt_tokens,
                            completion_tokens=outcome.completion_tokens,
@@ -267,7 +298,10 @@ def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outco
     if written:  # a re-run whose rows all exist writes nothing and counts nothing
         metrics.record_sensitive(Counter(r.sensitivity for r in rows if r.sensitivity))
     log.info("session classified: outcome=%s memories=%d guard_dropped=%d "
-             "metadata_dropped=%d unscreened=%d", outcome.kind, written, outcome.guard_dropped,
+             "metadata_dropped=%d unscreened=%d turns_indexed=%d turns_dropped=%d "
+             "embedding_requests=%d", outcome.kind, written, outcome.guard_dropped,
              report.detail.get("metadata_dropped", 0), report.detail.get("unscreened", 0),
+             report.detail["turns_indexed"], sum(counts.dropped.values()) + counts.withheld,
+             report.detail.get("embedding_requests", 0),
              extra={"session_id": report.session_id})
     return report

@@ -21,7 +21,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
 from sqlalchemy import Engine
@@ -32,10 +32,18 @@ from eros.core.parsing import Candidate
 from eros.ops import metrics
 from eros.ops.guard_layer import HASH_EMBEDDER, PENDING, State, layer_off, resolve
 from eros.providers.base import ChatCompleter, Embedder, Embeddings
+from eros.providers.batches import embed_in_requests
 from eros.services.guard_llm import second_opinion
 from eros.settings import Settings
 
 log = logging.getLogger(__name__)
+
+#: a user turn (issue 31) is embedded from its first this many characters: a long turn is
+#: indexed by its opening, never refused by the provider (e5 reads about 512 tokens anyway).
+TURN_EMBED_CHARS = 2000
+#: a turn longer than this is not indexed (reason ``too_long``): the rules judge a turn's
+#: whole text — recall quotes all of it — and no prompt budget could hold it.
+TURN_MAX_CHARS = 20_000
 
 #: seconds a process trusts "no model yet" before it asks the database again
 RECHECK_SECS = 5.0
@@ -130,6 +138,8 @@ class Screening:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_calls: int = 0
+    #: embedding requests made (1 for a session; more only past the provider's limits)
+    requests: int = 0
 
     @property
     def kept(self) -> list[int]:
@@ -143,14 +153,22 @@ class Screening:
 def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
                  texts: Sequence[str], *, llm: ChatCompleter | None = None,
                  vectors: Sequence[Sequence[float] | None] | None = None,
-                 need_vectors: bool = True) -> Screening:
-    """Rules and secrets on every text; the kept ones embedded (one call; ``vectors`` given
+                 need_vectors: bool = True, turns: Sequence[str] = ()) -> Screening:
+    """Rules and secrets on every text; the kept ones embedded (one request; ``vectors`` given
     — a stored memory's — are used instead) and judged by the meaning layer; with
     ``MEMORY_GUARD_LLM=on`` and a live ``llm``, the uncertain band asked in one call (a reply
     that cannot be used holds the band's texts back: reason ``unverified``).
-    ``need_vectors=False``: no embedding call unless the meaning layer needs one."""
+    ``need_vectors=False``: no embedding call unless the meaning layer needs one.
+    ``turns``: the user's own turns (issue 31), judged after ``texts`` (verdict
+    ``len(texts) + j`` is turn ``j``'s) exactly alike, but by the rules on their whole text
+    without a memory's length cap (up to :data:`TURN_MAX_CHARS`), and embedded in the same
+    request as the texts from their first :data:`TURN_EMBED_CHARS` characters."""
     guard = guard_for(settings)
     verdicts = [guard.check(t) for t in texts]
+    if turns:
+        turn_guard = replace(guard, max_chars=TURN_MAX_CHARS)
+        verdicts += [turn_guard.check(t) for t in turns]
+        texts = [*texts, *(t[:TURN_EMBED_CHARS] for t in turns)]
     out = Screening(verdicts)
     survivors = [i for i, v in enumerate(verdicts) if v.ok]
     if not survivors:
@@ -164,7 +182,8 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
     missing = [i for i in survivors if i not in given]
     if missing:
         with metrics.EMBED_LATENCY.time():
-            out.embeddings = embedder.embed([texts[i] for i in missing], input_type="document")
+            out.embeddings, out.requests = embed_in_requests(
+                embedder, [texts[i] for i in missing], input_type="document")
         given.update(zip(missing, out.embeddings.vectors, strict=True))
     out.vectors = {i: given[i] for i in survivors}
     if model is None:
@@ -220,5 +239,6 @@ def judge_texts(settings: Settings, engine: Engine, embedder: Embedder, texts: S
     return out
 
 
-__all__ = ["KEEP", "Layer", "Screening", "candidate_text", "forget_models", "guard_for",
-           "judge_texts", "meaning_layer", "meaning_model", "screen_texts"]
+__all__ = ["KEEP", "TURN_EMBED_CHARS", "TURN_MAX_CHARS", "Layer", "Screening",
+           "candidate_text", "forget_models", "guard_for", "judge_texts", "meaning_layer",
+           "meaning_model", "screen_texts"]

@@ -68,7 +68,11 @@ def test_memories_written_with_one_embedding_call(pipeline: Pipeline, llm: FakeL
     assert voyage.request_count == 1
     body = voyage.requests[0].body
     assert body["input_type"] == "document" and body["output_dimension"] == 512
-    assert len(body["input"]) == 3
+    # the three candidates and the user's five turns, in one request (issue 31)
+    assert body["input"][:3] == ["Lives in Shanghai", "Likes jazz", "Mother wants her to marry"]
+    assert len(body["input"]) == 3 + 5
+    assert "MEM fact 0.9 The persona lives in Paris" not in body["input"]
+    assert report.detail["turns_indexed"] == 5 and report.detail["embedding_requests"] == 1
     prompt = llm.requests[0].body["messages"][1]["content"]
     assert "\x01" not in prompt and "\x7f" not in prompt and "Session date:" in prompt
     session = _session(pipeline, sid)

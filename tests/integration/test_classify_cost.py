@@ -1,8 +1,9 @@
 """Issue 17: what one classified session costs the database, and the pool's idle ping.
 
 Counted with SQLAlchemy's own events on a real engine against real PostgreSQL and the fake
-providers: the classify path is two transactions (attempt + turns, then the write) and four
-statements, with no ping on a connection just used. A connection that idled and died is
+providers: the classify path is two transactions (attempt + turns, then the write) and five
+statements (the fifth indexes the user's turns, issue 31), with no ping on a connection just
+used. A connection that idled and died is
 replaced before anything runs on it.
 """
 
@@ -22,6 +23,7 @@ from eros.db.write_sql import Float4Array
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services.classify import Pipeline, classify, start_attempt
+from eros.services.guard_model import meaning_layer
 from eros.settings import load_settings
 from eros.tasks.base import is_database_transient
 from tests.fakes import FakeLLMServer, FakeVoyageServer
@@ -57,19 +59,21 @@ class Sent:
         self.checkouts += 1
 
 
-def test_a_classified_session_is_two_transactions_and_four_statements(lean: Pipeline) -> None:
+def test_a_classified_session_is_two_transactions_and_five_statements(lean: Pipeline) -> None:
     with lean.engine.begin() as conn:
         sid = add_session(conn, [mem_line("fact", 0.7, "Lives in Shanghai"),
                                  mem_line("hobby", 0.4, "Likes jazz")])
         claim = repo.claim_one(conn, sid, stale_secs=600)
     assert claim is not None
+    meaning_layer(lean.settings, lean.engine, lean.embedder)  # a worker's warm lookup
     sent = Sent(lean.engine)
     attempt = start_attempt(lean, sid, claim.token)
     assert attempt is not None
     report = classify(lean, attempt)
     assert (report.outcome, report.memories_written) == ("memories", 2)
-    # attempt + turns, then stamp + (memories, memory_count, run row): 2 transactions
-    assert sent.statements == ["UPDATE", "SELECT", "UPDATE", "WITH"]
+    # attempt + turns, then stamp + (memories, memory_count, run row) + the turns' index
+    # rows (turn_write_sql): 2 transactions
+    assert sent.statements == ["UPDATE", "SELECT", "UPDATE", "WITH", "WITH"]
     assert (sent.ends, sent.checkouts) == (2, 2)
     with lean.engine.connect() as conn:
         row = conn.execute(text(

@@ -138,9 +138,11 @@ def test_second_opinion_is_one_batched_call_whose_cost_is_counted(
                         Reply('{"instructions": [3]}', prompt_tokens=70,
                               completion_tokens=9)])
     report, sid = _classify(pipeline, [])
-    assert len(llm.requests) == 2  # the extraction and ONE second opinion for three texts
+    # the extraction and ONE second opinion for the three candidates and the user's turn
+    # (issue 31: the turns are screened alike)
+    assert len(llm.requests) == 2
     notes = json.loads(llm.requests[1].body["messages"][1]["content"])
-    assert [n["n"] for n in notes] == [1, 2, 3]
+    assert [n["n"] for n in notes] == [1, 2, 3, 4]
     assert report.detail["guard_dropped"] == {"instruction": 1}
     assert report.memories_written == 2
     with engine.connect() as conn:
