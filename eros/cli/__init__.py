@@ -73,3 +73,4 @@ from eros.cli import privacy_cmds as _privacy_cmds  # noqa: E402,F401
 from eros.cli import recall_cmd as _recall_cmd  # noqa: E402,F401
 from eros.cli import reembed_cmd as _reembed_cmd  # noqa: E402,F401
 from eros.cli import run_cmd as _run_cmd  # noqa: E402,F401
+from eros.cli import turns_cmd as _turns_cmd  # noqa: E402,F401
