@@ -9,7 +9,7 @@ Voyage servers (separate processes, no latency) and an embedded PostgreSQL, and 
 - worker CPU ms per session (this process, ``time.process_time``),
 - PostgreSQL CPU ms per session (the postmaster's tree from /proc, as the drain bench counts it),
 - statements and transactions per session (SQLAlchemy's cursor executes, commits and
-  rollbacks) and pool pings per session (pre-ping's, one per checkout; the idle ping of
+  rollbacks, not counting an AUTOCOMMIT connection's, which send nothing) and pool pings per session (pre-ping's, one per checkout; the idle ping of
   ``make_engine`` never fires in a continuous run, its connections idle for milliseconds).
 
 Variants run IN THE SAME RUN, each on its own clone seeded alike:
@@ -39,7 +39,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 
 from bench.claim_bench import machine
 from bench.drain_bench import MEMORIES_PER_SESSION, SEED_MESSAGES, SEED_SESSIONS
@@ -86,8 +86,10 @@ class Counter:
     def _statement(self, *_: object) -> None:
         self.statements += 1
 
-    def _end(self, *_: object) -> None:
-        self.ends += 1
+    def _end(self, conn: Connection) -> None:
+        # an AUTOCOMMIT connection (the attempt's statement) sends no COMMIT or ROLLBACK
+        if not conn.connection.driver_connection.autocommit:
+            self.ends += 1
 
     def _checkout(self, *_: object) -> None:
         self.checkouts += 1

@@ -15,7 +15,7 @@ from sqlalchemy import Connection, func, select, text
 from eros.core.layers import route_instance
 from eros.core.text import normalise_for_dedup
 from eros.core.transcript import Turn
-from eros.db import provenance_sql, write_sql
+from eros.db import attempt_sql, provenance_sql, write_sql
 from eros.db.schema import companion_memories
 
 
@@ -181,19 +181,26 @@ def begin_attempt(conn: Connection, session_id: uuid.UUID, token: uuid.UUID, *,
                   read_turns: bool = False) -> Attempt | None:
     """Count an attempt and refresh the claim; None when the token is no longer the claim's.
 
-    With ``read_turns`` the new turns are read in the same transaction, after the update: the
-    session row is then locked by us, so no turn can commit between the two (a turn takes
-    that row's lock for its seq) and the watermark is the one ``read_new_turns`` would give.
-    One transaction instead of two saves a checkout and a BEGIN/COMMIT pair per session."""
+    With ``read_turns`` the new turns come with it, in the same statement (one round trip;
+    eros/db/attempt_sql.py says why its watermark is the one ``read_new_turns`` would give),
+    which may run on an AUTOCOMMIT connection as a transaction of its own."""
+    if read_turns:
+        rows = conn.execute(attempt_sql.START_ATTEMPT,
+                            {"session_id": session_id, "token": token}).all()
+        if not rows:
+            return None
+        first = rows[0]
+        through = max(int(first.classified_through_seq), int(first.last_seq))
+        turns = tuple(Turn(r.role, r.content, r.sent_at, r.seq, r.channel)
+                      for r in rows if r.seq is not None)
+        return Attempt(Claim(session_id, first.user_id, first.instance_id, token),
+                       first.attempts, first.classified_through_seq, (turns, through),
+                       frozenset(first.withheld or ()))
     row = conn.execute(BEGIN_ATTEMPT, {"session_id": session_id, "token": token}).first()
     if row is None:
         return None
     claim = Claim(session_id, row.user_id, row.instance_id, token)
-    turns = None
-    if read_turns:
-        read, through = read_new_turns(conn, session_id, after_seq=row.classified_through_seq)
-        turns = (tuple(read), through)
-    return Attempt(claim, row.attempts, row.classified_through_seq, turns,
+    return Attempt(claim, row.attempts, row.classified_through_seq, None,
                    frozenset(row.withheld or ()))
 
 

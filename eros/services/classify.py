@@ -80,8 +80,14 @@ class Report:
 def start_attempt(pipeline: Pipeline, session_id: uuid.UUID,
                   token: uuid.UUID) -> Attempt | None:
     """Count an attempt and refresh the claim; None when the token is no longer the claim's.
-    The attempt carries the session's new turns, read in the same transaction."""
-    with pipeline.engine.begin() as conn:
+    The attempt carries the session's new turns, read by the same statement: one round trip,
+    a transaction of its own (AUTOCOMMIT) unless the DATABASE_* timeouts are set per
+    transaction (PgBouncer in transaction mode), where it runs in an explicit one."""
+    if pipeline.settings.database_pool_mode == "transaction":
+        with pipeline.engine.begin() as conn:
+            return repo.begin_attempt(conn, session_id, token, read_turns=True)
+    with pipeline.engine.connect() as conn:
+        conn = conn.execution_options(isolation_level="AUTOCOMMIT")
         return repo.begin_attempt(conn, session_id, token, read_turns=True)
 
 

@@ -1,15 +1,16 @@
 """Issue 17: what one classified session costs the database, and the pool's idle ping.
 
 Counted with SQLAlchemy's own events on a real engine against real PostgreSQL and the fake
-providers: the classify path is two transactions (attempt + turns, then the write) and five
-statements (the fifth indexes the user's turns, issue 31), with no ping on a connection just
-used. A connection that idled and died is
-replaced before anything runs on it.
+providers: the classify path is one statement for the attempt and its turns on an AUTOCOMMIT
+connection (issue 34: no BEGIN or COMMIT round trip), then one transaction of three
+statements for the write (the third indexes the user's turns, issue 31), with no ping on a
+connection just used. A connection that idled and died is replaced before anything runs on it.
 """
 
 from __future__ import annotations
 
 import struct
+import uuid
 
 import pytest
 from sqlalchemy import Engine, event, text
@@ -45,36 +46,45 @@ class Sent:
 
     def __init__(self, engine: Engine) -> None:
         self.statements: list[str] = []
-        self.ends = self.checkouts = 0
+        self.ends = self.commits = self.checkouts = 0
         event.listen(engine, "before_cursor_execute",
                      lambda *a: self.statements.append(a[2].split()[0].upper()))
-        event.listen(engine, "commit", self._end)
+        event.listen(engine, "commit", self._commit)
         event.listen(engine, "rollback", self._end)
         event.listen(engine.pool, "checkout", self._checkout)
 
     def _end(self, *_: object) -> None:
         self.ends += 1
 
+    def _commit(self, *_: object) -> None:
+        self.commits += 1
+        self._end()
+
     def _checkout(self, *_: object) -> None:
         self.checkouts += 1
 
 
-def test_a_classified_session_is_two_transactions_and_five_statements(lean: Pipeline) -> None:
-    with lean.engine.begin() as conn:
+def _classify_counted(pipeline: Pipeline) -> tuple[uuid.UUID, Sent]:
+    with pipeline.engine.begin() as conn:
         sid = add_session(conn, [mem_line("fact", 0.7, "Lives in Shanghai"),
                                  mem_line("hobby", 0.4, "Likes jazz")])
         claim = repo.claim_one(conn, sid, stale_secs=600)
     assert claim is not None
-    meaning_layer(lean.settings, lean.engine, lean.embedder)  # a worker's warm lookup
-    sent = Sent(lean.engine)
-    attempt = start_attempt(lean, sid, claim.token)
+    meaning_layer(pipeline.settings, pipeline.engine, pipeline.embedder)  # a worker's warm lookup
+    sent = Sent(pipeline.engine)
+    attempt = start_attempt(pipeline, sid, claim.token)
     assert attempt is not None
-    report = classify(lean, attempt)
+    report = classify(pipeline, attempt)
     assert (report.outcome, report.memories_written) == ("memories", 2)
-    # attempt + turns, then stamp + (memories, memory_count, run row) + the turns' index
-    # rows (turn_write_sql): 2 transactions
-    assert sent.statements == ["UPDATE", "SELECT", "UPDATE", "WITH", "WITH"]
-    assert (sent.ends, sent.checkouts) == (2, 2)
+    return sid, sent
+
+
+def test_a_classified_session_is_one_statement_then_one_transaction(lean: Pipeline) -> None:
+    sid, sent = _classify_counted(lean)
+    # attempt + turns (AUTOCOMMIT: no COMMIT sent), then stamp + (memories, memory_count,
+    # run row) + the turns' index rows (turn_write_sql) in one transaction
+    assert sent.statements == ["WITH", "UPDATE", "WITH", "WITH"]
+    assert (sent.commits, sent.checkouts) == (1, 2)
     with lean.engine.connect() as conn:
         row = conn.execute(text(
             "SELECT s.memory_count, s.classified_at IS NOT NULL AS stamped,"
@@ -83,6 +93,22 @@ def test_a_classified_session_is_two_transactions_and_five_statements(lean: Pipe
             " FROM engine.chat_sessions s WHERE s.id = :i"), {"i": sid}).one()
     assert (row.memory_count, row.stamped, row.runs) == (2, True, 1)
     lean.engine.dispose()
+
+
+def test_behind_pgbouncer_the_attempt_keeps_its_transaction(
+        db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+    """DATABASE_POOL_MODE=transaction sets the timeouts per transaction (SET LOCAL as it
+    begins): the attempt's statement runs inside one so that they bind it."""
+    settings = load_settings(
+        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
+        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
+        llm_timeout_secs=2, embedding_timeout_secs=2, database_pool_mode="transaction")
+    pipeline = Pipeline(settings, make_engine(db_url, settings=settings),
+                        OpenRouterChat(settings), VoyageEmbedder(settings), load_prompt())
+    _, sent = _classify_counted(pipeline)
+    assert sent.statements == ["WITH", "UPDATE", "WITH", "WITH"]
+    assert (sent.commits, sent.checkouts) == (2, 2)
+    pipeline.engine.dispose()
 
 
 def test_a_rerun_records_the_rows_it_wrote_not_the_candidates(lean: Pipeline) -> None:
