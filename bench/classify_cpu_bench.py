@@ -9,8 +9,9 @@ Voyage servers (separate processes, no latency) and an embedded PostgreSQL, and 
 - worker CPU ms per session (this process, ``time.process_time``),
 - PostgreSQL CPU ms per session (the postmaster's tree from /proc, as the drain bench counts it),
 - statements and transactions per session (SQLAlchemy's cursor executes, commits and
-  rollbacks, not counting an AUTOCOMMIT connection's, which send nothing) and pool pings per session (pre-ping's, one per checkout; the idle ping of
-  ``make_engine`` never fires in a continuous run, its connections idle for milliseconds).
+  rollbacks, not counting an AUTOCOMMIT connection's, which send nothing) and pool pings
+  per session (pre-ping's, one per checkout; the idle ping of ``make_engine`` never fires in
+  a continuous run, its connections idle for milliseconds).
 
 Variants run IN THE SAME RUN, each on its own clone seeded alike:
 

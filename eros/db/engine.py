@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import time
 from typing import Any
 
@@ -11,6 +10,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
+from eros.core.green import green_process
 from eros.db import repo
 from eros.db.timeouts import connect_options, local_timeouts
 from eros.errors import ConfigError, ServiceUnavailable
@@ -118,13 +118,6 @@ def _ping_when_idle(engine: Engine) -> None:
         if not alive:
             raise DisconnectionError("pooled connection failed its ping")
 
-
-
-def green_process() -> bool:
-    """True in a process whose sockets gevent has patched (a ``--pool=gevent`` worker: Celery
-    patches before it imports the app). Never imports gevent itself."""
-    monkey = sys.modules.get("gevent.monkey")
-    return bool(monkey is not None and monkey.is_module_patched("socket"))
 
 
 def configured_pool_size(settings: Settings) -> int:

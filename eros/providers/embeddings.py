@@ -7,10 +7,12 @@ import urllib.request
 from collections.abc import Sequence
 
 import requests
+import requests.adapters
 import voyageai
 import voyageai.error as verr
 from voyageai.client import Client
 
+from eros.core.green import green_process
 from eros.core.text import safe_error_code
 from eros.errors import PermanentError, TransientError
 from eros.providers.base import Embeddings, InputType
@@ -56,6 +58,10 @@ class VoyageEmbedder:
         return Embeddings(vectors, int(result.total_tokens or 0), self.name)
 
 
+#: keep-alive connections a gevent worker's shared session keeps to the embedding API (above
+#: the green pool's usual concurrency of 64-256 in flight, and each costs only a socket).
+GREEN_HTTP_POOL = 256
+
 #: the CA bundle ``requests`` takes from the environment when ``trust_env`` is on.
 _CA_BUNDLE_VARS = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 
@@ -69,16 +75,31 @@ def _direct_session() -> requests.Session:
     return session
 
 
+def _green_session() -> requests.Session:
+    """One session for every greenlet of a gevent worker, its pool as large as a worker's
+    concurrency can use (connections past it are opened and dropped, never waited for)."""
+    session = _direct_session()
+    adapter = requests.adapters.HTTPAdapter(pool_maxsize=GREEN_HTTP_POOL)
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    return session
+
+
 def _direct_sessions() -> None:
     """voyageai's per-thread ``requests`` sessions without ``trust_env`` when no proxy is
     configured: with it, every request scans the whole environment for ``*_proxy`` variables
     (about 6% of an embedding call's CPU, issue 17). The CA bundle the environment names is
     set on the session, as ``trust_env`` would have applied it; with a proxy configured the
-    SDK's default session is kept, so the proxy (and its ``no_proxy``) still applies."""
+    SDK's default session is kept, so the proxy (and its ``no_proxy``) still applies.
+
+    On a gevent worker the SDK's per-thread session is per-greenlet, and the pool spawns a
+    greenlet per task: every embedding call made a new session, a DNS lookup and a new TCP
+    (and TLS) connection. There one session is shared by all (issue 34); its connection pool
+    is thread-safe, and the process is one OS thread."""
     if voyageai.requestssession is not None or voyageai.proxy is not None \
             or urllib.request.getproxies():
         return
-    voyageai.requestssession = _direct_session
+    voyageai.requestssession = _green_session() if green_process() else _direct_session
 
 
 def forget_inherited_sessions() -> None:
@@ -93,6 +114,8 @@ def forget_inherited_sessions() -> None:
     from voyageai.api_resources import api_requestor
 
     vars(api_requestor._thread_context).pop("session", None)
+    if isinstance(voyageai.requestssession, requests.Session):  # a green process's shared one
+        voyageai.requestssession = _green_session()
 
 
 def check_vectors(vectors: list[list[float]], expected: int, dim: int) -> None:

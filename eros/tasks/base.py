@@ -36,10 +36,11 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from eros.core.consolidation_reply import load_consolidation_prompt
+from eros.core.green import green_process
 from eros.core.prompts import load_prompt
 from eros.core.retry import RetryPolicy, compute_backoff, is_transient_sqlstate
 from eros.db import rejected_sql
-from eros.db.engine import get_engine, green_process
+from eros.db.engine import get_engine
 from eros.errors import TransientError
 from eros.ops import metrics
 from eros.providers import ChatCompleter, Embedder, make_providers

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy.pool import NullPool, QueuePool
 
-from eros.db.engine import GREEN_POOL_SIZE, configured_pool_size, green_process, make_engine
+from eros.core.green import green_process
+from eros.db.engine import GREEN_POOL_SIZE, configured_pool_size, make_engine
 from eros.errors import ConfigError
 from eros.settings import Settings, load_settings
 
