@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from celery import Celery
 
+from eros.core.green import green_process
 from eros.core.names import (
     ALLOW_SENSITIVE_TASK,
     CLAIM_TASK,
@@ -46,6 +47,11 @@ def create_app(settings: Settings) -> Celery:
         # record their outcomes in PostgreSQL instead
         task_ignore_result=True,
         result_expires=settings.eros_result_expires_secs,
+        # on a gevent worker a per-thread backend is per-greenlet, and the pool runs every
+        # task in a new greenlet: the tracer built a Redis result backend (URL parsing, a
+        # connection pool, a result consumer) for each task, ignored results included
+        # (issue 34). Its Redis client is safe to share.
+        result_backend_thread_safe=green_process(),
         # a recall message carries the query text: it expires if not run in time (every sender
         # using this app gets the expiry; others pass expires= themselves, docs/operations.md)
         task_annotations={RECALL_TASK: {"expires": settings.eros_recall_message_expires_secs}},
