@@ -54,19 +54,23 @@ def consent(user: uuid.UUID, allow: str | None, as_json: bool) -> None:
                    "the global LLM limits and costed; an entry of its reply that cannot be "
                    "read leaves that memory unlabelled (counted: unreadable).")
 @click.option("--batch", type=click.IntRange(1, 100_000), default=1000, show_default=True,
-              help="Memories per transaction (the cursor is committed with each); with "
-                   "--labeller model at most 20, one model call each.")
+              help="Memories (then turns) per transaction (the cursor is committed with "
+                   "each); with --labeller model at most 20, one model call each.")
 @click.option("--max-batches", type=click.IntRange(min=1), default=None,
-              help="Stop after this many batches (run again to resume).")
-@click.option("--restart", is_flag=True, help="Start over from the first memory.")
+              help="Stop after this many batches, memories' and turns' together (run again "
+                   "to resume).")
+@click.option("--restart", is_flag=True, help="Start over from the first memory and turn.")
 @click.option("--json", "as_json", is_flag=True, help="Print the progress as JSON.")
 def relabel(labeller: str, batch: int, max_batches: int | None, restart: bool,
             as_json: bool) -> None:
     """Label memories written without a special-category label (before migration 0018) with
-    the offline labeller (cue words, en/zh) or the model (--labeller model): only adds
-    labels, never removes one; a row labelled with a label its user withheld is erased as
-    `eros forget USER --sensitive LABEL` erases. Resumable: each labeller's cursor lives in
-    engine.relabel_progress; a stopped run goes on where it was. The same as the task
+    the offline labeller (cue words, en/zh) or the model (--labeller model), then the indexed
+    turns (engine.memory_turns): a turn takes the most sensitive of its own label, the
+    labeller's (the model is asked only about unlabelled turns) and the labels of the
+    memories citing it. Only adds labels, never removes one; a memory or turn labelled with
+    a label its user withheld is erased as `eros forget USER --sensitive LABEL` erases.
+    Resumable: each labeller's cursors live in engine.relabel_progress (LABELLER and
+    LABELLER:turns); a stopped run goes on where it was. The same as the task
     eros.relabel_sensitivity."""
     from eros.cli._common import runtime
     from eros.services.consent import relabel as run

@@ -58,15 +58,16 @@ START = text("""
 INSERT INTO engine.relabel_progress (labeller, cutoff) VALUES (:labeller, now())
 ON CONFLICT (labeller) DO UPDATE
    SET after_id = CASE WHEN :restart THEN NULL ELSE relabel_progress.after_id END,
+       after_seq = CASE WHEN :restart THEN NULL ELSE relabel_progress.after_seq END,
        cutoff = CASE WHEN :restart THEN now() ELSE relabel_progress.cutoff END,
        scanned = CASE WHEN :restart THEN 0 ELSE relabel_progress.scanned END,
        labelled = CASE WHEN :restart THEN 0 ELSE relabel_progress.labelled END,
        done_at = CASE WHEN :restart THEN NULL ELSE relabel_progress.done_at END
-RETURNING after_id, cutoff, done_at
+RETURNING after_id, after_seq, cutoff, done_at
 """)
 
 # The progress row locked first: two runs of one labeller take turns batch by batch.
-LOCK = text("SELECT after_id, cutoff, done_at FROM engine.relabel_progress"
+LOCK = text("SELECT after_id, after_seq, cutoff, done_at FROM engine.relabel_progress"
             " WHERE labeller = :labeller FOR UPDATE")
 
 BATCH = text("""
@@ -100,6 +101,24 @@ SELECT DISTINCT m.user_id, m.sensitivity AS label
   FROM engine.companion_memories m
   JOIN engine.sensitivity_withheld w ON w.user_id = m.user_id AND w.label = m.sensitivity
  WHERE m.id = ANY(CAST(:ids AS uuid[]))
+ ORDER BY 1, 2
+""")
+
+# A turn scan's cursor (0027): the last seq read.
+ADVANCE_TURNS = text("""
+UPDATE engine.relabel_progress
+   SET after_seq = COALESCE(CAST(:after AS bigint), after_seq), scanned = scanned + :scanned,
+       labelled = labelled + :labelled, updated_at = now(),
+       done_at = CASE WHEN :done THEN now() ELSE NULL END
+ WHERE labeller = :labeller
+RETURNING scanned, labelled, done_at
+""")
+
+# (user, label) pairs among ``:users``/``:labels`` whose user withheld the label.
+WITHHELD_PAIRS = text("""
+SELECT DISTINCT w.user_id, w.label
+  FROM unnest(CAST(:users AS uuid[]), CAST(:labels AS text[])) AS c(user_id, label)
+  JOIN engine.sensitivity_withheld w ON w.user_id = c.user_id AND w.label = c.label
  ORDER BY 1, 2
 """)
 
@@ -140,6 +159,22 @@ def advance(conn: Connection, labeller: str, *, after: uuid.UUID | None, scanned
     return conn.execute(ADVANCE, {"labeller": labeller, "after": str(after) if after else None,
                                   "scanned": scanned, "labelled": labelled,
                                   "done": done}).one()
+
+
+def advance_turns(conn: Connection, key: str, *, after: int | None, scanned: int,
+                  labelled: int, done: bool) -> Any:
+    """Move a turn scan's cursor (its row ``key``, ``<labeller>:turns``) past ``after``."""
+    return conn.execute(ADVANCE_TURNS, {"labeller": key, "after": after, "scanned": scanned,
+                                        "labelled": labelled, "done": done}).one()
+
+
+def withheld_pairs(conn: Connection, pairs: Sequence[tuple[uuid.UUID, str]]
+                   ) -> list[tuple[uuid.UUID, str]]:
+    """The (user, label) pairs among ``pairs`` whose user withheld the label."""
+    if not pairs:
+        return []
+    return [(r.user_id, r.label) for r in conn.execute(WITHHELD_PAIRS, {
+        "users": [u for u, _ in pairs], "labels": [lab for _, lab in pairs]})]
 
 
 def progress(conn: Connection, labeller: str) -> dict[str, Any] | None:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
+from eros.db import turns_sql
+
 # One chunk of sessions in primary-key order after :after (keyset pagination: a run reads the
 # sessions table once, however many messages it deletes), and their passed turns.
 MESSAGES = text("""
@@ -125,6 +127,8 @@ def delete_replaced(conn: Connection, *, days: int, batch: int) -> tuple[int, in
     ids = [r.id for r in conn.execute(REPLACED, {"days": days, "batch": batch})]
     if not ids:
         return 0, 0
-    conn.execute(FOLD, {"ids": ids})
+    folded = [r.id for r in conn.execute(FOLD, {"ids": ids})]
+    # the turns a survivor now cites take its label (issue 31: a cited turn inherits it)
+    turns_sql.inherit_labels(conn, folded)
     history = len(conn.execute(HISTORY, {"ids": ids}).all())
     return len(conn.execute(MEMORIES, {"ids": ids}).all()), history

@@ -386,6 +386,8 @@ relabel_progress = Table(
     "relabel_progress", metadata,
     Column("labeller", Text, primary_key=True),
     Column("after_id", UUID(as_uuid=True), nullable=True),
+    #: a turn scan's cursor (``<labeller>:turns`` rows, 0027): the last ``memory_turns.seq``
+    Column("after_seq", BigInteger, nullable=True),
     Column("cutoff", DateTime(timezone=True), nullable=False),
     Column("scanned", BigInteger, nullable=False, server_default=text("0")),
     Column("labelled", BigInteger, nullable=False, server_default=text("0")),

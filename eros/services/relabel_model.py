@@ -33,7 +33,7 @@ from sqlalchemy import Engine
 
 from eros.core.cost import Prices, cost_usd
 from eros.core.relabel_reply import CALL_SIZE, MAX_TOKENS, SYSTEM, build_request, parse_labels
-from eros.db import consent_sql
+from eros.db import consent_sql, turns_sql
 from eros.errors import TransientError
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter
@@ -62,6 +62,9 @@ class ModelRun:
     cost_usd: float = 0.0
     throttled_secs: float = 0.0
     erased: int = 0
+    #: turns whose label the memories labelled here raised (they cite them: issue 31)
+    turns_labelled: int = 0
+    batches: int = 0
 
 
 def _estimate(texts: list[str]) -> int:
@@ -85,6 +88,7 @@ def run_batches(engine: Engine, settings: Settings, llm: ChatCompleter, *, batch
         with engine.begin() as conn:
             state = consent_sql.lock(conn, MODEL)
             if state.done_at is not None:
+                run.batches = batches
                 return run, True
             rows = consent_sql.batch(conn, after=state.after_id, cutoff=state.cutoff, n=size)
         labels = None
@@ -100,6 +104,7 @@ def run_batches(engine: Engine, settings: Settings, llm: ChatCompleter, *, batch
                 (r.id, label) for r, label in zip(rows, labels.labels, strict=True)
                 if label is not None]
             ids = consent_sql.set_labels(conn, found)
+            run.turns_labelled += len(turns_sql.inherit_labels(conn, ids))
             hits = consent_sql.withheld_hits(conn, ids)
             done = len(rows) < size
             consent_sql.advance(conn, MODEL, after=rows[-1].id if rows else None,
@@ -113,7 +118,20 @@ def run_batches(engine: Engine, settings: Settings, llm: ChatCompleter, *, batch
         batches += 1
         if done:
             break
+    run.batches = batches
     return run, done
+
+
+def ask_labels(llm: ChatCompleter, texts: list[str], limits: Limiter, run: ModelRun,
+               settings: Settings, sleep: Callable[[float], None] = time.sleep
+               ) -> list[str | None]:
+    """One call's labels for ``texts`` (the turn scan's labeller): an unreadable entry is no
+    label, counted in ``run`` and the metric as the memory scan counts it."""
+    labels = _ask(llm, texts, limits, run, settings, sleep)
+    if labels.unreadable_count:
+        run.unreadable += labels.unreadable_count
+        metrics.record_relabel_unreadable(labels.unreadable_count)
+    return list(labels.labels)
 
 
 def _ask(llm: ChatCompleter, texts: list[str], limits: Limiter, run: ModelRun,

@@ -46,10 +46,11 @@ def allow_sensitive(self: ErosTask, user_id: str, label: str) -> dict[str, Any]:
 @shared_task(base=ErosTask, bind=True, name=RELABEL_TASK, ignore_result=False)
 def relabel_sensitivity(self: ErosTask, batch: int = 1000, max_batches: int | None = None,
                         labeller: str = "offline") -> dict[str, Any]:
-    """Label unlabelled memories from the labeller's stored cursor on: ``offline`` (cue
-    words) or ``model`` (DREAMING_MODEL through the global LLM limits, at most 20 memories a
-    call); ``max_batches`` bounds one run (send it again to go on: it resumes). A transient
-    provider error is retried (the cursor keeps what was written)."""
+    """Label unlabelled memories, then the indexed turns, from the labeller's stored cursors
+    on: ``offline`` (cue words) or ``model`` (DREAMING_MODEL through the global LLM limits, at
+    most 20 memories or turns a call); ``max_batches`` bounds one run (send it again to go
+    on: it resumes). A transient provider error is retried (the cursor keeps what was
+    written)."""
     kwargs = {"batch": batch, "max_batches": max_batches, "labeller": labeller}
     settings = self.settings
     try:

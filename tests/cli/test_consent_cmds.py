@@ -11,6 +11,8 @@ from sqlalchemy import Engine, text
 from eros.db import consent_sql
 from tests.cli.conftest import Cli
 from tests.fakes import FakeLLMServer, Reply
+from tests.integration.test_turns_erasure import _index
+from tests.support.data import add_session
 
 
 def test_consent_lists_and_lifts_and_relabel_reports_progress(cli: Cli,
@@ -26,11 +28,15 @@ def test_consent_lists_and_lifts_and_relabel_reports_progress(cli: Cli,
     doc = json.loads(res.out)
     assert doc["allowed"] == ["health"] and [w["label"] for w in doc["withheld"]] == ["beliefs"]
     assert cli("consent", str(user), "--allow", "spicy").code == 2
+    with engine.begin() as conn:  # an indexed turn (issue 31): the relabel labels it too
+        sid = add_session(conn, [("user", "my asthma is back")], user_id=user)
+    _index(engine, sid)
     res = cli("relabel", "--batch", "10", "--json")
     assert res.code == 0, res.err
     assert json.loads(res.out) | {"scanned": 0} == {
         "scanned": 0, "labelled": 1, "erased": 0, "total_scanned": 1, "total_labelled": 1,
-        "done": True}
+        "done": True, "turns_scanned": 1, "turns_labelled": 1, "turns_erased": 0,
+        "total_turns_scanned": 1, "total_turns_labelled": 1}
 
 
 def test_relabel_with_the_model(cli: Cli, engine: Engine, llm: FakeLLMServer) -> None:

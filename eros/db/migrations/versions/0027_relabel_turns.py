@@ -1,0 +1,32 @@
+"""``eros relabel`` labels the indexed turns too (issue 31 item 4): the relabel cursor can be a
+``chat_messages.seq``.
+
+``relabel_progress`` gains ``after_seq``: the last turn (``memory_turns.seq``) a turn scan
+read. A labeller's turn scan has its own row, keyed ``<labeller>:turns`` (``offline:turns``,
+``model:turns``), beside the memory scan's row (``after_id``); its cut-off is the time the
+run began (turns indexed later were labelled when they were written).
+
+Revision ID: 0027
+Revises: 0026
+Create Date: 2026-12-06
+"""
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0027"
+down_revision = "0026"
+branch_labels = None
+depends_on = None
+
+S = "engine"
+
+
+def upgrade() -> None:
+    op.add_column("relabel_progress", sa.Column("after_seq", sa.BigInteger, nullable=True),
+                  schema=S)
+
+
+def downgrade() -> None:
+    op.drop_column("relabel_progress", "after_seq", schema=S)

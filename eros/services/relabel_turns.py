@@ -1,0 +1,101 @@
+"""``eros relabel`` over the turns recall layer (issue 31 item 4): after the memories, the
+labeller's scan goes over the indexed turns (``engine.memory_turns``), so a turn indexed
+before a label reached it still ends up with the label it should carry.
+
+A turn's label is the most sensitive of its own, the labeller's for its text and those of
+the user's memories citing it (``source_seqs``; :func:`eros.db.turns_sql.relabel_turns`).
+The offline labeller (cue words, free) reads every turn; the model reads the turns still
+unlabelled, :data:`~eros.core.relabel_reply.CALL_SIZE` a call (the memory scan's prompt, its
+limits and costing). Labels are only raised, never removed.
+
+Resumable like the memory scan, on its own cursor: ``relabel_progress`` row
+``<labeller>:turns`` (``after_seq``, 0027), turns indexed before the run began (later ones
+were labelled when they were indexed). Each batch is read in one short transaction, labelled
+outside any transaction (the model is never asked with a lock held) and written in a second
+one — only if the cursor has not moved meanwhile (another run took these turns: this answer
+is dropped). A turn whose new label its user withheld (``forget --sensitive``) is erased the
+way the memories' scan erases: ``erase(user, label)``, after its batch committed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+
+from eros.db import consent_sql, turns_sql
+
+#: labels for texts, in order (None: no special category, or unreadable)
+Label = Callable[[list[str]], Sequence[str | None]]
+
+
+def key(labeller: str) -> str:
+    """The turn scan's progress row for ``labeller``."""
+    return f"{labeller}:turns"
+
+
+@dataclass
+class TurnRun:
+    """What one turn scan did: turns read and relabelled, batches, answers dropped."""
+
+    scanned: int = 0
+    labelled: int = 0
+    batches: int = 0
+    dropped_batches: int = 0
+
+
+def start(engine: Engine, labeller: str, *, restart: bool) -> None:
+    with engine.begin() as conn:
+        consent_sql.start(conn, key(labeller), restart=restart)
+
+
+def run(engine: Engine, labeller: str, label: Label, *, batch: int, max_batches: int | None,
+        ask_labelled: bool, erase: Callable[[uuid.UUID, str], object]) -> tuple[TurnRun, bool]:
+    """Scan from the cursor on, ``batch`` turns a batch, at most ``max_batches``; the run's
+    figures and whether the scan is done. ``label`` is asked about every turn read
+    (``ask_labelled``) or only the unlabelled ones."""
+    k = key(labeller)
+    result, done = TurnRun(), False
+    while max_batches is None or result.batches < max_batches:
+        with engine.begin() as conn:
+            state = consent_sql.lock(conn, k)
+            if state.done_at is not None:
+                return result, True
+            rows = turns_sql.scan_turns(conn, after=state.after_seq or 0, cutoff=state.cutoff,
+                                        n=batch)
+        asked = [r for r in rows if ask_labelled or r.sensitivity is None]
+        found = list(label([r.content for r in asked])) if asked else []
+        given: dict[int, Any] = {r.seq: lab for r, lab in zip(asked, found, strict=True)}
+        with engine.begin() as conn:
+            now = consent_sql.lock(conn, k)
+            if now.after_seq != state.after_seq or now.done_at is not None:
+                result.batches += 1
+                result.dropped_batches += 1 if rows else 0
+                continue
+            changed = turns_sql.relabel_turns(conn, [(r.seq, given.get(r.seq)) for r in rows])
+            hits = consent_sql.withheld_pairs(
+                conn, sorted({(c.user_id, c.sensitivity) for c in changed}, key=str))
+            done = len(rows) < batch
+            consent_sql.advance_turns(conn, k, after=rows[-1].seq if rows else None,
+                                      scanned=len(rows), labelled=len(changed), done=done)
+        result.scanned += len(rows)
+        result.labelled += len(changed)
+        result.batches += 1
+        for user_id, hit in hits:  # after the batch committed: one erasure each
+            erase(user_id, hit)
+        if done:
+            break
+    return result, done
+
+
+def totals(engine: Engine, labeller: str) -> dict[str, int]:
+    """The turn scan's figures over the whole run (since the last restart)."""
+    with engine.connect() as conn:
+        row = consent_sql.progress(conn, key(labeller))
+    if row is None:
+        return {"total_turns_scanned": 0, "total_turns_labelled": 0}
+    return {"total_turns_scanned": int(row["scanned"]),
+            "total_turns_labelled": int(row["labelled"])}

@@ -1,0 +1,143 @@
+"""Labels after the fact on the turns recall layer (issue 31 item 4): ``relabel`` (offline and
+the model) labels the indexed turns — a turn's label is the most sensitive of its own, the
+labeller's and those of the memories citing it — resumably and with counts; a memory labelled
+later (relabel, a merge's result) passes its label to the turns it cites at once; a turn
+newly labelled with a label its user withheld is erased. Real PostgreSQL, the real services."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from sqlalchemy import Engine, text
+
+from eros.db import consent_sql, erasure_sql
+from eros.providers.llm import OpenRouterChat
+from eros.services import consent
+from eros.services.consolidate import Consolidator, consolidate
+from eros.settings import Settings, load_settings
+from tests.fakes import FakeLLMServer, Reply
+from tests.integration.test_provenance_consolidate import _axis, c  # noqa: F401
+from tests.integration.test_turns_erasure import _index
+from tests.support.data import add_session
+
+
+def _session(engine: Engine, user: uuid.UUID, *said: str,
+             sensitivity: str | None = None) -> list[int]:
+    with engine.begin() as conn:
+        sid = add_session(conn, [("user", s) for s in said], user_id=user)
+    return _index(engine, sid, sensitivity)
+
+
+def _memory(engine: Engine, user: uuid.UUID, content: str, seqs: list[int], *,
+            label: str | None = None, status: str = "current", vector: int = 0,
+            fallback: bool = False) -> uuid.UUID:
+    with engine.begin() as conn:
+        return conn.execute(text(
+            "INSERT INTO engine.companion_memories (user_id, content, category, embedding,"
+            " source_seqs, source_fallback, sensitivity, status, created_at)"
+            " VALUES (:u, :c, 'fact', CAST(:v AS vector), :s, :f, :l, :st,"
+            " now() - interval '1 day') RETURNING id"),
+            {"u": user, "c": content, "v": str(_axis(vector)), "s": seqs, "f": fallback,
+             "l": label, "st": status}).scalar_one()
+
+
+def _labels(engine: Engine, seqs: list[int]) -> list[str | None]:
+    with engine.connect() as conn:
+        found = dict(conn.execute(text("SELECT seq, sensitivity FROM engine.memory_turns"
+                                       " WHERE seq = ANY(:s)"), {"s": seqs}).all())
+    return [found.get(s, "GONE") for s in seqs]
+
+
+def _age_index(engine: Engine) -> None:
+    """Every turn indexed before the relabel run begins (its cut-off)."""
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE engine.memory_turns SET indexed_at = now() - interval '1 day'"))
+
+
+def test_relabel_labels_the_turns_by_their_text_and_by_the_memories_citing_them(
+        engine: Engine) -> None:
+    user = uuid.uuid4()
+    cue, cited, superseded, fallback, plain, strong = _session(
+        engine, user, "I was diagnosed with asthma", "we talked about my week",
+        "that old thing again", "see you tomorrow", "I like jazz", "I want to end my life")
+    _memory(engine, user, "Spoke about a hard week", [cited], label="health")
+    _memory(engine, user, "Goes to church", [superseded], label="beliefs", status="superseded")
+    _memory(engine, user, "A chat about something", [fallback], label="health", fallback=True)
+    _memory(engine, user, "Has asthma", [strong], label="health")  # crisis outranks it
+    # a memory written before 0018, unlabelled: the relabel labels it and, with it, its turn
+    (old_turn,) = _session(engine, user, "we met for coffee")
+    _memory(engine, user, "Takes medication for anxiety", [old_turn])
+    _age_index(engine)
+    first = consent.relabel(engine, batch=3, max_batches=2)  # memories (1 batch), 3 turns
+    assert (first["scanned"], first["labelled"], first["done"]) == (1, 1, False)
+    # the memory's turn (inherited) and three turns scanned: a cue word, two cited
+    assert (first["turns_scanned"], first["turns_labelled"]) == (3, 4)
+    assert _labels(engine, [old_turn]) == ["health"]  # inherited with the memory's label
+    rest = consent.relabel(engine, batch=3)  # resumes at the turn cursor
+    assert rest["done"] and rest["scanned"] == 0
+    assert first["turns_scanned"] + rest["turns_scanned"] == 7 == rest["total_turns_scanned"]
+    assert _labels(engine, [cue, cited, superseded, fallback, plain, strong]) == [
+        "health", "health", "beliefs", "health", None, "crisis"]
+    assert rest["total_turns_labelled"] == 5  # old_turn was labelled by its memory's step
+    assert consent.relabel(engine)["turns_scanned"] == 0  # done until --restart
+    again = consent.relabel(engine, restart=True)
+    assert (again["turns_scanned"], again["turns_labelled"]) == (7, 0)  # nothing to raise
+
+
+def test_a_turn_relabelled_with_a_withheld_label_is_erased(engine: Engine) -> None:
+    user = uuid.uuid4()
+    said, other = _session(engine, user, "I pray every morning", "I like jazz")
+    with engine.begin() as conn:
+        consent_sql.withhold(conn, user, ["beliefs"])
+    _age_index(engine)
+    result = consent.relabel(engine)
+    assert (result["turns_erased"], result["erased"], result["done"]) == (1, 0, True)
+    assert _labels(engine, [said, other]) == ["GONE", None]
+    with engine.connect() as conn:
+        logged = erasure_sql.list_erasures(conn, user)
+    assert [(r["scope"], r["counts"]["indexed_turns"]) for r in logged] == [("sensitive", 1)]
+
+
+def test_the_model_labels_the_unlabelled_turns(engine: Engine, db_url: str,
+                                               llm: FakeLLMServer, redis_url: str) -> None:
+    """The same call shape as the memories' (numbered notes, strict reply): only turns still
+    unlabelled are sent; costed into the run's figures."""
+    user = uuid.uuid4()
+    seqs = _session(engine, user, "I have asthma", "my sister came over", "I like jazz")
+    (labelled,) = _session(engine, user, "my diagnosis came back", sensitivity="health")
+    _age_index(engine)
+    sent: list[list[str]] = []
+
+    def model(request: dict[str, Any]) -> Reply:
+        notes = json.loads(request["messages"][-1]["content"])
+        sent.append([n["note"] for n in notes])
+        return Reply(json.dumps({"labels": {str(n["n"]): "health" if "asthma" in n["note"]
+                                            else None for n in notes}}))
+
+    llm.set_responder(model)
+    settings: Settings = load_settings(database_url=db_url, redis_url=redis_url,
+                                       openrouter_api_key="k", openrouter_base_url=llm.url,
+                                       provider_max_retries=0)
+    result = consent.relabel(engine, labeller="model", settings=settings,
+                             llm=OpenRouterChat(settings))
+    assert sent == [["I have asthma", "my sister came over", "I like jazz"]]
+    assert (result["turns_scanned"], result["turns_labelled"], result["calls"]) == (4, 1, 1)
+    assert result["done"] and result["cost_usd"] >= 0
+    assert _labels(engine, [*seqs, labelled]) == ["health", None, None, "health"]
+
+
+def test_a_merge_passes_its_label_to_every_turn_its_result_cites(
+        engine: Engine, c: Consolidator) -> None:  # noqa: F811
+    """Two copies of one fact, one labelled: the kept copy takes the label and the union of
+    the sources, and the turn only the unlabelled copy cited takes the label too."""
+    user = uuid.uuid4()
+    first, second = _session(engine, user, "I see a therapist on Mondays",
+                             "therapy on Mondays again")
+    _memory(engine, user, "Sees a therapist on Mondays", [first], label="health")
+    _memory(engine, user, "sees a therapist on mondays.", [second])
+    assert _labels(engine, [first, second]) == [None, None]
+    assert consolidate(c, user).merged == 1
+    assert _labels(engine, [first, second]) == ["health", "health"]
+
