@@ -13,7 +13,12 @@ worker processes run the review's reproduction in tests/e2e/test_erasure_tasks.p
 
 The one documented exception: after message retention the message no longer exists, so
 ``forget --message`` has nothing to follow (forget the memory instead); the replays must still
-add nothing."""
+add nothing.
+
+The turns recall layer (issue 31 item 4) is in the matrix too: the erased turns — the fact's
+turns in every scope, and every turn said to the persona for ``persona`` — have no vector
+(``engine.memory_turns``) after the forget, nor after any replay; the other persona's turns
+keep theirs."""
 
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ from sqlalchemy import Engine, create_engine, text
 
 from eros.core.consolidation_reply import REQUEST_HEADER, load_consolidation_prompt
 from eros.core.prompts import load_prompt
-from eros.db import repo
+from eros.db import repo, turns_sql
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services import forget, retention
@@ -158,6 +163,38 @@ def _build(w: World, state: str) -> Case:
     return Case(user, persona, sids)
 
 
+def _index_turns(w: World, user: uuid.UUID) -> None:
+    """Index the user's turns not indexed yet (every turn eros read), as classify would."""
+    with w.engine.begin() as conn:
+        rows = conn.execute(text(
+            "SELECT m.seq, m.session_id, s.instance_id, m.sent_at FROM engine.chat_messages m"
+            " JOIN engine.chat_sessions s ON s.id = m.session_id WHERE s.user_id = :u"
+            " AND m.role = 'user' AND m.seq <= s.classified_through_seq AND NOT EXISTS"
+            " (SELECT 1 FROM engine.memory_turns t WHERE t.seq = m.seq)"), {"u": user}).all()
+        turns_sql.write_turns(conn, [turns_sql.TurnRow(
+            r.seq, r.session_id, user, r.instance_id, r.sent_at,
+            [1.0] + [0.0] * (w.settings.embedding_dim - 1), "seeded") for r in rows])
+
+
+def _indexed(w: World, user: uuid.UUID, *, like: str = "%", persona: uuid.UUID | None = None
+             ) -> set[int]:
+    """The seqs of the user's indexed turns whose text matches ``like`` (of one persona)."""
+    return {r.seq for r in _q(
+        w.engine, "SELECT t.seq FROM engine.memory_turns t JOIN engine.chat_messages m"
+                  " ON m.seq = t.seq WHERE t.user_id = :u AND m.content LIKE :like"
+                  " AND (CAST(:p AS uuid) IS NULL OR t.instance_id = CAST(:p AS uuid))",
+        u=user, like=like, p=str(persona) if persona else None)}
+
+
+def _erased_turns(w: World, scope: str, case: Case) -> set[int]:
+    """The turns the forget erases: the fact's (every scope), every turn said to the persona
+    (``persona``). Read before the forget; each must have a vector then."""
+    seqs = _indexed(w, case.user, like="%depression%")
+    if scope == "persona":
+        seqs |= _indexed(w, case.user, persona=case.persona)
+    return seqs
+
+
 def _fact_memories(w: World, user: uuid.UUID) -> set[uuid.UUID]:
     return {r.id for r in _q(w.engine, "SELECT id FROM engine.companion_memories WHERE"
                                        " user_id = :u AND content LIKE '%depression%'", u=user)}
@@ -224,20 +261,30 @@ def _replay(w: World, replay: str, case: Case) -> None:
 def test_a_forgotten_fact_never_comes_back(world: World, scope: str, state: str,
                                            replay: str) -> None:
     case = _build(world, state)
+    _index_turns(world, case.user)
     if replay in ("retry", "sweeper"):
         _before(world, replay, case)
+    erased = _erased_turns(world, scope, case)
+    tea = _indexed(world, case.user, like="%green tea%")
+    # the turns are indexed before the forget (message retention deleted every message)
+    assert bool(erased) == bool(tea) == (state != "message_retention")
     _erase(world, scope, case)
     left = _fact_memories(world, case.user)
     if scope == "message" and state == "message_retention":
         assert left  # the message was gone already: nothing named its memories
     else:
         assert left == set()
+    assert erased & _indexed(world, case.user) == set()  # no vector of an erased turn
     _replay(world, replay, case)
     assert _fact_memories(world, case.user) == left
     kept = _contents(world, case.user)
     assert TEA in kept
     if replay == "late":
         assert LATE in kept
+    # no replay indexes an erased turn again; the other persona's turn keeps its vector
+    assert erased & _indexed(world, case.user) == set()
+    assert _indexed(world, case.user, like="%depression%") == set()
+    assert tea <= _indexed(world, case.user)
 
 
 def test_members_written_before_provenance_leave_their_turns_to_the_survivor(
