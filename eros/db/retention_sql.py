@@ -17,6 +17,9 @@ run never holds locks for long): messages a chunk of sessions at a time in prima
   issue 32), with every ``memory_history`` row that names them (as result or source); their
   sources first move to the row they ended in (``FOLD``, issue 32), so an erasure of that
   row still covers the turns they came from.
+- **turn vectors** (``memory_turns``, issue 31): a deleted message's vector goes in the same
+  statement (counted; the foreign key cascades too, for any other delete), and a turn the
+  guard quarantined goes HISTORY_RETENTION_DAYS after it was indexed.
 """
 
 from __future__ import annotations
@@ -46,9 +49,24 @@ d AS (
                 AND m.sent_at <= s.dead_lettered_at)
             OR (s.archived_at < now() - make_interval(days => :days)
                 AND m.sent_at <= s.archived_at))
-    RETURNING m.id)
+    RETURNING m.seq),
+v AS (
+    DELETE FROM engine.memory_turns t USING d WHERE t.seq = d.seq RETURNING t.seq)
 SELECT (SELECT CAST(id AS text) FROM s ORDER BY id DESC LIMIT 1) AS last,
-       (SELECT count(*) FROM d) AS deleted, (SELECT count(*) FROM s) AS sessions
+       (SELECT count(*) FROM d) AS deleted, (SELECT count(*) FROM v) AS vectors,
+       (SELECT count(*) FROM s) AS sessions
+""")
+
+# Turns the guard quarantined (issue 31: never recalled, kept for ``rescreen --restore-turn``)
+# go HISTORY_RETENTION_DAYS after they were indexed, like quarantined memories (0027's
+# partial index: only quarantined turns are in it).
+QUARANTINED_TURNS = text("""
+WITH q AS (
+    SELECT seq FROM engine.memory_turns
+     WHERE status = 'quarantined' AND indexed_at < now() - make_interval(days => :days)
+     LIMIT :batch FOR UPDATE SKIP LOCKED)
+DELETE FROM engine.memory_turns t USING q WHERE t.seq = q.seq
+RETURNING t.seq
 """)
 
 REPLACED = text("""
@@ -114,11 +132,17 @@ FIRST = "00000000-0000-0000-0000-000000000000"
 
 
 def delete_messages(conn: Connection, *, days: int, after: str,
-                    sessions: int) -> tuple[str | None, int]:
-    """The passed turns of up to ``sessions`` sessions after ``after`` (a UUID string);
-    (the last session id read, None when none was left; messages deleted)."""
+                    sessions: int) -> tuple[str | None, int, int]:
+    """The passed turns of up to ``sessions`` sessions after ``after`` (a UUID string), with
+    their vectors (``memory_turns``; the foreign key's cascade would take them too, uncounted);
+    (the last session id read, None when none was left; messages deleted; vectors deleted)."""
     row = conn.execute(MESSAGES, {"days": days, "after": after, "sessions": sessions}).one()
-    return (row.last if row.sessions else None), int(row.deleted)
+    return (row.last if row.sessions else None), int(row.deleted), int(row.vectors)
+
+
+def delete_quarantined_turns(conn: Connection, *, days: int, batch: int) -> int:
+    """One batch of quarantined turn vectors indexed more than ``days`` ago; how many."""
+    return len(conn.execute(QUARANTINED_TURNS, {"days": days, "batch": batch}).all())
 
 
 def delete_replaced(conn: Connection, *, days: int, batch: int) -> tuple[int, int]:

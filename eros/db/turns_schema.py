@@ -83,3 +83,7 @@ turn_backfill = Table(
 # Vectors inline in the heap row, as companion_memories' (0004).
 event.listen(memory_turns, "after_create", DDL(  # type: ignore[no-untyped-call]
     f"ALTER TABLE {SCHEMA}.memory_turns ALTER COLUMN embedding SET STORAGE MAIN"))
+
+#: what HISTORY_RETENTION_DAYS reads of the turns (0027): the quarantined ones, by age.
+Index("ix_memory_turns_quarantined", memory_turns.c.indexed_at,
+      postgresql_where=text("status = 'quarantined'"))

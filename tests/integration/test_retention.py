@@ -60,7 +60,7 @@ def test_retention_is_off_by_default(engine: Engine, db_url: str) -> None:
     old = _classified(engine, 400, 2)
     assert "apply-retention" not in default_schedule(settings)
     assert retention.apply(engine, settings) == {"chat_messages": 0, "companion_memories": 0,
-                                                 "memory_history": 0}
+                                                 "memory_history": 0, "memory_turns": 0}
     assert len(_messages(engine, old)) == 2
 
 
@@ -77,7 +77,8 @@ def test_messages_past_the_watermark_for_n_days_are_deleted(engine: Engine,
     counter = metrics.RETENTION_DELETED.labels("chat_messages")
     before = counter._value.get()
     deleted = retention.apply(engine, settings, batch=2)  # several batches
-    assert deleted == {"chat_messages": 5, "companion_memories": 0, "memory_history": 0}
+    assert deleted == {"chat_messages": 5, "companion_memories": 0, "memory_history": 0,
+                       "memory_turns": 0}
     assert counter._value.get() == before + 5
     assert _messages(engine, old) == []
     assert len(_messages(engine, recent)) == 2  # passed only 6 days ago
@@ -107,7 +108,8 @@ def test_replaced_memories_past_n_days_go_with_their_history(engine: Engine,
                 " details) VALUES (:u, :a, :r, :s, '{\"canonical\": \"Loves jazz\"}')"),
                 {"u": user, "a": action, "r": canonical, "s": sources})
     deleted = retention.apply(engine, settings)
-    assert deleted == {"chat_messages": 0, "companion_memories": 2, "memory_history": 2}
+    assert deleted == {"chat_messages": 0, "companion_memories": 2, "memory_history": 2,
+                       "memory_turns": 0}
     with engine.connect() as conn:
         left = set(conn.execute(text("SELECT id FROM engine.companion_memories")).scalars())
         history = conn.execute(text("SELECT source_ids FROM engine.memory_history")).all()
@@ -136,10 +138,46 @@ def test_dead_lettered_and_archived_sessions_and_quarantined_rows_are_covered(
         quarantined_new = _memory(conn, user, "Obey me", status="quarantined",
                                   replaced_days=3)
     deleted = retention.apply(engine, settings)
-    assert deleted == {"chat_messages": 2, "companion_memories": 1, "memory_history": 0}
+    assert deleted == {"chat_messages": 2, "companion_memories": 1, "memory_history": 0,
+                       "memory_turns": 0}
     assert _messages(engine, dead_old) == [] and _messages(engine, archived_old) == []
     assert _messages(engine, dead_new) == ["dead_lettered_at 2"]
     assert _messages(engine, archived_new) == ["archived_at 2"]
     with engine.connect() as conn:
         left = set(conn.execute(text("SELECT id FROM engine.companion_memories")).scalars())
     assert quarantined_old not in left and quarantined_new in left
+
+
+def test_every_retention_path_takes_the_turn_vectors(engine: Engine, db_url: str) -> None:
+    """Issue 31 item 4: the vector of every message retention deletes goes with it (classified,
+    dead-lettered and archived sessions alike; counted as ``memory_turns``), and a turn the
+    guard quarantined goes HISTORY_RETENTION_DAYS after it was indexed."""
+    from tests.integration.test_turns_erasure import _index, _left
+
+    settings = load_settings(database_url=db_url, message_retention_days=7,
+                             history_retention_days=30)
+    old, recent = _classified(engine, 8, 2), _classified(engine, 6, 1)
+    with engine.begin() as conn:
+        def stopped(column: str) -> uuid.UUID:
+            sid = add_session(conn, [("user", column)], idle_for=timedelta(days=40))
+            conn.execute(text(f"UPDATE engine.chat_sessions SET {column} = now() - interval"
+                              " '8 days' WHERE id = :s"), {"s": sid})
+            return sid
+        dead, archived = stopped("dead_lettered_at"), stopped("archived_at")
+        kept = add_session(conn, [("user", "a"), ("user", "b"), ("user", "c")])
+    gone = [*_index(engine, old), *_index(engine, dead), *_index(engine, archived)]
+    staying = [*_index(engine, recent), *_index(engine, kept)]
+    quarantined_old, quarantined_new, current_old = staying[1:]
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE engine.memory_turns SET status = 'quarantined', indexed_at ="
+                          " now() - interval '40 days' WHERE seq = :s"), {"s": quarantined_old})
+        conn.execute(text("UPDATE engine.memory_turns SET status = 'quarantined'"
+                          " WHERE seq = :s"), {"s": quarantined_new})
+        conn.execute(text("UPDATE engine.memory_turns SET indexed_at = now() - interval"
+                          " '40 days' WHERE seq = :s"), {"s": current_old})
+    counter = metrics.RETENTION_DELETED.labels("memory_turns")
+    before = counter._value.get()
+    deleted = retention.apply(engine, settings, batch=10)
+    assert deleted["chat_messages"] == 4 and deleted["memory_turns"] == 5
+    assert counter._value.get() == before + 5
+    assert _left(engine, gone + staying) == [staying[0], quarantined_new, current_old]

@@ -141,3 +141,27 @@ def test_a_merge_passes_its_label_to_every_turn_its_result_cites(
     assert consolidate(c, user).merged == 1
     assert _labels(engine, [first, second]) == ["health", "health"]
 
+
+
+def test_retention_folding_sources_into_a_labelled_survivor_labels_their_turns(
+        engine: Engine, db_url: str) -> None:
+    """A merged member written before provenance (no ``source_seqs``) is deleted by
+    HISTORY_RETENTION_DAYS; its extraction window moves to the survivor (issue 32), whose
+    label the window's turns then carry."""
+    from eros.services import retention
+
+    user = uuid.uuid4()
+    (cited,) = _session(engine, user, "my migraines are back")
+    with engine.begin() as conn:
+        sid = add_session(conn, [("user", "headache again"), ("user", "bad day")], user_id=user)
+    window = _index(engine, sid)
+    survivor = _memory(engine, user, "Has migraines", [cited], label="health")
+    with engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO engine.companion_memories (user_id, session_id, content, category,"
+            " status, replaced_by, replaced_at) VALUES (:u, :s, 'has headaches', 'fact',"
+            " 'merged', :r, now() - interval '40 days')"), {"u": user, "s": sid, "r": survivor})
+    assert _labels(engine, window) == [None, None]
+    settings = load_settings(database_url=db_url, history_retention_days=30)
+    assert retention.apply(engine, settings)["companion_memories"] == 1
+    assert _labels(engine, window) == ["health", "health"]
