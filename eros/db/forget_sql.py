@@ -365,7 +365,8 @@ RETURNING id
 """)
 
 
-def forget_sensitive(conn: Connection, user_id: uuid.UUID, label: str | None) -> Counts:
+def forget_sensitive(conn: Connection, user_id: uuid.UUID, label: str | None, *,
+                     turns: Sequence[int] = ()) -> Counts:
     """Every memory of the user with a special-category label (``label``, or any when None)
     and the lineage of each (what it merged or superseded, as ``forget --memory`` takes),
     erased by :func:`erase_memories` (derived canonicals, tombstoned source turns): consent
@@ -379,8 +380,11 @@ def forget_sensitive(conn: Connection, user_id: uuid.UUID, label: str | None) ->
         if row.id not in ids:
             ids.update((r.id, None) for r in conn.execute(LINEAGE, {"memory_id": row.id}))
     counts = erase_memories(conn, user_id, list(ids))
-    # turns with the label (0025), cited by such a memory or labelled by themselves
+    # turns with the label (0025), cited by such a memory or labelled by themselves, and the
+    # ones the caller found about it under a more sensitive label (a turn keeps only its most
+    # sensitive label)
     counts["indexed_turns"] += turns_sql.delete_turns_labelled(conn, user_id, label)
+    counts["indexed_turns"] += turns_sql.delete_turns_for_user_seqs(conn, user_id, turns)
     return {**counts, "claims_released": released}
 
 

@@ -280,15 +280,16 @@ def relabel_turns(conn: Connection, labels: Sequence[tuple[int, str | None]]
 
 @dataclass(frozen=True)
 class ScannedTurn:
-    """A turn a relabel scan reads: its text (voice tags stripped) and label now."""
+    """A turn a relabel scan reads: its user, text (voice tags stripped) and label now."""
 
     seq: int
+    user_id: uuid.UUID
     content: str
     sensitivity: str | None
 
 
 _SCAN = text(f"""
-SELECT t.seq, m.content, m.channel, t.sensitivity
+SELECT t.seq, t.user_id, m.content, m.channel, t.sensitivity
   FROM {T} t JOIN engine.chat_messages m ON m.seq = t.seq
  WHERE t.seq > :after AND t.indexed_at < :cutoff
  ORDER BY t.seq
@@ -299,6 +300,15 @@ SELECT t.seq, m.content, m.channel, t.sensitivity
 def scan_turns(conn: Connection, *, after: int, cutoff: datetime, n: int) -> list[ScannedTurn]:
     """The next ``n`` indexed turns after seq ``after`` indexed before ``cutoff`` (every
     status: a quarantined turn can be restored, so its label must be right too)."""
-    return [ScannedTurn(int(r.seq), strip_voice_tags(r.content) if r.channel == VOICE
-                        else r.content, r.sensitivity)
+    return [ScannedTurn(int(r.seq), r.user_id, strip_voice_tags(r.content)
+                        if r.channel == VOICE else r.content, r.sensitivity)
             for r in conn.execute(_SCAN, {"after": after, "cutoff": cutoff, "n": n})]
+
+
+def delete_turns_for_user_seqs(conn: Connection, user_id: uuid.UUID,
+                               seqs: Sequence[int]) -> int:
+    """The vectors of these turns of ``user_id`` (another user's seq is left alone)."""
+    if not seqs:
+        return 0
+    return _deleted(conn, "user_id = :u AND seq = ANY(CAST(:seqs AS bigint[]))",
+                    {"u": user_id, "seqs": list(seqs)})

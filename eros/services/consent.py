@@ -96,8 +96,8 @@ def relabel(engine: Engine, *, batch: int = 1000, max_batches: int | None = None
     results, as after every forget)."""
     erased_turns = Counter[str]()
 
-    def erase_all(user_id: uuid.UUID, label: str) -> dict[str, Any]:
-        counts = forget.forget_sensitive(engine, user_id, label)
+    def erase_all(user_id: uuid.UUID, label: str, turns: Sequence[int] = ()) -> dict[str, Any]:
+        counts = forget.forget_sensitive(engine, user_id, label, turns=turns)
         erased_turns["turns"] += int(counts["indexed_turns"])
         if after_erasure is not None:
             after_erasure(counts["erasure_id"])
@@ -159,8 +159,7 @@ def _left(max_batches: int | None, used: int) -> int | None:
 
 def _turn_scan(engine: Engine, labeller: str, label: relabel_turns.Label, *,
                memories_done: bool, batch: int, left: int | None, ask_labelled: bool,
-               erase: Callable[[uuid.UUID, str], object]
-               ) -> tuple[relabel_turns.TurnRun, bool]:
+               erase: relabel_turns.Erase) -> tuple[relabel_turns.TurnRun, bool]:
     """The turn scan, once the memory scan is done (its labels are then on the memories the
     turns inherit from) and while this call's batches last."""
     if not memories_done or (left is not None and left <= 0):
@@ -186,7 +185,7 @@ def _report(engine: Engine, labeller: str, *, scanned: int, labelled: int, erase
 def _relabel_with_model(engine: Engine, settings: Settings, llm: ChatCompleter, *, batch: int,
                         max_batches: int | None, restart: bool, limiter: Limiter | None,
                         erase: Callable[[uuid.UUID, str], int],
-                        erase_all: Callable[[uuid.UUID, str], object],
+                        erase_all: relabel_turns.Erase,
                         erased_turns: Counter[str]) -> dict[str, Any]:
     with engine.begin() as conn:
         consent_sql.start(conn, MODEL, restart=restart)

@@ -16,6 +16,7 @@ and exits non-zero.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Engine
@@ -51,20 +52,23 @@ def forget_user(engine: Engine, user_id: uuid.UUID, *, instance_id: uuid.UUID | 
 
 def forget_sensitive(engine: Engine, user_id: uuid.UUID, label: str | None = None, *,
                      task_id: str | None = None,
-                     request: erasure.Request | None = None) -> dict[str, Any]:
+                     request: erasure.Request | None = None,
+                     turns: Sequence[int] = ()) -> dict[str, Any]:
     """The user's memories with a special-category label (``label``: one of
     ``eros.core.sensitivity.SENSITIVITY_LABELS``, or None for all of them), each with its
     lineage and derived canonicals, their source turns tombstoned; recorded with scope
     ``sensitive``. A standing choice (issue 32): the label (every label for None) is recorded
     in ``sensitivity_withheld`` in the same transaction, so the extraction stores no memory
     with it for this user again until :func:`eros.services.consent.allow_sensitive` lifts it
-    (count ``withheld``: labels newly withheld). Counts and ``erasure_id``."""
+    (count ``withheld``: labels newly withheld). ``turns``: the user's indexed turns known to
+    be about the label though they carry a more sensitive one (a relabel found it), erased
+    too. Counts and ``erasure_id``."""
     if label is not None and label not in SENSITIVITY_LABELS:
         raise ValueError(f"unknown sensitivity label {label!r}; expected one of "
                          f"{', '.join(SENSITIVITY_LABELS)}")
     request = request or erasure.Request("sensitive", user_id=user_id, task_id=task_id)
     with erasure.run(engine, request) as e:
-        e.counts.update(forget_sql.forget_sensitive(e.conn, user_id, label))
+        e.counts.update(forget_sql.forget_sensitive(e.conn, user_id, label, turns=turns))
         labels = list(SENSITIVITY_LABELS) if label is None else [label]
         e.counts["withheld"] = consent_sql.withhold(e.conn, user_id, labels, erasure_id=e.id)
     return {**e.counts, "erasure_id": e.id}

@@ -13,18 +13,19 @@ Resumable like the memory scan, on its own cursor: ``relabel_progress`` row
 were labelled when they were indexed). Each batch is read in one short transaction, labelled
 outside any transaction (the model is never asked with a lock held) and written in a second
 one — only if the cursor has not moved meanwhile (another run took these turns: this answer
-is dropped). A turn whose new label its user withheld (``forget --sensitive``) is erased the
-way the memories' scan erases: ``erase(user, label)``, after its batch committed.
+is dropped). A turn about a label its user withheld (``forget --sensitive``) — its new label,
+or the labeller's under a more sensitive one — is erased the way the memories' scan erases:
+``erase(user, label, seqs)``, after its batch committed.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from eros.db import consent_sql, turns_sql
 
@@ -52,8 +53,13 @@ def start(engine: Engine, labeller: str, *, restart: bool) -> None:
         consent_sql.start(conn, key(labeller), restart=restart)
 
 
+#: ``erase(user, label, seqs)``: a ``forget --sensitive label`` of the user that also erases
+#: these turns (about the label, though labelled with a more sensitive one)
+Erase = Callable[[uuid.UUID, str, Sequence[int]], object]
+
+
 def run(engine: Engine, labeller: str, label: Label, *, batch: int, max_batches: int | None,
-        ask_labelled: bool, erase: Callable[[uuid.UUID, str], object]) -> tuple[TurnRun, bool]:
+        ask_labelled: bool, erase: Erase) -> tuple[TurnRun, bool]:
     """Scan from the cursor on, ``batch`` turns a batch, at most ``max_batches``; the run's
     figures and whether the scan is done. ``label`` is asked about every turn read
     (``ask_labelled``) or only the unlabelled ones."""
@@ -76,19 +82,35 @@ def run(engine: Engine, labeller: str, label: Label, *, batch: int, max_batches:
                 result.dropped_batches += 1 if rows else 0
                 continue
             changed = turns_sql.relabel_turns(conn, [(r.seq, given.get(r.seq)) for r in rows])
-            hits = consent_sql.withheld_pairs(
-                conn, sorted({(c.user_id, c.sensitivity) for c in changed}, key=str))
+            hits = _withheld(conn, rows, given, changed)
             done = len(rows) < batch
             consent_sql.advance_turns(conn, k, after=rows[-1].seq if rows else None,
                                       scanned=len(rows), labelled=len(changed), done=done)
         result.scanned += len(rows)
         result.labelled += len(changed)
         result.batches += 1
-        for user_id, hit in hits:  # after the batch committed: one erasure each
-            erase(user_id, hit)
+        for (user_id, hit), seqs in hits.items():  # after the batch committed: one erasure
+            erase(user_id, hit, seqs)
         if done:
             break
     return result, done
+
+
+def _withheld(conn: Connection, rows: Sequence[turns_sql.ScannedTurn],
+              given: Mapping[int, str | None], changed: Sequence[turns_sql.Relabelled]
+              ) -> dict[tuple[uuid.UUID, str], list[int]]:
+    """(user, label) -> the batch's turns about a label their user withheld: labelled with it
+    now, or by the labeller under a more sensitive label (a turn keeps only its most
+    sensitive one, which the label's erasure would not find)."""
+    about: dict[tuple[uuid.UUID, str], set[int]] = {}
+    for c in changed:
+        about.setdefault((c.user_id, c.sensitivity), set()).add(c.seq)
+    for r in rows:
+        label = given.get(r.seq)
+        if label is not None:
+            about.setdefault((r.user_id, label), set()).add(r.seq)
+    hits = consent_sql.withheld_pairs(conn, sorted(about, key=str))
+    return {hit: sorted(about[hit]) for hit in hits}
 
 
 def totals(engine: Engine, labeller: str) -> dict[str, int]:

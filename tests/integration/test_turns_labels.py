@@ -100,6 +100,24 @@ def test_a_turn_relabelled_with_a_withheld_label_is_erased(engine: Engine) -> No
     assert [(r["scope"], r["counts"]["indexed_turns"]) for r in logged] == [("sensitive", 1)]
 
 
+def test_a_turn_about_a_withheld_label_under_a_more_sensitive_one_is_erased(
+        engine: Engine) -> None:
+    """A turn keeps only its most sensitive label: one about health (its text) that a crisis
+    memory cites is labelled ``crisis``; the user withheld ``health``, so the relabel erases
+    it all the same, with the health erasure."""
+    user = uuid.uuid4()
+    said, other = _session(engine, user, "my depression got worse", "I like jazz")
+    _memory(engine, user, "Spoke of not wanting to go on", [said], label="crisis")
+    with engine.begin() as conn:
+        consent_sql.withhold(conn, user, ["health"])
+    _age_index(engine)
+    result = consent.relabel(engine)
+    assert result["turns_erased"] == 1 and _labels(engine, [said, other]) == ["GONE", None]
+    with engine.connect() as conn:
+        logged = erasure_sql.list_erasures(conn, user)
+    assert [(r["scope"], r["counts"]["indexed_turns"]) for r in logged] == [("sensitive", 1)]
+
+
 def test_the_model_labels_the_unlabelled_turns(engine: Engine, db_url: str,
                                                llm: FakeLLMServer, redis_url: str) -> None:
     """The same call shape as the memories' (numbered notes, strict reply): only turns still
