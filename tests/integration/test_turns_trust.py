@@ -152,3 +152,37 @@ def test_a_turn_whose_memory_was_forgotten_is_gone(engine: Engine, user: uuid.UU
     assert kinds(after) == ["turn:I like jazz"]
     assert "Mochi" not in after.render("en", dated=True)
     assert other
+
+
+def test_the_provenance_read_probes_the_sources_index_never_the_whole_user(
+        engine: Engine, user: uuid.UUID) -> None:
+    """A heavy user (5k memories in a 50k-row table): for a few turns the planner preferred
+    reading the user's memories whole through ix_companion_memories_user_model (~100 ms on
+    these cores) to probing the GIN index once a turn (~0.1 ms); the read is fenced so it
+    probes. The plan, not a time, is asserted."""
+    import json
+
+    from eros.core.sensitivity import SENSITIVITY_ORDER
+    from eros.db import fusion_sql, turns_sql
+
+    with engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO engine.companion_memories (user_id, content, category, source_seqs,"
+            " sensitivity, status) SELECT CASE WHEN g % 10 = 0 THEN CAST(:u AS uuid)"
+            " ELSE gen_random_uuid() END, 'x', 'fact', ARRAY[g, g + 1]::bigint[],"
+            " CASE WHEN g % 7 = 0 THEN 'health' END, CASE WHEN g % 5 = 0 THEN 'superseded'"
+            " ELSE 'current' END FROM generate_series(1, 50000) g"), {"u": user})
+    with engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT").execute(
+            text("VACUUM ANALYZE engine.companion_memories"))
+        for statement, params in (
+                (fusion_sql._PROVENANCE, {"user_id": user}),
+                (turns_sql._RELABEL, {"labels": [None] * 10})):
+            for seqs in (list(range(1000, 1070, 7)), list(range(100, 2900, 7))):
+                plan = json.dumps(conn.execute(
+                    text("EXPLAIN (FORMAT JSON) " + statement.text),
+                    {"seqs": seqs, "order": list(SENSITIVITY_ORDER),
+                     **{k: (v if k != "labels" else [None] * len(seqs))
+                        for k, v in params.items()}}).scalar_one())
+                assert "ix_companion_memories_source_seqs" in plan
+                assert "ix_companion_memories_user_model" not in plan
