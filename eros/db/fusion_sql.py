@@ -26,8 +26,8 @@ from eros.core.sensitivity import SENSITIVITY_ORDER
 #   whatever its status and fallback window included: a label says what the turn is about, which
 #   does not change when a newer fact replaces the memory (issue 31 item 4: "a turn cited by a
 #   labelled memory inherits the label"). The label is also copied onto the turn row when a
-#   memory's label changes (turns_sql.inherit_labels); reading it here as well means no missed
-#   copy ever lets a labelled turn through ``include_sensitive=false``.
+#   memory's label changes (turn_trust_sql.inherit_labels); reading it here as well means no
+#   missed copy ever lets a labelled turn through ``include_sensitive=false``.
 #
 # One GIN probe per seq, fenced (OFFSET 0: the user filter is not pushed into the probe): left
 # free, the planner reads the whole user through ix_companion_memories_user_model for a few

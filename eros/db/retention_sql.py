@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
-from eros.db import turns_sql
+from eros.db import turn_trust_sql
 
 # One chunk of sessions in primary-key order after :after (keyset pagination: a run reads the
 # sessions table once, however many messages it deletes), and their passed turns.
@@ -153,6 +153,6 @@ def delete_replaced(conn: Connection, *, days: int, batch: int) -> tuple[int, in
         return 0, 0
     folded = [r.id for r in conn.execute(FOLD, {"ids": ids})]
     # the turns a survivor now cites take its label (issue 31: a cited turn inherits it)
-    turns_sql.inherit_labels(conn, folded)
+    turn_trust_sql.inherit_labels(conn, folded)
     history = len(conn.execute(HISTORY, {"ids": ids}).all())
     return len(conn.execute(MEMORIES, {"ids": ids}).all()), history

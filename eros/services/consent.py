@@ -29,7 +29,7 @@ from sqlalchemy import Engine
 from eros.core.parsing import Candidate
 from eros.core.relabel_reply import CALL_SIZE
 from eros.core.sensitivity import SENSITIVITY_LABELS
-from eros.db import consent_sql, turns_sql
+from eros.db import consent_sql, turn_trust_sql
 from eros.errors import ConfigError
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter
@@ -130,7 +130,7 @@ def relabel(engine: Engine, *, batch: int = 1000, max_batches: int | None = None
             found = [(r.id, label) for r in rows
                      if (label := sensitivity_label(r.content)) is not None]
             ids = consent_sql.set_labels(conn, found)
-            inherited += len(turns_sql.inherit_labels(conn, ids))
+            inherited += len(turn_trust_sql.inherit_labels(conn, ids))
             hits = consent_sql.withheld_hits(conn, ids)
             n = len(ids)
             done = len(rows) < batch

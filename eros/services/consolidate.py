@@ -54,7 +54,7 @@ from eros.core.prompts import Prompt
 from eros.core.provenance import merged
 from eros.db import consolidation_sql as sql
 from eros.db import consolidation_state_sql as state_sql
-from eros.db import provenance_sql, turns_sql
+from eros.db import provenance_sql, turn_trust_sql
 from eros.errors import PermanentError
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Embedder
@@ -361,7 +361,7 @@ def _write(c: Consolidator, user_id: uuid.UUID, read: Read, plan: Plan,
         sql.keep_most_sensitive(conn, [(st.result_id, ch.memory_id) for st in applied
                                        if st.result_id is not None for ch in st.changes])
         # ... and the turns it cites (the union of its members') take that label (issue 31)
-        turns_sql.inherit_labels(conn, sorted({st.result_id for st in applied
+        turn_trust_sql.inherit_labels(conn, sorted({st.result_id for st in applied
                                                if st.result_id is not None}, key=str))
         untouchable = {i for st in skipped for i in st.requires}
         sql.stamp_seen(conn, sorted(plan.judged - untouchable, key=str))

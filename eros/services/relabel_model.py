@@ -33,7 +33,7 @@ from sqlalchemy import Engine
 
 from eros.core.cost import Prices, cost_usd
 from eros.core.relabel_reply import CALL_SIZE, MAX_TOKENS, SYSTEM, build_request, parse_labels
-from eros.db import consent_sql, turns_sql
+from eros.db import consent_sql, turn_trust_sql
 from eros.errors import TransientError
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter
@@ -104,7 +104,7 @@ def run_batches(engine: Engine, settings: Settings, llm: ChatCompleter, *, batch
                 (r.id, label) for r, label in zip(rows, labels.labels, strict=True)
                 if label is not None]
             ids = consent_sql.set_labels(conn, found)
-            run.turns_labelled += len(turns_sql.inherit_labels(conn, ids))
+            run.turns_labelled += len(turn_trust_sql.inherit_labels(conn, ids))
             hits = consent_sql.withheld_hits(conn, ids)
             done = len(rows) < size
             consent_sql.advance(conn, MODEL, after=rows[-1].id if rows else None,

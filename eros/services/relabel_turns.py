@@ -3,7 +3,7 @@ labeller's scan goes over the indexed turns (``engine.memory_turns``), so a turn
 before a label reached it still ends up with the label it should carry.
 
 A turn's label is the most sensitive of its own, the labeller's for its text and those of
-the user's memories citing it (``source_seqs``; :func:`eros.db.turns_sql.relabel_turns`).
+the user's memories citing it (``source_seqs``; :func:`eros.db.turn_trust_sql.relabel_turns`).
 The offline labeller (cue words, free) reads every turn; the model reads the turns still
 unlabelled, :data:`~eros.core.relabel_reply.CALL_SIZE` a call (the memory scan's prompt, its
 limits and costing). Labels are only raised, never removed.
@@ -27,7 +27,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from eros.db import consent_sql, turns_sql
+from eros.db import consent_sql, turn_trust_sql
 
 #: labels for texts, in order (None: no special category, or unreadable)
 Label = Callable[[list[str]], Sequence[str | None]]
@@ -70,8 +70,8 @@ def run(engine: Engine, labeller: str, label: Label, *, batch: int, max_batches:
             state = consent_sql.lock(conn, k)
             if state.done_at is not None:
                 return result, True
-            rows = turns_sql.scan_turns(conn, after=state.after_seq or 0, cutoff=state.cutoff,
-                                        n=batch)
+            rows = turn_trust_sql.scan_turns(conn, after=state.after_seq or 0,
+                                             cutoff=state.cutoff, n=batch)
         asked = [r for r in rows if ask_labelled or r.sensitivity is None]
         found = list(label([r.content for r in asked])) if asked else []
         given: dict[int, Any] = {r.seq: lab for r, lab in zip(asked, found, strict=True)}
@@ -81,7 +81,8 @@ def run(engine: Engine, labeller: str, label: Label, *, batch: int, max_batches:
                 result.batches += 1
                 result.dropped_batches += 1 if rows else 0
                 continue
-            changed = turns_sql.relabel_turns(conn, [(r.seq, given.get(r.seq)) for r in rows])
+            changed = turn_trust_sql.relabel_turns(conn, [(r.seq, given.get(r.seq))
+                                                          for r in rows])
             hits = _withheld(conn, rows, given, changed)
             done = len(rows) < batch
             consent_sql.advance_turns(conn, k, after=rows[-1].seq if rows else None,
@@ -96,8 +97,8 @@ def run(engine: Engine, labeller: str, label: Label, *, batch: int, max_batches:
     return result, done
 
 
-def _withheld(conn: Connection, rows: Sequence[turns_sql.ScannedTurn],
-              given: Mapping[int, str | None], changed: Sequence[turns_sql.Relabelled]
+def _withheld(conn: Connection, rows: Sequence[turn_trust_sql.ScannedTurn],
+              given: Mapping[int, str | None], changed: Sequence[turn_trust_sql.Relabelled]
               ) -> dict[tuple[uuid.UUID, str], list[int]]:
     """(user, label) -> the batch's turns about a label their user withheld: labelled with it
     now, or by the labeller under a more sensitive label (a turn keeps only its most

@@ -163,7 +163,7 @@ def test_the_provenance_read_probes_the_sources_index_never_the_whole_user(
     import json
 
     from eros.core.sensitivity import SENSITIVITY_ORDER
-    from eros.db import fusion_sql, turns_sql
+    from eros.db import fusion_sql, turn_trust_sql
 
     with engine.begin() as conn:
         conn.execute(text(
@@ -177,7 +177,7 @@ def test_the_provenance_read_probes_the_sources_index_never_the_whole_user(
             text("VACUUM ANALYZE engine.companion_memories"))
         for statement, params in (
                 (fusion_sql._PROVENANCE, {"user_id": user}),
-                (turns_sql._RELABEL, {"labels": [None] * 10})):
+                (turn_trust_sql._RELABEL, {"labels": [None] * 10})):
             for seqs in (list(range(1000, 1070, 7)), list(range(100, 2900, 7))):
                 plan = json.dumps(conn.execute(
                     text("EXPLAIN (FORMAT JSON) " + statement.text),
