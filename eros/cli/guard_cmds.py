@@ -114,27 +114,42 @@ def _print(results: list[dict[str, Any]]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @click.option("--restore", type=click.UUID, default=None,
               help="Make one quarantined memory current again.")
-def rescreen(dry_run: bool, as_json: bool, restore: uuid.UUID | None) -> None:
-    """Run the current memory guard over every stored memory that can be recalled or restored.
+@click.option("--restore-turn", "restore_turn", type=click.IntRange(min=1), default=None,
+              metavar="SEQ", help="Make one quarantined indexed turn (its message's seq) "
+                                  "recallable again.")
+def rescreen(dry_run: bool, as_json: bool, restore: uuid.UUID | None,
+             restore_turn: int | None) -> None:
+    """Run the current memory guard over every stored memory that can be recalled or restored,
+    and over the indexed turns (engine.memory_turns).
 
     Current memories and the history behind them (merged and superseded rows, which recall
     --include-replaced shows and forget can make current again). Memories it would drop move
     to status 'quarantined' (never recalled; the reason and former status are kept in
-    metadata.guard_quarantine, as codes). Prints counts per reason, never text.
-    `--restore ID` puts one back as it was.
+    metadata.guard_quarantine, as codes). Turns are judged as classify judges a turn it
+    indexes: one the meaning layer now rejects is quarantined (never recalled), one the rules
+    now reject leaves the index (current or quarantined); a quarantined turn the guard now
+    passes stays quarantined. Prints counts per reason, never text. `--restore ID` puts a
+    memory back as it was, `--restore-turn SEQ` a turn.
     """
-    from eros.db import guard_sql
+    from eros.db import guard_sql, turn_trust_sql
     from eros.providers import make_providers
     from eros.services.guard_model import screen_texts
+    from eros.services.rescreen_turns import rescreen_turns
 
     with runtime() as rt:
         if restore is not None:
             with rt.engine.begin() as conn:
-                done = guard_sql.restore(conn, restore)
-            if not done:
-                raise click.ClickException(f"memory {restore} is not quarantined")
+                if not guard_sql.restore(conn, restore):
+                    raise click.ClickException(f"memory {restore} is not quarantined")
             click.echo(json.dumps({"restored": str(restore)}) if as_json
                        else f"restored {restore}")
+            return
+        if restore_turn is not None:
+            with rt.engine.begin() as conn:
+                if not turn_trust_sql.restore_turn(conn, restore_turn):
+                    raise click.ClickException(f"turn {restore_turn} is not quarantined")
+            click.echo(json.dumps({"restored_turn": restore_turn}) if as_json
+                       else f"restored turn {restore_turn}")
             return
         llm, embedder = make_providers(rt.settings)
         from eros.services.guard_model import meaning_layer
@@ -159,9 +174,11 @@ def rescreen(dry_run: bool, as_json: bool, restore: uuid.UUID | None) -> None:
             if flagged and not dry_run:
                 with rt.engine.begin() as conn:
                     moved += guard_sql.quarantine(conn, flagged)
+        turns = rescreen_turns(rt.settings, rt.engine, embedder, llm=llm, dry_run=dry_run)
         by_reason = dict(sorted(reasons.items()))
         counts = {"scanned": scanned, "flagged": sum(reasons.values()),
-                  "quarantined": moved, "by_reason": by_reason, "dry_run": dry_run}
+                  "quarantined": moved, "by_reason": by_reason, "dry_run": dry_run,
+                  "turns": turns.to_dict()}
         if as_json:
             click.echo(json.dumps(counts))
             return
@@ -169,3 +186,7 @@ def rescreen(dry_run: bool, as_json: bool, restore: uuid.UUID | None) -> None:
         detail = ", ".join(f"{k} {v}" for k, v in by_reason.items()) or "none"
         click.echo(f"scanned {scanned} stored memories; {verb} "
                    f"{counts['flagged'] if dry_run else moved} ({detail})")
+        turn_detail = ", ".join(f"{k} {v}" for k, v in turns.by_reason.items()) or "none"
+        click.echo(f"scanned {turns.scanned} indexed turns; {verb} {turns.quarantined}, "
+                   f"{'would remove' if dry_run else 'removed'} {turns.removed} from the "
+                   f"index ({turn_detail})")
