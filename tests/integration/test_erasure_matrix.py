@@ -15,10 +15,11 @@ The one documented exception: after message retention the message no longer exis
 ``forget --message`` has nothing to follow (forget the memory instead); the replays must still
 add nothing.
 
-The turns recall layer (issue 31 item 4) is in the matrix too: the erased turns — the fact's
-turns in every scope, and every turn said to the persona for ``persona`` — have no vector
-(``engine.memory_turns``) after the forget, nor after any replay; the other persona's turns
-keep theirs."""
+The turns recall layer (issue 31 item 4) is in the matrix too: classification indexes the
+user's turns (``engine.memory_turns``) in the same transaction as the memories, and the erased
+turns — the fact's turns in every scope, and every turn said to the persona for ``persona`` —
+have no vector after the forget, nor after any replay (a replay that indexed one again would
+fail here); the other persona's turns keep theirs, and a late turn is indexed as usual."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from sqlalchemy import Engine, create_engine, text
 
 from eros.core.consolidation_reply import REQUEST_HEADER, load_consolidation_prompt
 from eros.core.prompts import load_prompt
-from eros.db import repo, turns_sql
+from eros.db import repo
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services import forget, retention
@@ -163,19 +164,6 @@ def _build(w: World, state: str) -> Case:
     return Case(user, persona, sids)
 
 
-def _index_turns(w: World, user: uuid.UUID) -> None:
-    """Index the user's turns not indexed yet (every turn eros read), as classify would."""
-    with w.engine.begin() as conn:
-        rows = conn.execute(text(
-            "SELECT m.seq, m.session_id, s.instance_id, m.sent_at FROM engine.chat_messages m"
-            " JOIN engine.chat_sessions s ON s.id = m.session_id WHERE s.user_id = :u"
-            " AND m.role = 'user' AND m.seq <= s.classified_through_seq AND NOT EXISTS"
-            " (SELECT 1 FROM engine.memory_turns t WHERE t.seq = m.seq)"), {"u": user}).all()
-        turns_sql.write_turns(conn, [turns_sql.TurnRow(
-            r.seq, r.session_id, user, r.instance_id, r.sent_at,
-            [1.0] + [0.0] * (w.settings.embedding_dim - 1), "seeded") for r in rows])
-
-
 def _indexed(w: World, user: uuid.UUID, *, like: str = "%", persona: uuid.UUID | None = None
              ) -> set[int]:
     """The seqs of the user's indexed turns whose text matches ``like`` (of one persona)."""
@@ -261,7 +249,6 @@ def _replay(w: World, replay: str, case: Case) -> None:
 def test_a_forgotten_fact_never_comes_back(world: World, scope: str, state: str,
                                            replay: str) -> None:
     case = _build(world, state)
-    _index_turns(world, case.user)
     if replay in ("retry", "sweeper"):
         _before(world, replay, case)
     erased = _erased_turns(world, scope, case)
@@ -281,6 +268,7 @@ def test_a_forgotten_fact_never_comes_back(world: World, scope: str, state: str,
     assert TEA in kept
     if replay == "late":
         assert LATE in kept
+        assert _indexed(world, case.user, like=f"%{LATE}%")  # classify indexes as usual
     # no replay indexes an erased turn again; the other persona's turn keeps its vector
     assert erased & _indexed(world, case.user) == set()
     assert _indexed(world, case.user, like="%depression%") == set()
