@@ -17,7 +17,7 @@ from eros.providers.llm import OpenRouterChat
 from eros.services import consent
 from eros.services.consolidate import Consolidator, consolidate
 from eros.settings import Settings, load_settings
-from tests.fakes import FakeLLMServer, Reply
+from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_provenance_consolidate import _axis, c  # noqa: F401
 from tests.integration.test_turns_erasure import _index
 from tests.support.data import add_session
@@ -183,3 +183,48 @@ def test_retention_folding_sources_into_a_labelled_survivor_labels_their_turns(
     settings = load_settings(database_url=db_url, history_retention_days=30)
     assert retention.apply(engine, settings)["companion_memories"] == 1
     assert _labels(engine, window) == ["health", "health"]
+
+
+def test_a_withdrawn_labels_turns_are_not_indexed_again_until_allowed(
+        engine: Engine, db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+    """Consent that lasts covers the turns: after ``forget --sensitive health`` the next
+    sessions' health turns are not indexed (the rest are), until the product lifts it."""
+    from eros.core.prompts import load_prompt
+    from eros.db import repo
+    from eros.providers.embeddings import VoyageEmbedder
+    from eros.services import forget
+    from eros.services.classify import Pipeline, classify, start_attempt
+    from tests.fakes.llm_server import extract_memories, last_user_text
+    from tests.support.data import mem_line
+
+    llm.set_responder(lambda request: Reply(json.dumps(
+        {"memories": extract_memories(last_user_text(request))})))
+    settings = load_settings(database_url=db_url, openrouter_api_key="k",
+                             openrouter_base_url=llm.url, voyage_api_key="k",
+                             voyage_base_url=voyage.url, provider_max_retries=0)
+    pipeline = Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
+                        load_prompt())
+    user = uuid.uuid4()
+
+    def talk() -> dict[str, str | None]:
+        with engine.begin() as conn:
+            sid = add_session(conn, [mem_line("fact", 0.7, "Has had insomnia for months"),
+                                     ("user", f"I like jazz {uuid.uuid4().hex[:6]}")],
+                              user_id=user)
+            claim = repo.claim_one(conn, sid, stale_secs=600)
+        assert claim is not None
+        attempt = start_attempt(pipeline, sid, claim.token)
+        assert attempt is not None
+        classify(pipeline, attempt)
+        with engine.connect() as conn:
+            return {("insomnia" if "insomnia" in r.content else "jazz"): r.sensitivity
+                    for r in conn.execute(text(
+                        "SELECT m.content, t.sensitivity FROM engine.memory_turns t JOIN"
+                        " engine.chat_messages m ON m.seq = t.seq WHERE t.session_id = :s"),
+                        {"s": sid})}
+
+    assert talk() == {"insomnia": "health", "jazz": None}
+    assert forget.forget_sensitive(engine, user, "health")["indexed_turns"] == 1
+    assert talk() == {"jazz": None}  # withheld: not indexed
+    consent.allow_sensitive(engine, user, "health")
+    assert talk() == {"insomnia": "health", "jazz": None}
