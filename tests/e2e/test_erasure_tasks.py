@@ -13,7 +13,8 @@
 - The security review's reproduction (issue 32), through the worker: a kept member of a
   consolidation whose ``source_seqs`` span two sessions, its merged copy deleted by
   HISTORY_RETENTION_DAYS; ``eros.forget_memory`` on it, then forced re-runs of both sessions
-  learn nothing back (tests/integration/test_erasure_matrix.py runs the whole matrix in-process).
+  learn nothing back, nor index the erased turns again (tests/integration/test_erasure_matrix.py
+  runs the whole matrix in-process).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pytest
 from celery import Celery
 from sqlalchemy import Connection, Engine, text
 
+from eros.db import turns_sql
 from eros.db.consolidation_sql import LOCK_KEY, LOCK_NAMESPACE
 from eros.db.erasure_sql import list_erasures
 from eros.services.forget import forget_user
@@ -207,9 +209,16 @@ def _survivor_forgotten_after_retention(engine: Engine, client: Celery) -> None:
             "INSERT INTO engine.companion_memories (session_id, user_id, content, category,"
             " source_seqs) VALUES (:s, :u, 'Likes jazz', 'preference', :q) RETURNING id"),
             {"s": sids[0], "u": user, "q": seqs}).scalar_one()
+        # the turns recall layer (issue 31 item 4): both turns indexed, as classify indexed them
+        turns = conn.execute(text("SELECT seq, session_id, sent_at FROM engine.chat_messages"
+                                  " WHERE seq = ANY(:q)"), {"q": seqs}).all()
+        turns_sql.write_turns(conn, [turns_sql.TurnRow(
+            t.seq, t.session_id, user, None, t.sent_at, [1.0] + [0.0] * 511, "m")
+            for t in turns])
     payload = client.send_task("eros.forget_memory", args=[str(survivor)],
                                queue="eros.claim").get(timeout=60)
     assert (payload["outcome"], payload["erased_turns"]) == ("forgotten", 2), payload
+    assert payload["indexed_turns"] == 2, payload
     for sid in sids:
         client.send_task("eros.classify_session", args=[str(sid)], kwargs={"force": True},
                          queue="eros.classify")
@@ -221,4 +230,7 @@ def _survivor_forgotten_after_retention(engine: Engine, client: Celery) -> None:
     wait_until(ran, timeout=60, message="both forced re-runs ran")
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM engine.companion_memories"
+                                 " WHERE user_id = :u"), {"u": user}).scalar_one() == 0
+        # nor did the re-runs index the erased turns again
+        assert conn.execute(text("SELECT count(*) FROM engine.memory_turns"
                                  " WHERE user_id = :u"), {"u": user}).scalar_one() == 0
