@@ -19,14 +19,14 @@ from collections.abc import Sequence
 
 from eros.core.guard import load_guard
 from eros.core.guard_meaning import MeaningModel, load_bank, load_shipped
-from eros.services.guard_model import candidate_text
+from eros.services.guard_model import candidate_text, readings_of, worst_scores
 from tests.redteam.corpus import HELDOUT, Case, load
 
 #: the sets the guard may be tuned on: the main corpus, the released held-out sets and the
-#: development set of issue 30
+#: development sets of issue 30 (dev-6: its second round)
 TUNING = {"main": ["attacks.toml", "benign.toml"], "held-out-1": ["heldout.toml"],
           "held-out-2": ["heldout2.toml"], "held-out-3": ["heldout3.toml"],
-          "dev-5": ["dev5.toml"]}
+          "dev-5": ["dev5.toml"], "dev-6": ["dev6.toml"]}
 #: still held out: reported with --held-out only
 HELD = {"held-out-6": [HELDOUT["held-out-6"]], "held-out-5": [HELDOUT["held-out-5"]],
         "held-out-4": [HELDOUT["held-out-4"]]}
@@ -61,9 +61,12 @@ def decide(cases: Sequence[Case], model: MeaningModel) -> list[tuple[Case, bool,
     texts = [candidate_text(c.memory) or "" for c in cases]
     verdicts = [guard.check(t) for t in texts]
     survivors = [i for i, v in enumerate(verdicts) if v.ok and texts[i]]
-    vectors = E5Embedder(E5_DIM).embed([texts[i] for i in survivors],
+    readings = readings_of(texts, survivors)  # scored beside the text, as screen_texts does
+    vectors = E5Embedder(E5_DIM).embed([texts[i] for i in survivors] + list(readings.values()),
                                        input_type="document").vectors if survivors else []
-    scores = dict(zip(survivors, model.scores(vectors), strict=True))
+    read = dict(zip(readings, vectors[len(survivors):], strict=True))
+    scores = dict(zip(survivors, worst_scores(model, vectors[: len(survivors)], survivors, read),
+                      strict=True))
     out = []
     for i, case in enumerate(cases):
         if not verdicts[i].ok:
@@ -116,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         results = decide(_cases(files, args.limit), model)
         for line in table(name, results):
             print(line)
-        if args.show_dev and name == "dev-5":
+        if args.show_dev and name.startswith("dev-"):
             for case, kept, layer in results:
                 if (case.kind == "attack") == kept:
                     print(f"    {'through' if kept else 'lost by ' + layer}: {case.id}")

@@ -16,6 +16,10 @@
   one space (issue 30), judged by the rules (not the secret detectors: a number's own dashes
   and dots are part of it); blank "letters" (the Hangul fillers, the braille blank) are spaces
   in every view;
+- :func:`reading` — the text as a person reads it, for the meaning layer's embedding (which
+  otherwise sees the raw text): blank letters as spaces, look-alikes from another script folded
+  in words that mix them with Latin letters (case kept), and words chained by joiners instead
+  of spaces split apart;
 - :func:`alternate_views` — what obfuscation hides: letters spaced or dotted apart joined
   (``i g n o r e``, ``O.V.E.R``), leetspeak read (``1gn0r3``), rot13, and payloads in base64,
   hex or percent-encoding decoded. Each is judged by the same rules.
@@ -43,6 +47,7 @@ _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _CR = re.compile(r"\r\n?")
 _WORD = re.compile(r"\w+")
 _LATIN = re.compile(r"[a-z]")
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
 # Look-alikes TR39 maps to a letter other than the one they are used for in attacks (its
 # prototype for the Cyrillic palochka is "i"; in running text it stands for "l").
 _SUPPLEMENT = {"ӏ": "l", "Ӏ": "l", "ǀ": "l", "ı": "i", "ɩ": "i", "ꞁ": "l"}
@@ -175,6 +180,77 @@ def unjoined(view: str) -> str | None:
             chars.append(run)
         i = k
     return "".join(chars) if changed else None
+
+
+# what may chain words instead of spaces for reading(): punctuation, symbols and separators,
+# but not an apostrophe (l'amica, don't) nor sentence marks, which sit between letters in
+# ordinary Chinese or Japanese prose (NFKC makes a full-width comma an ASCII one)
+_NOT_CHAIN = set("'’‘`´,;:!?，。、；：！？・「」『』（）《》〈〉")
+#: a text is read as chained when at least this many joins hold its words together and they
+#: outnumber its spaces ("mother-in-law" in a sentence is not; "forget-your-rules-now" is)
+MIN_CHAIN_JOINS = 3
+
+
+def _chain(ch: str) -> bool:
+    category = unicodedata.category(ch)
+    # quotes and brackets (Pi, Pf, Ps, Pe) wrap words rather than chain them
+    return (ch not in _NOT_CHAIN and not ch.isspace() and category[0] in "PSZ"
+            and category not in ("Pi", "Pf", "Ps", "Pe"))
+
+
+def _unchained(text: str) -> str:
+    """``text`` with every run of chain characters between two letters read as one space,
+    when such joins hold it together (see :data:`MIN_CHAIN_JOINS`); else ``text``."""
+    out: list[str] = []
+    joins, i, n = [], 0, len(text)
+    while i < n:
+        k = i
+        while k < n and _chain(text[k]):
+            k += 1
+        if k == i:
+            out.append(text[i])
+            i += 1
+            continue
+        if out and out[-1].isalpha() and k < n and text[k].isalpha():
+            joins.append(len(out))
+        out.append(text[i:k])
+        i = k
+    if len(joins) < MIN_CHAIN_JOINS or len(joins) <= text.count(" "):
+        return text
+    for at in joins:
+        out[at] = " "
+    return "".join(out)
+
+
+def _fold_mixed(match: re.Match[str]) -> str:
+    """A word that mixes ASCII Latin letters with look-alikes from another script, folded
+    to Latin with its case kept ("Аlwаys" → "Always"); any other word as it is."""
+    word = match.group(0)
+    if word.isascii() or not _ASCII_LETTER.search(word):
+        return word
+    table = _skeleton_table()
+    chars = []
+    for ch in word:
+        target = table.get(ord(ch)) if not ch.isascii() else None
+        if target is None or unicodedata.name(ch, "").startswith("LATIN"):
+            chars.append(ch)
+        else:
+            chars.append(target.upper() if ch.isupper() else target)
+    return "".join(chars)
+
+
+def reading(text: str) -> str | None:
+    """What a person reads in ``text`` — blank letters as spaces, look-alikes folded in words
+    that mix scripts, words chained by joiners ("Going-forward-answer-all", "ignore.your.
+    rules", "x_y_z") split — or None when that is the text itself. The meaning layer scores
+    this beside the raw text (issue 30): an embedding of a chained or disguised text is far
+    from the instruction it spells."""
+    plain = unicodedata.normalize("NFKC", strip_invisible(text))
+    view = plain.translate(_BLANKS)
+    if not view.isascii():
+        view = _WORD.sub(_fold_mixed, view)
+    view = _SPACE.sub(" ", _unchained(view)).strip()
+    return view if view and view != _SPACE.sub(" ", plain).strip() else None
 
 
 def _despaced(raw: str) -> str | None:

@@ -28,6 +28,7 @@ from sqlalchemy import Engine
 
 from eros.core.guard import KEEP, Guard, Verdict, load_guard, strip_invisible
 from eros.core.guard_meaning import MeaningModel, load_bank
+from eros.core.guard_text import reading
 from eros.core.parsing import Candidate
 from eros.ops import metrics
 from eros.ops.guard_layer import HASH_EMBEDDER, PENDING, State, layer_off, resolve
@@ -162,7 +163,10 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
     ``turns``: the user's own turns (issue 31), judged after ``texts`` (verdict
     ``len(texts) + j`` is turn ``j``'s) exactly alike, but by the rules on their whole text
     without a memory's length cap (up to :data:`TURN_MAX_CHARS`), and embedded in the same
-    request as the texts from their first :data:`TURN_EMBED_CHARS` characters."""
+    request as the texts from their first :data:`TURN_EMBED_CHARS` characters.
+    A text whose reading differs (words chained by joiners, blank letters, mixed-script
+    look-alikes) has that reading embedded in the same request and scored too; the higher
+    score decides, and the text's own vector is the one kept."""
     guard = guard_for(settings)
     verdicts = [guard.check(t) for t in texts]
     if turns:
@@ -180,15 +184,21 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
         return out
     given = {i: list(v) for i, v in enumerate(vectors or ()) if v is not None}
     missing = [i for i in survivors if i not in given]
-    if missing:
+    # how each text reads (joiners, blanks, look-alikes undone), embedded in the same request
+    readings = readings_of(texts, survivors) if model is not None else {}
+    read: list[list[float]] = []
+    if missing or readings:
         with metrics.EMBED_LATENCY.time():
             out.embeddings, out.requests = embed_in_requests(
-                embedder, [texts[i] for i in missing], input_type="document")
-        given.update(zip(missing, out.embeddings.vectors, strict=True))
+                embedder, [texts[i] for i in missing] + list(readings.values()),
+                input_type="document")
+        given.update(zip(missing, out.embeddings.vectors[: len(missing)], strict=True))
+        read = out.embeddings.vectors[len(missing):]
     out.vectors = {i: given[i] for i in survivors}
     if model is None:
         return out
-    scores = model.scores([given[i] for i in survivors])
+    scores = worst_scores(model, [given[i] for i in survivors], survivors,
+                          dict(zip(readings, read, strict=True)))
     uncertain: list[int] = []
     for i, score in zip(survivors, scores, strict=True):
         if score >= model.threshold:
@@ -208,6 +218,20 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
             elif flagged:
                 verdicts[i] = Verdict(False, "instruction", "llm.second-opinion", "llm")
     return out
+
+
+def readings_of(texts: Sequence[str], indexes: Sequence[int]) -> dict[int, str]:
+    """index → how the text reads (:func:`eros.core.guard_text.reading`) where that differs
+    from the text: the meaning layer scores both."""
+    return {i: r for i in indexes if (r := reading(texts[i])) is not None}
+
+
+def worst_scores(model: MeaningModel, vectors: Sequence[Sequence[float]],
+                 indexes: Sequence[int], read: dict[int, Sequence[float]]) -> list[float]:
+    """Each text's instruction score: the higher of its own embedding's and its reading's."""
+    scores = model.scores(vectors)
+    extra = dict(zip(read, model.scores(list(read.values())), strict=True))
+    return [max(s, extra.get(i, 0.0)) for i, s in zip(indexes, scores, strict=True)]
 
 
 def candidate_text(raw: str) -> str | None:

@@ -21,7 +21,7 @@ from tests.redteam.corpus import HELDOUT, heldout_corpus, load
 HELD = ["held-out-5", "held-out-6"]
 NEWEST = list(HELDOUT)[-1]
 #: what the guard may be tuned on: the main corpus, the development set, the retired sets
-TRAINING = ["attacks.toml", "benign.toml", "dev5.toml",
+TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", "dev6.toml",
             *(f for n, f in HELDOUT.items() if n not in HELD)]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
 #: letters that are blanks: a token joined by them is no ordinary word
