@@ -19,6 +19,23 @@ _TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522,
 _BEARER: openai.RequestOptions = {"security": {"bearer_auth": True}}
 
 
+#: idle keep-alive connections the client keeps (the SDK's default is 100): a gevent worker
+#: runs 128 or more calls at once, and past the limit every reply's connection was closed and
+#: the next call connected afresh — a DNS lookup and a TCP (in production TLS) handshake each
+#: (issue 34).
+KEEPALIVE_CONNECTIONS = 512
+
+
+def _limits() -> Any:
+    """The SDK's connection limits with :data:`KEEPALIVE_CONNECTIONS` (the same class, whichever
+    httpx the installed SDK uses)."""
+    default = openai.DEFAULT_CONNECTION_LIMITS
+    return type(default)(max_connections=max(default.max_connections or 0,
+                                             KEEPALIVE_CONNECTIONS),
+                         max_keepalive_connections=KEEPALIVE_CONNECTIONS,
+                         keepalive_expiry=default.keepalive_expiry)
+
+
 class OpenRouterChat:
     """``ChatCompleter`` over the openai SDK, with a hard timeout and bounded SDK retries."""
 
@@ -31,6 +48,7 @@ class OpenRouterChat:
             api_key=settings.openrouter_api_key or "unset",
             timeout=settings.llm_timeout_secs,
             max_retries=settings.provider_max_retries,
+            http_client=openai.DefaultHttpxClient(limits=_limits()),
         )
 
     def complete(self, system: str, user: str, *, max_tokens: int) -> Completion:
