@@ -13,6 +13,10 @@ Voyage servers (separate processes, no latency) and an embedded PostgreSQL, and 
   per session (pre-ping's, one per checkout; the idle ping of ``make_engine`` never fires in
   a continuous run, its connections idle for milliseconds).
 
+Each session has three user turns, each extracted as one memory; since issue 31 the classify
+path also indexes the three turns (embedded in the candidates' request, screened, labelled and
+written with the memories): ``turns ok`` says every session's turns were indexed.
+
 Variants run IN THE SAME RUN, each on its own clone seeded alike:
 
 - ``pre-ping``: the engine with ``pool_pre_ping=True`` (what every checkout paid before);
@@ -66,6 +70,8 @@ class Measured:
     transactions: float
     pings: float
     memories: int
+    #: rows of engine.memory_turns after the run (the user's turns classify indexed)
+    turns: int = 0
 
     @property
     def total_ms(self) -> float:
@@ -144,13 +150,14 @@ def run_variant(label: str, templates: TemplateDatabases, llm: FakeServer, voyag
     with admin.connect() as conn:
         memories = int(conn.execute(text(
             "SELECT count(*) FROM engine.companion_memories")).scalar_one())
+        turns = int(conn.execute(text("SELECT count(*) FROM engine.memory_turns")).scalar_one())
     engine.dispose()
     admin.dispose()
     templates.drop(db_url)
     n = len(claims)
     pings = counter.checkouts if engine_pre_ping else 0
     return Measured(label, n, 1000 * worker / n, 1000 * postgres / n, counter.statements / n,
-                    counter.ends / n, pings / n, memories)
+                    counter.ends / n, pings / n, memories, turns)
 
 
 def _data_directory(engine: Engine) -> str:
@@ -174,18 +181,20 @@ def _servers(log_dir: Path) -> Iterator[tuple[FakeServer, FakeServer]]:
 def report(results: list[list[Measured]]) -> str:
     """Median over rounds per variant, with the spread (min–max) of the total."""
     lines = [f"{'variant':<10} {'worker ms':>9} {'pg ms':>7} {'total ms':>8} {'range':>13} "
-             f"{'stmts':>6} {'xacts':>6} {'pings':>6} {'memories ok':>11}"]
+             f"{'stmts':>6} {'xacts':>6} {'pings':>6} {'memories ok':>11} {'turns ok':>8}"]
     for label in dict.fromkeys(m.label for r in results for m in r):
         runs = [m for r in results for m in r if m.label == label]
         totals = [m.total_ms for m in runs]
         ok = all(m.memories == (m.sessions + 5) * MEMORIES_PER_SESSION for m in runs)
+        # three user turns a session, every one indexed
+        turns_ok = all(m.turns == (m.sessions + 5) * MEMORIES_PER_SESSION for m in runs)
         lines.append(
             f"{label:<10} {statistics.median(m.worker_ms for m in runs):>9.2f} "
             f"{statistics.median(m.postgres_ms for m in runs):>7.2f} "
             f"{statistics.median(totals):>8.2f} {min(totals):>6.2f}–{max(totals):<6.2f} "
             f"{statistics.median(m.statements for m in runs):>6.2f} "
             f"{statistics.median(m.transactions for m in runs):>6.2f} "
-            f"{statistics.median(m.pings for m in runs):>6.2f} {ok!s:>11}")
+            f"{statistics.median(m.pings for m in runs):>6.2f} {ok!s:>11} {turns_ok!s:>8}")
     return "\n".join(lines)
 
 

@@ -1,8 +1,8 @@
 """Smoke run of ``bench/classify_cpu_bench.py`` at a tiny size (seconds): it exits 0, both
-variants classify every session with its three memories, and the counts it reports are the
-classify path's (four statements per session — the attempt's on an AUTOCOMMIT
-connection, issue 34, and the write's three, the third indexing the user's turns,
-issue 31 — and one transaction; pings only with pre-ping). Nothing is recorded in
+variants classify every session with its three memories and index its three user turns, and
+the counts it reports are the classify path's (four statements per session — the attempt's on
+an AUTOCOMMIT connection, issue 34, and the write's three, the third indexing the user's
+turns, issue 31 — and one transaction; pings only with pre-ping). Nothing is recorded in
 bench/RESULTS.md."""
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def test_classify_cpu_bench(pg_server_url: str, tmp_path: Path,
     for m in runs[0]:
         assert m["sessions"] == 8
         assert m["memories"] == (8 + 5) * classify_cpu_bench.MEMORIES_PER_SESSION
+        assert m["turns"] == (8 + 5) * 3  # every session's three user turns indexed
         assert m["worker_ms"] > 0
         assert (m["statements"], m["transactions"]) == (4.0, 1.0)
     assert [m["pings"] for m in runs[0]] == [2.0, 0.0]
