@@ -47,6 +47,11 @@ SELECT s.seq,
 """)
 
 
+_BITMAP_ON = text("SELECT current_setting('enable_bitmapscan') AS was,"
+                  " set_config('enable_bitmapscan', 'on', true)")
+_BITMAP_BACK = text("SELECT set_config('enable_bitmapscan', :was, true)")
+
+
 @dataclass(frozen=True)
 class TurnProvenance:
     """What the citing memories say about some turns: the stale ones and inherited labels."""
@@ -63,8 +68,15 @@ def turn_provenance(conn: Connection, user_id: uuid.UUID,
     wanted = sorted(set(seqs))
     if not wanted:
         return TurnProvenance()
+    # a GIN index is read only by a bitmap scan, which recall's quantised scan switched off for
+    # this transaction (recall_sql.configure_quantized): on for this statement, then back —
+    # left off, each probe became a scan of the whole table (1 s timeouts on the fused bench
+    # with citations)
+    was = conn.execute(_BITMAP_ON).scalar_one()
     rows = conn.execute(_PROVENANCE, {"seqs": wanted, "user_id": user_id,
                                       "order": list(SENSITIVITY_ORDER)}).all()
+    if was != "on":
+        conn.execute(_BITMAP_BACK, {"was": was})
     return TurnProvenance(
         frozenset(int(r.seq) for r in rows if r.replaced_cites and not r.current_cites),
         {int(r.seq): SENSITIVITY_ORDER[r.rank - 1] for r in rows if r.rank is not None})

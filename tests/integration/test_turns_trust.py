@@ -186,3 +186,23 @@ def test_the_provenance_read_probes_the_sources_index_never_the_whole_user(
                         for k, v in params.items()}}).scalar_one())
                 assert "ix_companion_memories_source_seqs" in plan
                 assert "ix_companion_memories_user_model" not in plan
+    # inside a recall: the quantised scan switched bitmap scans off for the transaction, and
+    # a GIN index is read only by one — the provenance read switches them on for itself, and
+    # back (left off, every probe scanned the table: 1 s timeouts on the fused bench)
+    from eros.db import recall_sql
+
+    seqs = list(range(1000, 1070, 7))
+    with engine.begin() as conn:
+        recall_sql.configure_quantized(conn)
+        off = json.dumps(conn.execute(text("EXPLAIN (FORMAT JSON) " + fusion_sql._PROVENANCE.text),
+                                      {"seqs": seqs, "order": list(SENSITIVITY_ORDER),
+                                       "user_id": user}).scalar_one())
+        assert "ix_companion_memories_source_seqs" not in off  # what went wrong
+        found = fusion_sql.turn_provenance(conn, user, seqs)
+        assert conn.execute(text("SHOW enable_bitmapscan")).scalar_one() == "off"
+        conn.execute(fusion_sql._BITMAP_ON)
+        on = json.dumps(conn.execute(text("EXPLAIN (FORMAT JSON) " + fusion_sql._PROVENANCE.text),
+                                     {"seqs": seqs, "order": list(SENSITIVITY_ORDER),
+                                      "user_id": user}).scalar_one())
+        assert "ix_companion_memories_source_seqs" in on
+    assert found.stale  # the user's superseded memories cite some of them: it read them
