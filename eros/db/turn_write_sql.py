@@ -26,7 +26,11 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, text
 
+from eros.core.sensitivity import SENSITIVITY_ORDER
 from eros.db.turns_sql import T, TurnRow, turn_params
+
+#: the labels most sensitive first, as a SQL array (constants of the code, not user input)
+_ORDER = "ARRAY[" + ", ".join(f"'{label}'" for label in SENSITIVITY_ORDER) + "]::text[]"
 
 _FENCED = f"""
 WITH t AS (
@@ -45,7 +49,7 @@ WITH t AS (
        AND s.archived_at IS NULL
        FOR KEY SHARE OF m
 ), written AS (
-    INSERT INTO {T} (seq, session_id, user_id, instance_id, said_at, embedding,
+    INSERT INTO {T} AS cur (seq, session_id, user_id, instance_id, said_at, embedding,
                      embedding_model, sensitivity, status)
     SELECT t.seq, t.session_id, t.user_id, t.instance_id, t.said_at,
            CAST(f.v[(t.ord - 1) * f.dim + 1 : t.ord * f.dim] AS halfvec),
@@ -58,10 +62,14 @@ WITH t AS (
 SELECT status, count(*) AS n FROM written GROUP BY status
 """
 
-#: classify's: a re-run re-judges the turn, so its row replaces the old one.
-REPLACE = text(_FENCED.format(conflict="""UPDATE
+#: classify's: a re-run re-judges the turn, so its row replaces the old one — except its label,
+#: which only ever becomes more sensitive: a label set since (a model relabel, a citing memory
+#: labelled later) is kept when the re-run's own labeller or reply would not give it.
+REPLACE = text(_FENCED.format(conflict=f"""UPDATE
        SET embedding = EXCLUDED.embedding, embedding_model = EXCLUDED.embedding_model,
-           sensitivity = EXCLUDED.sensitivity, status = EXCLUDED.status, indexed_at = now()"""))
+           sensitivity = ({_ORDER})[least(array_position({_ORDER}, cur.sensitivity),
+                                          array_position({_ORDER}, EXCLUDED.sensitivity))],
+           status = EXCLUDED.status, indexed_at = now()"""))
 #: the backfill's: a turn already indexed (by classify, meanwhile) is left as it is.
 KEEP = text(_FENCED.format(conflict="NOTHING"))
 

@@ -143,10 +143,19 @@ def test_the_user_turns_go_in_the_candidates_request_with_their_labels_and_dates
     for said in (TOKYO, SPOKEN, CHURCH, "Moved to Tokyo"):
         assert said not in caplog.text
 
-    # a forced re-run: the same rows, replaced, never twice; still one request
+    # a label set since (as a model relabel sets one) is kept by a re-run too
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE engine.memory_turns SET sensitivity = 'beliefs'"
+                          " WHERE seq = :seq"), {"seq": _seq(engine, sid, TOKYO).seq})
+    # a forced re-run: the same rows, replaced, never twice; still one request — and its reply
+    # cites nothing, yet no turn's label becomes less sensitive than it was
+    llm.script_replies([_reply({"content": "Moved to Tokyo", "category": "event"})])
     again = _run(pipeline, sid, force=True)
     assert again.detail["turns_indexed"] == 3 and voyage.request_count == 2
-    assert set(_indexed(engine, sid)) == {TOKYO, SLEEP, CHURCH}
+    rows = _indexed(engine, sid)
+    assert set(rows) == {TOKYO, SLEEP, CHURCH}
+    assert {said: row.sensitivity for said, row in rows.items()} == {
+        TOKYO: "beliefs", SLEEP: "crisis", CHURCH: "health"}
 
 
 def test_a_session_without_candidates_still_indexes_its_turns(
