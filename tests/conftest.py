@@ -1,4 +1,5 @@
 """Shared fixtures: real PostgreSQL + pgvector, real Redis, cloned template databases."""
+# ruff: noqa: E402 - the BLAS thread count is set before anything imports numpy
 
 from __future__ import annotations
 
@@ -6,13 +7,27 @@ import itertools
 import os
 from collections.abc import Iterator
 
+from tests.support.workers import BLAS_THREADS
+
+# numpy's OpenBLAS starts one thread per core for every matrix product and spins them while
+# it waits: with the test run, its servers and workers on two shared cores, they fight. The
+# guard's training took 6.1 s with 2 threads against 0.96 s with 1 (604 exemplars, 512
+# dimensions). Set before numpy is first imported; workers and the CLI pass it on.
+for _var in BLAS_THREADS:
+    os.environ.setdefault(_var, "1")
+
 import pytest
 import redis
 from sqlalchemy import Engine, create_engine
 
 from tests.fakes import FakeLLMServer, FakeVoyageServer
 from tests.support.guard import seed_template
-from tests.support.services import TemplateDatabases, postgres_server, redis_server
+from tests.support.services import (
+    TemplateDatabases,
+    postgres_server,
+    redis_server,
+    without_fsync,
+)
 
 # Tests must never reach a real provider or an operator's database by accident.
 for _name in ("OPENROUTER_API_KEY", "VOYAGE_API_KEY", "DATABASE_URL", "REDIS_URL",
@@ -27,12 +42,15 @@ os.environ.setdefault("EMBEDDING_DIM", "512")
 @pytest.fixture(scope="session")
 def pg_server_url() -> Iterator[str]:
     with postgres_server() as url:
+        if not os.environ.get("EROS_TEST_DATABASE_URL"):
+            without_fsync(url)
         yield url
 
 
 @pytest.fixture(scope="session")
 def templates(pg_server_url: str, request: pytest.FixtureRequest) -> Iterator[TemplateDatabases]:
-    tpl = TemplateDatabases(pg_server_url, seed=lambda url: seed_template(url, request.config))
+    tpl = TemplateDatabases(pg_server_url, seed=lambda url: seed_template(url, request.config),
+                            ahead=2)
     yield tpl
     tpl.close()
 

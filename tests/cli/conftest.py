@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.workers import BLAS_THREADS
+
 ROOT = Path(__file__).resolve().parents[2]
-_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
+_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", *BLAS_THREADS)
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+#: numpy's BLAS thread counts: the test run sets them to 1 (tests/conftest.py), and a worker it
+#: starts keeps them
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def worker_env(db_url: str, redis_url: str, llm_url: str | None, voyage_url: str | None,
                **extra: str) -> dict[str, str]:
     """An explicit environment: nothing from the developer's shell leaks into a worker."""
     env = {k: v for k, v in os.environ.items()
-           if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "SYSTEMROOT")}
+           if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "SYSTEMROOT",
+                    *BLAS_THREADS)}
     env.update({
         "DATABASE_URL": db_url,
         "REDIS_URL": redis_url,
