@@ -12,7 +12,9 @@ from sqlalchemy import Engine, create_engine
 
 from eros.core.evaluation.scoring import BASELINE, render_table
 from eros.core.evaluation.suite import shipped_suite
+from eros.db.eval_cache import VectorCache
 from eros.providers import make_providers
+from eros.services.evaluation.cached_embedder import CachedEmbedder
 from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge
 from eros.services.evaluation.run import EvalResult, evaluate
 from eros.settings import load_settings
@@ -30,9 +32,13 @@ def engine_module(templates: TemplateDatabases) -> Iterator[Engine]:
 
 
 @pytest.fixture(scope="module")
-def result(engine_module: Engine) -> EvalResult:
+def result(engine_module: Engine, tmp_path_factory: pytest.TempPathFactory) -> EvalResult:
     settings = load_settings(eros_providers="offline", embedding_dim=512)
-    llm, embedder = make_providers(settings)
+    llm, e5 = make_providers(settings)
+    # as `eros eval` runs by default (--cache): a text the run already embedded (a raw turn
+    # the heuristic extractor kept as a memory, the judge's texts) is not embedded again —
+    # about a third of e5's work here; the cache starts empty, so every text is e5's own
+    embedder = CachedEmbedder(e5, VectorCache(tmp_path_factory.mktemp("eval") / "cache.sqlite3"))
     judge = EmbeddingJudge(embedder, DEFAULT_FLOORS[embedder.name])
     out = evaluate(engine_module, settings, shipped_suite(), llm, embedder, judge)
     print(render_table(out.cells, out.k))
