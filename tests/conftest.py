@@ -1,5 +1,4 @@
 """Shared fixtures: real PostgreSQL + pgvector, real Redis, cloned template databases."""
-# ruff: noqa: E402 - the BLAS thread count is set before anything imports numpy
 
 from __future__ import annotations
 
@@ -7,19 +6,11 @@ import itertools
 import os
 from collections.abc import Iterator
 
-from tests.support.workers import BLAS_THREADS
-
-# numpy's OpenBLAS starts one thread per core for every matrix product and spins them while
-# it waits: with the test run, its servers and workers on two shared cores, they fight. The
-# guard's training took 6.1 s with 2 threads against 0.96 s with 1 (604 exemplars, 512
-# dimensions). Set before numpy is first imported; workers and the CLI pass it on.
-for _var in BLAS_THREADS:
-    os.environ.setdefault(_var, "1")
-
 import pytest
 import redis
 from sqlalchemy import Engine, create_engine
 
+import eros  # noqa: F401 - before anything imports numpy: the shipped BLAS thread defaults
 from tests.fakes import FakeLLMServer, FakeVoyageServer
 from tests.support.guard import seed_template
 from tests.support.services import (

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-#: numpy's BLAS thread counts: the test run sets them to 1 (tests/conftest.py), and a worker it
-#: starts keeps them
+#: numpy's BLAS thread counts: a developer's own values reach the workers a test starts (eros
+#: itself defaults OPENBLAS/MKL to one thread a process, eros/__init__.py)
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
