@@ -13,9 +13,8 @@ beat and a claim worker; every session has three candidates. Measured in the sam
 - with the offline e5 embedder, the model's first availability on a fresh database: embedding
   calls (none: it ships in the package) and the milliseconds it takes.
 
-Not measured here: restarts of Redis/PostgreSQL and a SIGKILL mid-drain (the chaos tier and
-bench/drain_bench.py's siblings cover those separately), and a "busy machine" beyond what the
-shared 2-core machine is at the time.
+Not measured here: restarts of Redis/PostgreSQL and a SIGKILL mid-drain, and a busy machine:
+bench/cold_fleet_bench.py runs the same comparison through them.
 
 Run: ``.venv/bin/python -m bench.guard_ready_bench --sessions 200 --workers 3``
 """

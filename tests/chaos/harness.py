@@ -89,6 +89,8 @@ class Result:
     stuck: int
     seconds: float
     events: list[str]
+    #: seconds from spawning the workers to all of them ready (before the drain's clock)
+    startup: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -187,23 +189,36 @@ class Servers:
 
 def run(name: str, disruption: Disruption, servers: Servers, *, sessions: int = 1000,
         workers: int = 3, concurrency: int = 4, timeout: float = 240.0,
-        seed_value: int = 1, rabbit: RabbitVhost | None = None) -> Result:
+        seed_value: int = 1, rabbit: RabbitVhost | None = None,
+        extra_env: dict[str, str] | None = None,
+        on_database: Callable[[str], None] | None = None,
+        on_ready: Callable[[Stack], None] | None = None) -> Result:
     """Seed, start workers and beat, run ``disruption`` beside the drain, verify. With
     ``rabbit`` the broker is that RabbitMQ vhost (BROKER_URL); Redis keeps the results and
-    rate limits either way."""
+    rate limits either way. ``extra_env`` is added to every process's environment;
+    ``on_database`` gets the fresh database's URL before anything runs on it; ``on_ready``
+    sees the stack once the workers are up, before beat starts the drain (a benchmark reads
+    its start-up counters there)."""
     log_dir = Path(tempfile.mkdtemp(prefix=f"eros-chaos-{name}-"))
     llm, voyage = FakeLLMServer().start(), FakeVoyageServer().start()
     db = servers.fresh_database(name)
+    if on_database is not None:
+        on_database(db)
     engine = create_engine(db, pool_pre_ping=True)
     broker = {"BROKER_URL": rabbit.url} if rabbit else {}
-    env = worker_env(db, servers.redis.url, llm.url, voyage.url, **CHAOS_ENV, **broker)
+    env = worker_env(db, servers.redis.url, llm.url, voyage.url,
+                     **{**CHAOS_ENV, **broker, **(extra_env or {})})
     stack = Stack(servers.pg, servers.redis, llm, voyage, engine, env, log_dir, rabbit=rabbit)
     try:
         expected = seed(engine, sessions, random.Random(seed_value))
+        spawned = time.monotonic()
         stack.workers = [WorkerProcess(env, name=f"w{i + 1}", concurrency=concurrency,
                                        log_dir=log_dir) for i in range(workers)]
         for worker in stack.workers:  # started together, waited for together
             worker.wait_ready(timeout=90)
+        startup = time.monotonic() - spawned
+        if on_ready is not None:
+            on_ready(stack)
         started = time.monotonic()
         stack.start_beat()
         stop = threading.Event()
@@ -216,7 +231,9 @@ def run(name: str, disruption: Disruption, servers: Servers, *, sessions: int = 
         chaos.join(timeout=60)
         seconds = time.monotonic() - started
         time.sleep(1.0)  # let any late duplicate delivery try (and fail) to write
-        return verify(engine, expected, name, seconds, stack.events)
+        result = verify(engine, expected, name, seconds, stack.events)
+        result.startup = round(startup, 1)
+        return result
     finally:
         for beat in stack.beats:
             beat.stop()

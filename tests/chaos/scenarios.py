@@ -10,7 +10,7 @@ from tests.chaos.harness import Disruption, Stack
 from tests.fakes import Fault
 
 
-def _wait_for_progress(stack: Stack, stop: threading.Event, done: int) -> bool:
+def wait_for_progress(stack: Stack, stop: threading.Event, done: int) -> bool:
     """Let the drain get going (``done`` sessions finished) so a disruption hits mid-drain."""
     total = None
     while not stop.is_set():
@@ -26,7 +26,7 @@ def _wait_for_progress(stack: Stack, stop: threading.Event, done: int) -> bool:
 def sigkill_repeatedly(stack: Stack, stop: threading.Event) -> None:
     """SIGKILL a random worker (pool and all) every few seconds and start a replacement."""
     rng = random.Random(5)
-    _wait_for_progress(stack, stop, 50)
+    wait_for_progress(stack, stop, 50)
     kills = 0
     while not stop.is_set() and kills < 4:
         victim = rng.choice(stack.live_workers())
@@ -39,7 +39,7 @@ def sigkill_repeatedly(stack: Stack, stop: threading.Event) -> None:
 
 def sigterm_warm_shutdown(stack: Stack, stop: threading.Event) -> None:
     """SIGTERM one worker: it finishes what it runs, then leaves; a replacement comes up."""
-    _wait_for_progress(stack, stop, 100)
+    wait_for_progress(stack, stop, 100)
     victim = stack.live_workers()[0]
     victim.terminate(timeout=60)
     stack.events.append(f"SIGTERM {victim.name} exit={victim.proc.returncode}")
@@ -48,12 +48,12 @@ def sigterm_warm_shutdown(stack: Stack, stop: threading.Event) -> None:
 
 def redis_restart(stack: Stack, stop: threading.Event) -> None:
     """Restart the broker mid-drain; it keeps nothing, so every queued message is lost."""
-    _wait_for_progress(stack, stop, 150)
+    wait_for_progress(stack, stop, 150)
     stack.redis.restart(downtime=2.0)
     stack.events.append("redis restarted (queue lost)")
 
 
-def _sigkill_one(stack: Stack) -> None:
+def sigkill_one(stack: Stack) -> None:
     victim = random.Random(7).choice(stack.live_workers())
     victim.kill()
     stack.events.append(f"SIGKILL {victim.name}")
@@ -65,7 +65,7 @@ def broker_restart_sigkill(stack: Stack, stop: threading.Event) -> None:
     work: RabbitMQ (``rabbit`` set) keeps its quorum queues and hands the killed worker's
     unacked messages out again; Redis (no persistence) loses its queue, and the stale-claim
     rescue re-claims those sessions."""
-    _wait_for_progress(stack, stop, 150)
+    wait_for_progress(stack, stop, 150)
     began = time.monotonic()
     if stack.rabbit is not None:
         stack.rabbit.restart(downtime=2.0)
@@ -74,20 +74,20 @@ def broker_restart_sigkill(stack: Stack, stop: threading.Event) -> None:
         stack.redis.restart(downtime=2.0)
         what = "redis restarted (queue lost"
     stack.events.append(f"{what}, down {time.monotonic() - began:.1f}s)")
-    if _wait_for_progress(stack, stop, 100):
-        _sigkill_one(stack)
+    if wait_for_progress(stack, stop, 100):
+        sigkill_one(stack)
 
 
 def postgres_restart(stack: Stack, stop: threading.Event) -> None:
     """Stop PostgreSQL (fast: connections cut) for a few seconds mid-drain."""
-    _wait_for_progress(stack, stop, 150)
+    wait_for_progress(stack, stop, 150)
     stack.pg.restart(downtime=3.0)
     stack.events.append("postgres restarted")
 
 
 def llm_outage(stack: Stack, stop: threading.Event) -> None:
     """The LLM answers 503 to everything for a while, then recovers."""
-    _wait_for_progress(stack, stop, 100)
+    wait_for_progress(stack, stop, 100)
     stack.llm.set_down(True)
     stack.events.append("llm down")
     stop.wait(8.0)
@@ -97,7 +97,7 @@ def llm_outage(stack: Stack, stop: threading.Event) -> None:
 
 def llm_429_bursts(stack: Stack, stop: threading.Event) -> None:
     """Bursts of 429 with Retry-After."""
-    _wait_for_progress(stack, stop, 50)
+    wait_for_progress(stack, stop, 50)
     for _ in range(3):
         if stop.is_set():
             return

@@ -4,8 +4,6 @@ The per-scenario table is printed at the end of the pytest run."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.chaos.harness import Result, Servers, run
@@ -13,13 +11,6 @@ from tests.chaos.scenarios import SCENARIOS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos]
 RESULTS: list[Result] = []
-
-
-@pytest.fixture(scope="module")
-def servers() -> Iterator[Servers]:
-    shared = Servers()
-    yield shared
-    shared.close()
 
 
 #: not run here: baseline is no test, and broker-restart-sigkill runs on RabbitMQ in

@@ -13,7 +13,6 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,22 +20,15 @@ import pytest
 
 from eros.core.names import CLASSIFY_TASK
 from tests.chaos.harness import CHAOS_ENV, Servers, Stack, run
-from tests.chaos.scenarios import _wait_for_progress
+from tests.chaos.scenarios import wait_for_progress
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos]
 DOWNTIME = 60.0
 OUTAGE: dict[str, Any] = {}
 
 
-@pytest.fixture(scope="module")
-def servers() -> Iterator[Servers]:
-    shared = Servers()
-    yield shared
-    shared.close()
-
-
 def outage(stack: Stack, stop: threading.Event) -> None:
-    _wait_for_progress(stack, stop, 150)
+    wait_for_progress(stack, stop, 150)
     started = time.monotonic()
     stack.pg.restart(downtime=DOWNTIME)
     OUTAGE.update(seconds=time.monotonic() - started, logs=stack.log_dir)

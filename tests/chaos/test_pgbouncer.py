@@ -45,13 +45,6 @@ RESULTS: dict[str, Any] = {}
 
 
 @pytest.fixture(scope="module")
-def servers() -> Iterator[Servers]:
-    shared = Servers()
-    yield shared
-    shared.close()
-
-
-@pytest.fixture(scope="module")
 def bouncer(servers: Servers) -> Iterator[PgBouncer]:
     try:
         with pgbouncer(servers.pg.url, pool_size=POOL) as running:

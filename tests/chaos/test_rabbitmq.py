@@ -34,11 +34,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.chaos]
 EROS_QUEUES = ("eros.claim", "eros.classify", "eros.consolidate", "eros.recall")
 
 
-def test_rabbitmq_restart_and_sigkill_classify_every_session_once() -> None:
+def test_rabbitmq_restart_and_sigkill_classify_every_session_once(servers: Servers) -> None:
     reason = unavailable_reason()
     if reason:
         pytest.skip(reason)
-    servers = Servers()
     rabbit = RabbitVhost("eros-chaos")
     try:
         result = run("rabbitmq-restart-sigkill", broker_restart_sigkill, servers,
@@ -46,7 +45,6 @@ def test_rabbitmq_restart_and_sigkill_classify_every_session_once() -> None:
         queues = rabbit.queues()
     finally:
         rabbit.close()
-        servers.close()
     RESULTS.append(result)
     # the disruptions really happened, against RabbitMQ
     assert any(e.startswith("rabbitmq restarted") for e in result.events), result

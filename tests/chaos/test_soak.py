@@ -3,21 +3,12 @@ writing, 3 workers and 2 beats classify with a 2 s idle threshold and PostgreSQL
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.chaos.harness import Servers
 from tests.chaos.soak import soak
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos]
-
-
-@pytest.fixture(scope="module")
-def servers() -> Iterator[Servers]:
-    shared = Servers()
-    yield shared
-    shared.close()
 
 
 def test_soak_loses_and_duplicates_no_turn(servers: Servers,
