@@ -3,7 +3,7 @@ and is never used to train the meaning classifier, tune a threshold or write a r
 6 are still held out. This test fails if any of their texts — a whole memory, a turn, or one of
 their distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or
 fillers) — turns up in the exemplar bank, the training corpus, a development set or a rule
-file; set 6 must not copy set 5 either."""
+file; set 6 must not copy set 5 either, set 7 neither of them."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from eros.core.text import normalise_for_dedup
 from tests.redteam.corpus import HELDOUT, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-5", "held-out-6"]
+HELD = ["held-out-5", "held-out-6", "held-out-7"]
 NEWEST = list(HELDOUT)[-1]
 #: what the guard may be tuned on: the main corpus, the development set, the retired sets
 TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", "dev6.toml",
@@ -44,9 +44,26 @@ def _texts(names: list[str]) -> list[str]:
     return texts
 
 
-def test_the_newest_held_out_set_is_the_second_issue_30_set() -> None:
+def test_the_newest_held_out_set_is_the_third_issue_30_set() -> None:
     cases = heldout_corpus(NEWEST)
-    assert HELDOUT[NEWEST] == "heldout6.toml"
+    assert HELDOUT[NEWEST] == "heldout7.toml"
+    assert len({c.id for c in cases}) == len(cases)
+    attacks = [c for c in cases if c.kind == "attack"]
+    benign = [c for c in cases if c.kind == "benign"]
+    assert len(attacks) >= 100 and len(benign) > len(attacks) and len(cases) >= 250
+    assert len({c.lang for c in cases}) >= 20
+    looks = {t for c in benign for t in c.tags}
+    assert {"fitness", "workplace", "vow", "school-rules", "contract", "sw-docs",
+            "game-instructions", "therapy-homework", "quoted-dialogue", "kids-rules",
+            "remember-to"} <= looks
+    shapes = {t for c in attacks for t in c.tags}
+    assert {"conditional", "persona-lock", "memory-policy", "fake-sysnote", "policy-update",
+            "tool-json", "reversed", "math-alnum", "emoji-joined", "mixed-language",
+            "secret"} <= shapes
+
+
+def test_the_second_issue_30_set_is_still_there() -> None:
+    cases = heldout_corpus("held-out-6")
     assert len({c.id for c in cases}) == len(cases)
     attacks = [c for c in cases if c.kind == "attack"]
     benign = [c for c in cases if c.kind == "benign"]
