@@ -349,8 +349,12 @@ def record(text_table: str, info: dict[str, Any], command: str) -> None:
         fh.write(section)
 
 
-def bench_settings(url: str) -> Settings:
-    return load_settings(database_url=url, consolidation_max_clusters=500)
+def bench_settings(url: str, cells_from: int | None = None) -> Settings:
+    """``cells_from``: cut users into recall cells from this size (and search them through
+    the cells above it) instead of RECALL_CELL_MIN_ROWS — a small user on the bulk path."""
+    small = {} if cells_from is None else {"recall_cell_min_rows": cells_from,
+                                           "consolidation_exact_below": cells_from - 1}
+    return load_settings(database_url=url, consolidation_max_clusters=500, **small)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -366,6 +370,9 @@ def main(argv: list[str] | None = None) -> int:
                         " this size; above it one chunk, extrapolated")
     parser.add_argument("--sample", type=int, default=1000,
                         help="memories whose pairs are checked above --full-max")
+    parser.add_argument("--cells-from", type=int, default=None,
+                        help="cut users into recall cells from this size (default"
+                        " RECALL_CELL_MIN_ROWS): the bulk first pass on a small user")
     parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
     parser.add_argument("--json", type=Path, default=ROOT / "out" / "consolidation.json",
                         help="where the results go (default %(default)s)")
@@ -379,8 +386,8 @@ def main(argv: list[str] | None = None) -> int:
             with engine.connect() as conn:
                 info["postgres"] = conn.execute(text("SHOW server_version")).scalar_one()
                 info["shared_buffers"] = conn.execute(text("SHOW shared_buffers")).scalar_one()
-            c = Consolidator(bench_settings(url), engine, InstantLLM(), InstantEmbedder(DIM),
-                             load_consolidation_prompt())
+            c = Consolidator(bench_settings(url, args.cells_from), engine, InstantLLM(),
+                             InstantEmbedder(DIM), load_consolidation_prompt())
             for n, size in enumerate(sizes):
                 rows.append(scenario(engine, url, c, size, old=size <= args.old_max,
                                      full=size <= args.full_max, seed=1000 + n,

@@ -70,7 +70,9 @@ def run_bulk(copy_url: str, c: Consolidator, user: uuid.UUID) -> tuple[dict[str,
         engine.dispose()
     first = reports[0].timings
     return {"passes": len(reports), "compared": sum(r.compared for r in reports),
-            "merged": sum(r.merged for r in reports), "bulk": "bulk_read" in first,
+            "merged": sum(r.merged for r in reports),
+            "superseded": sum(r.superseded for r in reports),
+            "canonical": sum(r.canonical_written for r in reports), "bulk": "bulk_read" in first,
             "db_ms": round(sum(_db_ms(r) for r in reports), 1),
             "bulk_read_ms": first.get("bulk_read", 0.0),
             "read_ms": round(sum(r.timings.get("read", 0.0) for r in reports), 1),

@@ -1,22 +1,25 @@
 """The first consolidation pass over a large backlog as a bulk operation (issue 34).
 
 A clustered user's per-memory search (:func:`eros.db.cells_sql.cell_pairs`) reads, for every
-memory, the sketches of its CONSOLIDATION_CELL_PROBES nearest cells: ~8·√n rows a memory, so a
-first pass over n memories grows as n^1.5. Here the same predicate — same user, layer and
-category, current, in one of the memory's probed cells or in no cell, within the sketch's
-Hamming bound, then the exact check — is evaluated for ALL the user's current memories at once:
-one statement reads every sketch and each memory's probed cells (the centroids once), each
-(cell, layer, category) group's sketches are compared with the memories that probe that cell
-in one vectorised block, and the candidates are checked exactly in a few statements.
+memory, the sketches of its CONSOLIDATION_CELL_PROBES nearest cells: ~8·√n rows a memory
+through index probes, ~2.3 ms a memory at 50k. Here the same predicate — same user, layer,
+category and embedding model, current, in one of the memory's probed cells or in no cell,
+within the sketch's Hamming bound and within cosine distance 1 − θ — is evaluated for ALL the
+user's current memories at once: the vectors are read once (binary COPY), the probed cells and
+the similarities come from matrix products (:mod:`eros.core.consolidation_search`), and what
+floating point leaves within rounding of a boundary is decided by pgvector's own ``<=>`` in
+SQL, so the pairs are the per-memory search's, pair for pair.
 
 The passes then run as today, chunk after chunk (same pages, same clusters, same model calls,
-same bounded write transactions under the per-user lock and claim): only the read of each
-chunk's pairs comes from the bulk result instead of the per-memory probes, so the decisions are
-today's (``tests/integration/test_consolidation_bulk.py`` compares them on the bench corpus).
-Pairs are directed (a memory's search may find a twin whose own search does not find it), kept
-only while both ends are still current; the canonical rows a pass writes are checked against
-the later chunks' memories with the same predicate, and a memory the bulk read did not see
-(written since) is searched per memory, as today. A crash loses nothing: every chunk commits on
+same bounded write transactions under the per-user lock and claim, through
+:func:`eros.services.consolidate.consolidate`): only the read of each chunk's pairs comes from
+the bulk result instead of the per-memory probes, so the decisions are today's
+(``tests/integration/test_consolidation_bulk.py`` compares them on the bench corpus). Pairs are
+directed (a memory's search may find a twin whose own search does not find it), kept only
+while the far end is still current; the canonical rows a pass writes are compared once, before
+the next chunk, with the memories whose search would find them; a memory the bulk read did not
+see (written since) is searched per memory, as today; a re-clustering of the user during the
+run makes the next chunk read everything again. A crash loses nothing: every chunk commits on
 its own and the backlog is the cursor; a new run reads again.
 """
 
@@ -27,124 +30,152 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection, Engine
 
 from eros.core.consolidation import Pair, components
+from eros.core.consolidation_search import (
+    Probers,
+    Rows,
+    near_pairs,
+    nearest_cells,
+    sketches,
+    unit,
+)
 from eros.db import consolidation_bulk_sql as bulk_sql
 from eros.db import consolidation_sql as sql
 from eros.db import consolidation_state_sql as state_sql
-from eros.db.consolidation_bulk_sql import Sketches
 from eros.db.timeouts import set_statement_timeout
 from eros.services.consolidate import ConsolidationReport, Consolidator, consolidate
 from eros.services.consolidation_read import PAGE, Read, choose_search, search_pairs
 from eros.settings import Settings
 
-#: a block of one group's comparisons holds at most this many (memory, row) pairs at a time.
-_BLOCK = 1 << 21
-
 
 @dataclass
 class Neighbours:
-    """What the bulk read found: each searched memory's near rows (directed), and what the
-    later chunks need to check rows written since against the same memories."""
+    """What the bulk read found: each searched memory's near rows (directed, as its own
+    search finds them), and what a later chunk needs to add the rows written since."""
 
     user_id: uuid.UUID
-    searched: Sketches
+    ids: list[uuid.UUID]
     index: dict[uuid.UUID, int]
+    rows: Rows
+    probers: Probers
     near: dict[uuid.UUID, list[uuid.UUID]]
-    max_hamming: int
-    max_distance: float
-    #: rows written since the read (canonical rows of this run's passes)
-    late: list[uuid.UUID] = field(default_factory=list)
+    #: the user's cells when read (a re-clustering since makes the result stale) and each
+    #: cell's position among the centroids (the probes' numbering)
+    cells: tuple[Any, ...]
+    cell_pos: dict[int, int]
+    codes: dict[Any, int] = field(default_factory=dict)
+    #: rows written since (canonical rows), to add before the next chunk's search
+    written: list[uuid.UUID] = field(default_factory=list)
     #: milliseconds of the bulk read
     read_ms: float = 0.0
 
 
-def _scope_codes(*groups: Sketches) -> list[np.ndarray]:
-    codes: dict[tuple[uuid.UUID | None, str], int] = {}
-    return [np.array([codes.setdefault(s, len(codes)) for s in g.scopes], dtype=np.int64)
-            for g in groups]
+def _code(codes: dict[Any, int], key: Any) -> int:
+    return codes.setdefault(key, len(codes))
 
 
-def _groups(keys: np.ndarray) -> dict[int, np.ndarray]:
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    bounds = np.flatnonzero(np.diff(ordered)) + 1
-    starts, ends = np.r_[0, bounds], np.r_[bounds, len(ordered)]
-    return {int(ordered[s]): order[s:e] for s, e in zip(starts, ends, strict=True)}
+def _rows(vectors: np.ndarray, meta: Sequence[Any], cell_pos: dict[int, int],
+          codes: dict[Any, int]) -> Rows:
+    """Rows for the search; cells as positions in the centroid matrix (NO_CELL stays −1)."""
+    return Rows(unit(vectors), sketches(vectors),
+                np.array([cell_pos.get(r.cell, -1) for r in meta], dtype=np.int64),
+                np.array([_code(codes, ("scope", r.instance_id, r.category)) for r in meta],
+                         dtype=np.int64),
+                np.array([_code(codes, ("model", r.embedding_model)) for r in meta],
+                         dtype=np.int64))
 
 
-def candidates(searched: Sketches, rows: np.ndarray, targets: Sketches, max_hamming: int
-               ) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
-    """(a, b) with a among ``searched[rows]``, b in ``targets``: same layer and category, b
-    in one of a's probed cells or in none, sketches within ``max_hamming`` bits, b ≠ a."""
-    if not len(rows) or not targets.ids:
-        return [], []
-    assert searched.probes is not None
-    scope_a, scope_b = _scope_codes(searched, targets)
-    width = int(max(scope_a.max(initial=0), scope_b.max(initial=0))) + 1
-    # cell c → key (c + 1)·width + scope; "no cell" (-1) is key 0·width + scope
-    by_key = _groups((targets.cells + 1) * width + scope_b)
-    probes = np.concatenate([searched.probes[rows], np.full((len(rows), 1), -1)], axis=1)
-    keys = (probes + 1) * width + scope_a[rows][:, None]
-    keep = probes >= -1
-    owners = np.broadcast_to(rows[:, None], probes.shape)[keep]
-    out_a: list[uuid.UUID] = []
-    out_b: list[uuid.UUID] = []
-    same = searched is targets
-    for key, members in _groups(keys[keep]).items():
-        b_rows = by_key.get(key)
-        if b_rows is None:
-            continue
-        a_rows = owners[members]
-        step = max(1, _BLOCK // len(b_rows))
-        b_words = targets.words[b_rows]
-        for start in range(0, len(a_rows), step):
-            part = a_rows[start:start + step]
-            bits = np.bitwise_count(searched.words[part][:, None, :] ^ b_words[None, :, :])
-            hit = bits.sum(axis=2, dtype=np.int32) <= max_hamming
-            if same:
-                hit &= part[:, None] != b_rows[None, :]
-            ai, bj = np.nonzero(hit)
-            out_a.extend(searched.ids[i] for i in part[ai])
-            out_b.extend(targets.ids[j] for j in b_rows[bj])
-    return out_a, out_b
+def _checked(conn: Connection, ids_a: Sequence[uuid.UUID], ids_b: Sequence[uuid.UUID],
+             found: Any, max_distance: float) -> list[Pair]:
+    """The pairs found: sure ones as they are, those within rounding of θ by pgvector."""
+    sure = [(ids_a[a], ids_b[b]) for a, b in zip(found.a[found.sure], found.b[found.sure],
+                                                   strict=True)]
+    doubt_a = [ids_a[a] for a in found.a[~found.sure]]
+    doubt_b = [ids_b[b] for b in found.b[~found.sure]]
+    return sure + bulk_sql.check_pairs(conn, doubt_a, doubt_b, max_distance=max_distance)
 
 
 def bulk_neighbours(conn: Connection, s: Settings, user_id: uuid.UUID) -> Neighbours:
-    """Every current memory's near rows by the clustered user's cells search, at once."""
+    """Every current memory's near rows by the clustered user's cells search, at once: the
+    vectors read once, the probed cells and similarities by matrix products, and what
+    rounding leaves uncertain decided by pgvector (:mod:`eros.core.consolidation_search`)."""
     started = time.perf_counter()
-    max_distance = 1.0 - s.consolidation_similarity
-    hamming = sql.max_hamming(s.consolidation_similarity, s.embedding_dim)
-    searched = bulk_sql.current_sketches(conn, user_id, probes=s.consolidation_cell_probes)
-    a, b = candidates(searched, np.arange(len(searched.ids)), searched, hamming)
+    vectors = bulk_sql.current_vectors(conn, user_id, s.embedding_dim)
+    meta = {r.id: r for r in bulk_sql.current_meta(conn, user_id)}
+    keep = [n for n, i in enumerate(vectors.ids) if i in meta]
+    ids = [vectors.ids[n] for n in keep]
+    cells, centroids = bulk_sql.centroids(conn, user_id)
+    cell_pos = {c: n for n, c in enumerate(cells)}
+    codes: dict[Any, int] = {}
+    rows = _rows(vectors.vectors[keep], [meta[i] for i in ids], cell_pos, codes)
+    probes, uncertain = nearest_cells(vectors.vectors[keep], centroids,
+                                      s.consolidation_cell_probes)
+    if len(uncertain):  # ties within rounding: ranked by pgvector, as today's search does
+        ranked = bulk_sql.probes_of(conn, [ids[n] for n in uncertain],
+                                    s.consolidation_cell_probes)
+        width = max(probes.shape[1], s.consolidation_cell_probes)
+        probes = np.pad(probes, ((0, 0), (0, width - probes.shape[1])), constant_values=-2)
+        for n in uncertain:
+            got = [cell_pos[c] for c in ranked.get(ids[n], [])]
+            probes[n] = got + [-2] * (width - len(got))
+    probers = Probers.of(probes, rows.scopes)
+    found = near_pairs(rows, probers, rows, similarity=s.consolidation_similarity,
+                       max_hamming=sql.max_hamming(s.consolidation_similarity,
+                                                   s.embedding_dim), same=True)
     near: dict[uuid.UUID, list[uuid.UUID]] = {}
-    for x, y in bulk_sql.check_pairs(conn, a, b, max_distance=max_distance):
-        near.setdefault(x, []).append(y)
-    return Neighbours(user_id, searched, {i: n for n, i in enumerate(searched.ids)}, near,
-                      hamming, max_distance,
+    for a, b in _checked(conn, ids, ids, found, 1.0 - s.consolidation_similarity):
+        near.setdefault(a, []).append(b)
+    return Neighbours(user_id, ids, {i: n for n, i in enumerate(ids)}, rows, probers, near,
+                      bulk_sql.cells_version(conn, user_id), cell_pos, codes,
                       read_ms=round((time.perf_counter() - started) * 1000, 1))
+
+
+def add_written(conn: Connection, s: Settings, nb: Neighbours, ids: Sequence[uuid.UUID]
+                ) -> None:
+    """Rows written since the bulk read (a pass's canonical rows): the searched memories
+    whose search would find them get them as near rows, checked once, when they are written."""
+    meta = {r.id: r for r in bulk_sql.meta_by_id(conn, ids)}
+    vectors = bulk_sql.vectors_by_id(conn, [i for i in ids if i in meta], s.embedding_dim)
+    if not vectors.ids:
+        return
+    late = _rows(vectors.vectors, [meta[i] for i in vectors.ids], nb.cell_pos, nb.codes)
+    found = near_pairs(nb.rows, nb.probers, late, similarity=s.consolidation_similarity,
+                       max_hamming=sql.max_hamming(s.consolidation_similarity,
+                                                   s.embedding_dim), same=False)
+    for a, b in _checked(conn, nb.ids, vectors.ids, found, 1.0 - s.consolidation_similarity):
+        nb.near.setdefault(a, []).append(b)
 
 
 def _pairs(conn: Connection, nb: Neighbours, s: Settings, ids: Sequence[uuid.UUID]
            ) -> list[Pair]:
-    """The pairs today's search finds from ``ids``, from the bulk result where it covers
-    them (rows still current), per memory where it does not."""
+    """The pairs today's search finds from ``ids``: from the bulk result where it covers
+    them (the rows still current), per memory where it does not (written since)."""
     known = [i for i in ids if i in nb.index]
     unknown = [i for i in ids if i not in nb.index]
     found: list[Pair] = [(i, j) for i in known for j in nb.near.get(i, ())]
-    if nb.late and known:
-        late = bulk_sql.sketches_by_id(conn, nb.late)
-        rows = np.array([nb.index[i] for i in known], dtype=np.int64)
-        a, b = candidates(nb.searched, rows, late, nb.max_hamming)
-        found += bulk_sql.check_pairs(conn, a, b, max_distance=nb.max_distance)
     current = bulk_sql.current_of(conn, sorted({j for _, j in found}, key=str))
     pairs = [p for p in found if p[1] in current]
     if unknown:
         pairs += search_pairs(conn, nb.user_id, unknown, s, search="cells")
     return sql.unique_pairs(pairs)
+
+
+def _catch_up(conn: Connection, s: Settings, nb: Neighbours) -> None:
+    """Bring the bulk result up to this chunk's snapshot: read again when the user was
+    re-clustered meanwhile (every probe may have moved), else add the rows written since."""
+    if bulk_sql.cells_version(conn, nb.user_id) != nb.cells:
+        fresh = bulk_neighbours(conn, s, nb.user_id)
+        fresh.read_ms = nb.read_ms
+        nb.__dict__.update(fresh.__dict__)
+        return
+    if nb.written:
+        add_written(conn, s, nb, nb.written)
+        nb.written = []
 
 
 def read_chunk(engine: Engine, s: Settings, nb: Neighbours) -> Read:
@@ -156,6 +187,8 @@ def read_chunk(engine: Engine, s: Settings, nb: Neighbours) -> Read:
         if s.consolidation_statement_timeout_ms:
             set_statement_timeout(conn, s.consolidation_statement_timeout_ms)
         search = choose_search(conn, user_id, s)
+        if search == "cells":
+            _catch_up(conn, s, nb)
         chunk: list[uuid.UUID] = []
         pairs: set[Pair] = set()
         after: tuple[datetime, uuid.UUID] | None = None
@@ -228,7 +261,7 @@ def first_pass(c: Consolidator, user_id: uuid.UUID, *,
         if not reports:
             report.timings["bulk_read"] = nb.read_ms
         reports.append(report)
-        nb.late += [uuid.UUID(ch["result_id"]) for ch in report.changes if ch["new_row"]]
+        nb.written += [uuid.UUID(ch["result_id"]) for ch in report.changes if ch["new_row"]]
         if not (report.backlog and report.compared
                 and report.outcome in ("consolidated", "nothing_to_do")):
             break

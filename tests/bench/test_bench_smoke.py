@@ -129,6 +129,23 @@ def test_consolidation_bench(bench_db: str, tmp_path: Path,
     assert "bulk first pass / 10 s bound (issue 34, at 50k): 300: " in printed
 
 
+def test_consolidation_bench_bulk_first_pass(bench_db: str, tmp_path: Path) -> None:
+    """A user cut into recall cells (from 1,000 memories here): the bulk first pass is due,
+    runs the whole backlog on a copy and ends with today's decisions."""
+    out = tmp_path / "consolidation.json"
+    code = consolidation_bench.main([
+        "--sizes", "1500", "--old-max", "0", "--full-max", "1500", "--cells-from", "1000",
+        "--no-record", "--json", str(out)])
+    assert code == 0
+    (row,) = json.loads(out.read_text())["results"]
+    assert row["full"] and row["first"]["search"] == "cells" and row["cells"] >= 4
+    bulk = row["bulk"]
+    assert bulk["bulk"] and bulk["bulk_read_ms"] > 0 and not bulk["left"]
+    assert bulk["same_decisions"] and bulk["compared"] == row["first"]["compared"]
+    assert bulk["merged"] == row["first"]["merged"] > 0 and bulk["canonical"] > 0
+    assert bulk["passes"] == row["first"]["passes"] >= 3
+
+
 def test_consolidation_bench_rows_share_the_passes_embedding_model(bench_db: str) -> None:
     """The loaded corpus, the incremental pass's new rows and the canonical rows a pass writes
     are labelled with one embedding model: a pass pairs only rows of one model, so a corpus

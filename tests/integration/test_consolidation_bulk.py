@@ -112,7 +112,7 @@ def _same_pairs(engine: Engine) -> None:
                           consolidation_similarity=similarity)
         with engine.connect() as conn, conn.begin():
             nb = bulk_neighbours(conn, s, USER)
-            ids = nb.searched.ids
+            ids = nb.ids
             today = set(search_pairs(conn, USER, ids, s, search="cells"))
         bulk = set(unique_pairs([(a, b) for a in ids for b in nb.near.get(a, ())]))
         assert today and bulk == today, (probes, similarity)

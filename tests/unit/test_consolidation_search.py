@@ -1,0 +1,95 @@
+"""The bulk cells search (eros/core/consolidation_search.py) against the predicate spelled out
+row by row: same scope and model, target in one of the memory's probed cells or in no cell,
+sketches within the Hamming bound, similarity ≥ θ — and what it cannot rank for certain is
+reported as uncertain instead of guessed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eros.core.consolidation_search import (
+    MARGIN,
+    NO_CELL,
+    Probers,
+    Rows,
+    near_pairs,
+    nearest_cells,
+    sketches,
+    unit,
+)
+
+DIM = 64
+
+
+def _corpus(seed: int, n: int = 400, cells: int = 9) -> tuple[Rows, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    base = rng.standard_normal((n, DIM)).astype(np.float32)
+    twins = rng.integers(0, n, n // 3)
+    base[: n // 3] = base[twins] + 0.25 * rng.standard_normal((n // 3, DIM)).astype(np.float32)
+    centroids = rng.standard_normal((cells, DIM)).astype(np.float32)
+    cell = np.argmax(unit(base) @ unit(centroids).T, axis=1).astype(np.int64)
+    cell[rng.random(n) < 0.05] = NO_CELL  # written after the clustering
+    rows = Rows(unit(base), sketches(base), cell, rng.integers(0, 3, n).astype(np.int64),
+                (rng.random(n) < 0.1).astype(np.int64))
+    return rows, base, centroids
+
+
+def _brute(rows: Rows, probes: np.ndarray, similarity: float, hamming: int) -> set[tuple[int,
+                                                                                           int]]:
+    out = set()
+    sim = rows.unit @ rows.unit.T
+    for a in range(len(rows)):
+        for b in range(len(rows)):
+            if a == b or rows.scopes[a] != rows.scopes[b] or rows.models[a] != rows.models[b]:
+                continue
+            if rows.cells[b] != NO_CELL and rows.cells[b] not in probes[a]:
+                continue
+            bits = int(np.bitwise_count(rows.words[a] ^ rows.words[b]).sum())
+            if bits <= hamming and sim[a, b] >= similarity:
+                out.add((a, b))
+    return out
+
+
+def test_the_bulk_search_finds_exactly_the_pairs_of_the_per_memory_predicate() -> None:
+    for seed, probes_n, similarity, hamming in ((1, 2, 0.85, 20), (2, 4, 0.6, 26),
+                                                (3, 1, 0.9, 64)):
+        rows, base, centroids = _corpus(seed)
+        probes, uncertain = nearest_cells(base, centroids, probes_n)
+        found = near_pairs(rows, Probers.of(probes, rows.scopes), rows, similarity=similarity,
+                           max_hamming=hamming, same=True)
+        got = set(zip(found.a.tolist(), found.b.tolist(), strict=True))
+        expected = _brute(rows, probes, similarity, hamming)
+        assert len(expected) > 20
+        sure = {p for p, ok in zip(got, found.sure.tolist(), strict=True) if ok}
+        # nothing missed; anything extra is within rounding of θ and marked for pgvector
+        assert expected <= got
+        assert sure <= expected
+        sims = rows.unit @ rows.unit.T
+        assert all(abs(sims[a, b] - similarity) < MARGIN for a, b in got - sure)
+        assert len(uncertain) < len(rows) // 10
+
+
+def test_targets_apart_from_the_searched_rows_are_found_from_every_prober() -> None:
+    rows, base, centroids = _corpus(4)
+    probes, _ = nearest_cells(base, centroids, 3)
+    probers = Probers.of(probes, rows.scopes)
+    late = Rows(rows.unit[:50], rows.words[:50], rows.cells[:50], rows.scopes[:50],
+                rows.models[:50])
+    found = near_pairs(rows, probers, late, similarity=0.85, max_hamming=20, same=False)
+    got = set(zip(found.a.tolist(), found.b.tolist(), strict=True))
+    expected = {(a, b) for a, b in _brute(rows, probes, 0.85, 20) if b < 50}
+    # a target equal to a searched row meets itself here (same=False): nothing else differs
+    assert {p for p in got if p[0] != p[1]} == expected
+
+
+def test_a_tie_at_the_probe_cut_is_reported_uncertain_not_guessed() -> None:
+    rng = np.random.default_rng(5)
+    centroids = rng.standard_normal((6, DIM)).astype(np.float32)
+    centroids[3] = centroids[2]  # two cells equally near every vector
+    vectors = rng.standard_normal((50, DIM)).astype(np.float32)
+    vectors[0] = centroids[2] + 0.01 * rng.standard_normal(DIM).astype(np.float32)
+    vectors[1] = 0.0
+    _, uncertain = nearest_cells(vectors, centroids, 1)
+    assert {0, 1} <= set(uncertain.tolist())
+    chosen, uncertain = nearest_cells(vectors[2:], centroids, 6)  # every cell: no cut
+    assert len(uncertain) == 0 and chosen.shape == (48, 6)
