@@ -35,7 +35,7 @@ MARGIN = 1e-4
 #: "in no cell": every memory's search reads these rows too.
 NO_CELL = -1
 #: one group's product is cut into blocks of at most this many (memory, row) similarities.
-_BLOCK = 1 << 22
+_BLOCK = 1 << 20
 
 
 def unit(vectors: Floats) -> Floats:
@@ -54,28 +54,44 @@ def sketches(vectors: Floats) -> Words:
     return np.ascontiguousarray(packed).view(np.uint64)
 
 
+#: leading dimensions of the first, bounding product (see :func:`near_pairs`).
+HEAD = 128
+#: what the bound may lose to rounding (a 128-term product and two norms): kept as candidates.
+_SLACK = 1e-3
+
+
 @dataclass
 class Rows:
     """Memories, position-aligned: unit vectors, sketches, cell (NO_CELL: none), scope (layer
-    and category) and embedding model as small integer codes."""
+    and category) and embedding model as small integer codes; ``head`` (the first HEAD
+    coordinates) and ``rest`` (the length of the others) bound a similarity cheaply."""
 
     unit: Floats
     words: Words
     cells: Ints
     scopes: Ints
     models: Ints
+    head: Floats
+    rest: Floats
+
+    @classmethod
+    def of(cls, vectors: Floats, cells: Ints, scopes: Ints, models: Ints) -> Rows:
+        u = unit(vectors)
+        return cls(u, sketches(vectors), cells, scopes, models,
+                   np.ascontiguousarray(u[:, :HEAD]),
+                   np.linalg.norm(u[:, HEAD:], axis=1).astype(np.float32))
 
     def __len__(self) -> int:
         return len(self.cells)
 
 
-def nearest_cells(vectors: Floats, centroids: Floats, probes: int) -> tuple[Ints, Ints]:
+def nearest_cells(rows: Rows, centroids: Floats, probes: int) -> tuple[Ints, Ints]:
     """Each row's ``probes`` nearest cells by cosine distance (cells are centroid positions),
     and the rows whose choice is uncertain (a tie within MARGIN at the cut, or a zero row)."""
-    n, k = len(vectors), len(centroids)
+    n, k = len(rows), len(centroids)
     if k == 0:
         return np.zeros((n, 0), dtype=np.int64), np.zeros(0, dtype=np.int64)
-    distance = 1.0 - unit(vectors) @ unit(centroids).T
+    distance = 1.0 - rows.unit @ unit(centroids).T
     if probes >= k:
         chosen = np.broadcast_to(np.arange(k, dtype=np.int64), (n, k)).copy()
         uncertain = np.zeros(n, dtype=bool)
@@ -85,39 +101,36 @@ def nearest_cells(vectors: Floats, centroids: Floats, probes: int) -> tuple[Ints
         cut = np.take_along_axis(distance, part[:, :probes], axis=1).max(axis=1)
         following = np.take_along_axis(distance, part[:, probes:], axis=1).min(axis=1)
         uncertain = following - cut < MARGIN
-    uncertain |= ~np.isfinite(distance).all(axis=1) | (np.abs(vectors).sum(axis=1) == 0)
+    uncertain |= rows.rest + np.linalg.norm(rows.head, axis=1) < 0.5  # a zero row
     return chosen, np.flatnonzero(uncertain).astype(np.int64)
 
 
 @dataclass
 class Probers:
-    """Which searched rows read each cell: for cell c, the rows probing it sorted by scope."""
+    """Which searched rows read each cell (every one reads the rows in NO_CELL)."""
 
-    by_cell: dict[int, tuple[Ints, Ints]]
-    everyone: tuple[Ints, Ints]
+    by_cell: dict[int, Ints]
+    everyone: Ints
 
     @classmethod
-    def of(cls, probes: Ints, scopes: Ints) -> Probers:
+    def of(cls, probes: Ints) -> Probers:
         n, p = probes.shape
         rows = np.repeat(np.arange(n, dtype=np.int64), p)
         cells = probes.reshape(-1)
         keep = cells >= 0
         rows, cells = rows[keep], cells[keep]
-        order = np.lexsort((rows, scopes[rows], cells))
+        order = np.lexsort((rows, cells))
         rows, cells = rows[order], cells[order]
         bounds = np.flatnonzero(np.diff(cells)) + 1
-        by_cell = {int(cells[s]): (rows[s:e], scopes[rows[s:e]])
+        by_cell = {int(cells[s]): rows[s:e]
                    for s, e in zip(np.r_[0, bounds], np.r_[bounds, len(cells)], strict=True)
                    if e > s}
-        everyone = np.lexsort((np.arange(n), scopes)).astype(np.int64)
-        return cls(by_cell, (everyone, scopes[everyone]))
+        return cls(by_cell, np.arange(n, dtype=np.int64))
 
-    def of_cell(self, cell: int, scope: int) -> Ints:
-        """The searched rows of ``scope`` that read ``cell`` (every one reads NO_CELL)."""
-        rows, scopes = self.everyone if cell == NO_CELL else \
-            self.by_cell.get(cell, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
-        lo, hi = np.searchsorted(scopes, [scope, scope + 1])
-        return rows[lo:hi]
+    def of_cell(self, cell: int) -> Ints:
+        if cell == NO_CELL:
+            return self.everyone
+        return self.by_cell.get(cell, np.zeros(0, np.int64))
 
 
 @dataclass
@@ -133,41 +146,50 @@ class Found:
 def near_pairs(searched: Rows, probers: Probers, targets: Rows, *, similarity: float,
                max_hamming: int, same: bool) -> Found:
     """Every (a, b), a searched and b a target, that today's search of ``a`` finds (see the
-    module's docstring); ``same``: the targets are the searched rows (a ≠ b)."""
-    keys = targets.cells * (int(targets.scopes.max(initial=0)) + 1) + targets.scopes \
-        if len(targets) else np.zeros(0, np.int64)
-    order = np.argsort(keys, kind="stable")
-    bounds = np.flatnonzero(np.diff(keys[order])) + 1
+    module's docstring); ``same``: the targets are the searched rows (a ≠ b).
+
+    Per target cell, one product of the leading HEAD coordinates of the memories probing it
+    with its rows': by Cauchy–Schwarz a pair's similarity is at most that partial product
+    plus the product of the two rows' remaining lengths, so a pair whose bound is below θ
+    cannot be near and is dropped without its full product (for unrelated 512-d vectors
+    nearly all of them); the few left are computed in full, then the scope, the Hamming bound
+    and the model are checked. A quarter of the multiply-adds of a full product, in blocks
+    large enough for BLAS to run near its peak."""
+    order = np.argsort(targets.cells, kind="stable")
+    bounds = np.flatnonzero(np.diff(targets.cells[order])) + 1
     out_a: list[Ints] = []
     out_b: list[Ints] = []
     out_sure: list[npt.NDArray[np.bool_]] = []
-    low = similarity - MARGIN
+    floor = similarity - MARGIN - _SLACK
     for s, e in zip(np.r_[0, bounds], np.r_[bounds, len(order)], strict=True):
         if e <= s:
             continue
         b_rows = order[s:e]
-        cell, scope = int(targets.cells[b_rows[0]]), int(targets.scopes[b_rows[0]])
-        a_rows = probers.of_cell(cell, scope)
-        if not len(a_rows):
+        a_all = probers.of_cell(int(targets.cells[b_rows[0]]))
+        if not len(a_all):
             continue
-        b_unit = targets.unit[b_rows]
+        b_head, b_rest, b_scope = targets.head[b_rows], targets.rest[b_rows], \
+            targets.scopes[b_rows]
         step = max(1, _BLOCK // len(b_rows))
-        for start in range(0, len(a_rows), step):
-            part = a_rows[start:start + step]
-            sim = searched.unit[part] @ b_unit.T
-            hit = sim >= low
+        for start in range(0, len(a_all), step):
+            part = a_all[start:start + step]
+            bound = searched.head[part] @ b_head.T
+            bound += searched.rest[part][:, None] * b_rest[None, :]
+            hit = (bound >= floor) & (searched.scopes[part][:, None] == b_scope[None, :])
             if same:
                 hit &= part[:, None] != b_rows[None, :]
             ai, bj = np.nonzero(hit)
             if not len(ai):
                 continue
             a, b = part[ai], b_rows[bj]
+            sim = np.einsum("ij,ij->i", searched.unit[a], targets.unit[b])
             bits = np.bitwise_count(searched.words[a] ^ targets.words[b]).sum(
                 axis=1, dtype=np.int64)
-            ok = (bits <= max_hamming) & (searched.models[a] == targets.models[b])
+            ok = (sim >= similarity - MARGIN) & (bits <= max_hamming) & \
+                (searched.models[a] == targets.models[b])
             out_a.append(a[ok])
             out_b.append(b[ok])
-            out_sure.append(sim[ai, bj][ok] >= similarity + MARGIN)
+            out_sure.append(sim[ok] >= similarity + MARGIN)
     if not out_a:
         empty = np.zeros(0, np.int64)
         return Found(empty, empty, np.zeros(0, bool))

@@ -41,8 +41,6 @@ from eros.core.consolidation_search import (
     Rows,
     near_pairs,
     nearest_cells,
-    sketches,
-    unit,
 )
 from eros.db import consolidation_bulk_sql as bulk_sql
 from eros.db import consolidation_sql as sql
@@ -82,12 +80,12 @@ def _code(codes: dict[Any, int], key: Any) -> int:
 def _rows(vectors: np.ndarray, meta: Sequence[Any], cell_pos: dict[int, int],
           codes: dict[Any, int]) -> Rows:
     """Rows for the search; cells as positions in the centroid matrix (NO_CELL stays −1)."""
-    return Rows(unit(vectors), sketches(vectors),
-                np.array([cell_pos.get(r.cell, -1) for r in meta], dtype=np.int64),
-                np.array([_code(codes, ("scope", r.instance_id, r.category)) for r in meta],
-                         dtype=np.int64),
-                np.array([_code(codes, ("model", r.embedding_model)) for r in meta],
-                         dtype=np.int64))
+    return Rows.of(vectors,
+                   np.array([cell_pos.get(r.cell, -1) for r in meta], dtype=np.int64),
+                   np.array([_code(codes, ("scope", r.instance_id, r.category)) for r in meta],
+                            dtype=np.int64),
+                   np.array([_code(codes, ("model", r.embedding_model)) for r in meta],
+                            dtype=np.int64))
 
 
 def _checked(conn: Connection, ids_a: Sequence[uuid.UUID], ids_b: Sequence[uuid.UUID],
@@ -113,8 +111,7 @@ def bulk_neighbours(conn: Connection, s: Settings, user_id: uuid.UUID) -> Neighb
     cell_pos = {c: n for n, c in enumerate(cells)}
     codes: dict[Any, int] = {}
     rows = _rows(vectors.vectors[keep], [meta[i] for i in ids], cell_pos, codes)
-    probes, uncertain = nearest_cells(vectors.vectors[keep], centroids,
-                                      s.consolidation_cell_probes)
+    probes, uncertain = nearest_cells(rows, centroids, s.consolidation_cell_probes)
     if len(uncertain):  # ties within rounding: ranked by pgvector, as today's search does
         ranked = bulk_sql.probes_of(conn, [ids[n] for n in uncertain],
                                     s.consolidation_cell_probes)
@@ -123,7 +120,7 @@ def bulk_neighbours(conn: Connection, s: Settings, user_id: uuid.UUID) -> Neighb
         for n in uncertain:
             got = [cell_pos[c] for c in ranked.get(ids[n], [])]
             probes[n] = got + [-2] * (width - len(got))
-    probers = Probers.of(probes, rows.scopes)
+    probers = Probers.of(probes)
     found = near_pairs(rows, probers, rows, similarity=s.consolidation_similarity,
                        max_hamming=sql.max_hamming(s.consolidation_similarity,
                                                    s.embedding_dim), same=True)

@@ -14,11 +14,10 @@ from eros.core.consolidation_search import (
     Rows,
     near_pairs,
     nearest_cells,
-    sketches,
     unit,
 )
 
-DIM = 64
+DIM = 256  # more than HEAD: the bounding product is exercised
 
 
 def _corpus(seed: int, n: int = 400, cells: int = 9) -> tuple[Rows, np.ndarray, np.ndarray]:
@@ -29,8 +28,8 @@ def _corpus(seed: int, n: int = 400, cells: int = 9) -> tuple[Rows, np.ndarray, 
     centroids = rng.standard_normal((cells, DIM)).astype(np.float32)
     cell = np.argmax(unit(base) @ unit(centroids).T, axis=1).astype(np.int64)
     cell[rng.random(n) < 0.05] = NO_CELL  # written after the clustering
-    rows = Rows(unit(base), sketches(base), cell, rng.integers(0, 3, n).astype(np.int64),
-                (rng.random(n) < 0.1).astype(np.int64))
+    rows = Rows.of(base, cell, rng.integers(0, 3, n).astype(np.int64),
+                   (rng.random(n) < 0.1).astype(np.int64))
     return rows, base, centroids
 
 
@@ -53,9 +52,9 @@ def _brute(rows: Rows, probes: np.ndarray, similarity: float, hamming: int) -> s
 def test_the_bulk_search_finds_exactly_the_pairs_of_the_per_memory_predicate() -> None:
     for seed, probes_n, similarity, hamming in ((1, 2, 0.85, 20), (2, 4, 0.6, 26),
                                                 (3, 1, 0.9, 64)):
-        rows, base, centroids = _corpus(seed)
-        probes, uncertain = nearest_cells(base, centroids, probes_n)
-        found = near_pairs(rows, Probers.of(probes, rows.scopes), rows, similarity=similarity,
+        rows, _, centroids = _corpus(seed)
+        probes, uncertain = nearest_cells(rows, centroids, probes_n)
+        found = near_pairs(rows, Probers.of(probes), rows, similarity=similarity,
                            max_hamming=hamming, same=True)
         got = set(zip(found.a.tolist(), found.b.tolist(), strict=True))
         expected = _brute(rows, probes, similarity, hamming)
@@ -71,10 +70,9 @@ def test_the_bulk_search_finds_exactly_the_pairs_of_the_per_memory_predicate() -
 
 def test_targets_apart_from_the_searched_rows_are_found_from_every_prober() -> None:
     rows, base, centroids = _corpus(4)
-    probes, _ = nearest_cells(base, centroids, 3)
-    probers = Probers.of(probes, rows.scopes)
-    late = Rows(rows.unit[:50], rows.words[:50], rows.cells[:50], rows.scopes[:50],
-                rows.models[:50])
+    probes, _ = nearest_cells(rows, centroids, 3)
+    probers = Probers.of(probes)
+    late = Rows.of(base[:50], rows.cells[:50], rows.scopes[:50], rows.models[:50])
     found = near_pairs(rows, probers, late, similarity=0.85, max_hamming=20, same=False)
     got = set(zip(found.a.tolist(), found.b.tolist(), strict=True))
     expected = {(a, b) for a, b in _brute(rows, probes, 0.85, 20) if b < 50}
@@ -89,7 +87,10 @@ def test_a_tie_at_the_probe_cut_is_reported_uncertain_not_guessed() -> None:
     vectors = rng.standard_normal((50, DIM)).astype(np.float32)
     vectors[0] = centroids[2] + 0.01 * rng.standard_normal(DIM).astype(np.float32)
     vectors[1] = 0.0
-    _, uncertain = nearest_cells(vectors, centroids, 1)
+    rows = Rows.of(vectors, np.zeros(50, np.int64), np.zeros(50, np.int64),
+                   np.zeros(50, np.int64))
+    _, uncertain = nearest_cells(rows, centroids, 1)
     assert {0, 1} <= set(uncertain.tolist())
-    chosen, uncertain = nearest_cells(vectors[2:], centroids, 6)  # every cell: no cut
+    chosen, uncertain = nearest_cells(Rows.of(vectors[2:], *(np.zeros(48, np.int64),) * 3),
+                                      centroids, 6)  # every cell: no cut
     assert len(uncertain) == 0 and chosen.shape == (48, 6)
