@@ -36,6 +36,8 @@ MARGIN = 1e-4
 NO_CELL = -1
 #: one group's product is cut into blocks of at most this many (memory, row) similarities.
 _BLOCK = 1 << 20
+#: rows whose nearest cells are ranked at once.
+_ROWS_AT_ONCE = 8192
 
 
 def unit(vectors: Floats) -> Floats:
@@ -87,20 +89,24 @@ class Rows:
 
 def nearest_cells(rows: Rows, centroids: Floats, probes: int) -> tuple[Ints, Ints]:
     """Each row's ``probes`` nearest cells by cosine distance (cells are centroid positions),
-    and the rows whose choice is uncertain (a tie within MARGIN at the cut, or a zero row)."""
+    and the rows whose choice is uncertain (a tie within MARGIN at the cut, or a zero row);
+    ``_ROWS_AT_ONCE`` rows at a time, so the distances never hold rows × cells at once."""
     n, k = len(rows), len(centroids)
     if k == 0:
         return np.zeros((n, 0), dtype=np.int64), np.zeros(0, dtype=np.int64)
-    distance = 1.0 - rows.unit @ unit(centroids).T
     if probes >= k:
-        chosen = np.broadcast_to(np.arange(k, dtype=np.int64), (n, k)).copy()
-        uncertain = np.zeros(n, dtype=bool)
-    else:
+        return np.broadcast_to(np.arange(k, dtype=np.int64), (n, k)).copy(), \
+            np.flatnonzero(rows.rest + np.linalg.norm(rows.head, axis=1) < 0.5)
+    centres = unit(centroids)
+    chosen = np.empty((n, probes), dtype=np.int64)
+    uncertain = np.empty(n, dtype=bool)
+    for start in range(0, n, _ROWS_AT_ONCE):
+        distance = 1.0 - rows.unit[start:start + _ROWS_AT_ONCE] @ centres.T
         part = np.argpartition(distance, probes, axis=1)
-        chosen = part[:, :probes].astype(np.int64)
+        chosen[start:start + len(distance)] = part[:, :probes]
         cut = np.take_along_axis(distance, part[:, :probes], axis=1).max(axis=1)
         following = np.take_along_axis(distance, part[:, probes:], axis=1).min(axis=1)
-        uncertain = following - cut < MARGIN
+        uncertain[start:start + len(distance)] = following - cut < MARGIN
     uncertain |= rows.rest + np.linalg.norm(rows.head, axis=1) < 0.5  # a zero row
     return chosen, np.flatnonzero(uncertain).astype(np.int64)
 

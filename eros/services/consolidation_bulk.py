@@ -110,7 +110,9 @@ def bulk_neighbours(conn: Connection, s: Settings, user_id: uuid.UUID) -> Neighb
     cells, centroids = bulk_sql.centroids(conn, user_id)
     cell_pos = {c: n for n, c in enumerate(cells)}
     codes: dict[Any, int] = {}
-    rows = _rows(vectors.vectors[keep], [meta[i] for i in ids], cell_pos, codes)
+    rows = _rows(vectors.vectors if len(keep) == len(vectors.ids) else vectors.vectors[keep],
+                 [meta[i] for i in ids], cell_pos, codes)
+    del vectors, meta  # the worker keeps the unit vectors only (~2.7 KB a memory)
     probes, uncertain = nearest_cells(rows, centroids, s.consolidation_cell_probes)
     if len(uncertain):  # ties within rounding: ranked by pgvector, as today's search does
         ranked = bulk_sql.probes_of(conn, [ids[n] for n in uncertain],
