@@ -66,6 +66,18 @@ SELECT count(*) FROM (SELECT 1 FROM {SCHEMA}.consolidation_backlog
                        WHERE user_id = :user_id LIMIT :cap) x
 """)
 
+# The user's backlog rows dated from :since on (an index range): memories written by others
+# since the bulk read, which the searched memories must meet as today's search would.
+RECENT_BACKLOG = text(f"""
+SELECT memory_id FROM {SCHEMA}.consolidation_backlog
+ WHERE user_id = :u AND created_at >= :since
+""")
+
+#: how far back "written since the bulk read" looks: a transaction that began (and dated its
+#: rows) before the read's snapshot but committed after it is still caught.
+RECENT = "1 hour"
+READ_AT = text(f"SELECT now() - interval '{RECENT}'")
+
 CURRENT_OF = text(f"""
 SELECT id FROM {_MEMORIES} WHERE id = ANY(CAST(:ids AS uuid[])) AND status = 'current'
 """)
@@ -163,6 +175,15 @@ def current_of(conn: Connection, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
     if not ids:
         return set()
     return {r.id for r in conn.execute(CURRENT_OF, {"ids": list(ids)})}
+
+
+def read_at(conn: Connection) -> Any:
+    """The date from which rows count as possibly written since this snapshot."""
+    return conn.execute(READ_AT).scalar_one()
+
+
+def recent_backlog(conn: Connection, user_id: uuid.UUID, since: Any) -> list[uuid.UUID]:
+    return list(conn.execute(RECENT_BACKLOG, {"u": user_id, "since": since}).scalars())
 
 
 def backlog_count(conn: Connection, user_id: uuid.UUID, *, cap: int) -> int:

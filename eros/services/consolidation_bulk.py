@@ -69,6 +69,10 @@ class Neighbours:
     codes: dict[Any, int] = field(default_factory=dict)
     #: rows written since (canonical rows), to add before the next chunk's search
     written: list[uuid.UUID] = field(default_factory=list)
+    #: backlog rows dated from here on may have been written by others since the read
+    since: Any = None
+    #: rows added since the read (written by a pass or by others)
+    added: set[uuid.UUID] = field(default_factory=set)
     #: milliseconds of the bulk read
     read_ms: float = 0.0
 
@@ -131,6 +135,7 @@ def bulk_neighbours(conn: Connection, s: Settings, user_id: uuid.UUID) -> Neighb
         near.setdefault(a, []).append(b)
     return Neighbours(user_id, ids, {i: n for n, i in enumerate(ids)}, rows, probers, near,
                       bulk_sql.cells_version(conn, user_id), cell_pos, codes,
+                      since=bulk_sql.read_at(conn),
                       read_ms=round((time.perf_counter() - started) * 1000, 1))
 
 
@@ -172,9 +177,15 @@ def _catch_up(conn: Connection, s: Settings, nb: Neighbours) -> None:
         fresh.read_ms = nb.read_ms
         nb.__dict__.update(fresh.__dict__)
         return
-    if nb.written:
-        add_written(conn, s, nb, nb.written)
-        nb.written = []
+    # this run's canonical rows, and memories others wrote meanwhile (new rows join the
+    # backlog, dated now): the searched memories meet them as their own search would
+    new = [i for i in dict.fromkeys([*nb.written, *bulk_sql.recent_backlog(conn, nb.user_id,
+                                                                            nb.since)])
+           if i not in nb.index and i not in nb.added]
+    if new:
+        add_written(conn, s, nb, new)
+        nb.added.update(new)
+    nb.written = []
 
 
 def read_chunk(engine: Engine, s: Settings, nb: Neighbours) -> Read:

@@ -222,7 +222,8 @@ def test_a_canonical_row_written_during_the_run_is_found_by_later_chunks(
 
 
 def test_a_memory_written_after_the_bulk_read_is_searched_per_memory(engine: Engine) -> None:
-    """A memory the bulk read did not see is searched as today: its twin is found."""
+    """A memory the bulk read did not see is searched as today: its twin is found — from its
+    own search, and from the twin's in an earlier chunk."""
     load(_conninfo(str(engine.url.render_as_string(hide_password=False))), [USER], 900,
          seed=7)
     recall_cells.cluster_user(engine, load_settings(), USER)
@@ -240,6 +241,13 @@ def test_a_memory_written_after_the_bulk_read_is_searched_per_memory(engine: Eng
             " embedding_model FROM engine.companion_memories WHERE id = :i RETURNING id"),
             {"i": twin_of}).scalar_one()
     assert late not in nb.index
+    # a chunk of the oldest memories (the twin's, not the late one's): the twin's search
+    # meets the late row, as today's search would (it was written by someone else since)
+    first = read_chunk(engine, load_settings(consolidation_exact_below=300,
+                                             consolidation_chunk_size=100,
+                                             consolidation_max_clusters=500), nb)
+    assert twin_of in first.chunk and late not in first.chunk
+    assert tuple(sorted((late, twin_of), key=str)) in first.pairs
     read = read_chunk(engine, settings, nb)
     assert late in read.chunk
     assert tuple(sorted((late, twin_of), key=str)) in read.pairs
