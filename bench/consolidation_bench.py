@@ -216,7 +216,7 @@ def first_pass(c: Consolidator, user: uuid.UUID, max_passes: int = 10000
 
 
 def scenario(engine: Engine, url: str, c: Consolidator, size: int, *, old: bool, full: bool,
-             seed: int, sample: int = 1000) -> dict[str, Any]:
+             seed: int, sample: int = 1000, whole: bool = False) -> dict[str, Any]:
     """One user of ``size`` memories. ``full``: the whole first pass (and the pairs-found
     check); otherwise only its first chunk is run and the rest of the user is stamped compared
     directly, so the incremental pass still meets a user with no backlog."""
@@ -225,7 +225,9 @@ def scenario(engine: Engine, url: str, c: Consolidator, size: int, *, old: bool,
     # what `eros migrate` does on a deploy: the guard's meaning model for the embedder, made
     # ahead of the passes (without it the passes hold every canonical text back, unscreened)
     ensure_model(c.settings, engine, c.embedder)
-    out: dict[str, Any] = {"size": size, "hnsw_build_secs": build_secs, "full": full}
+    whole = whole or full  # today's first pass over the whole backlog, not one chunk
+    out: dict[str, Any] = {"size": size, "hnsw_build_secs": build_secs, "full": whole,
+                           "pairs_checked": full}
     if size >= s.recall_cell_min_rows:  # a heavy user is cut into recall cells, as beat does
         clustered = recall_cells.cluster_user(engine, s, user)
         out["cells"], out["cluster_ms"] = clustered.cells, round(
@@ -249,9 +251,9 @@ def scenario(engine: Engine, url: str, c: Consolidator, size: int, *, old: bool,
         out.update(sample_recall(engine, s, user, sample, seed))
     out["finder_backlog_all_ms"] = finder_ms(engine, s)
     with copy_of(engine, url) as copy:  # the bulk first pass on a copy of this state
-        reports = first_pass(c, user) if full else [consolidate(c, user)]
+        reports = first_pass(c, user) if whole else [consolidate(c, user)]
         out["bulk"], made = run_bulk(copy, c, user)
-        if full:  # both ran the whole backlog: the same decisions?
+        if whole:  # both ran the whole backlog: the same decisions?
             out["bulk"]["same_decisions"] = made == decisions(engine, user)
     compared = sum(r.compared for r in reports)
     db_ms = sum(_db_ms(r) for r in reports)
@@ -261,14 +263,14 @@ def scenario(engine: Engine, url: str, c: Consolidator, size: int, *, old: bool,
                     "read_ms": round(sum(r.timings.get("read", 0.0) for r in reports), 1),
                     "write_ms": round(sum(r.timings.get("write", 0.0) for r in reports), 1),
                     # a chunk only: the whole backlog at the same rate per memory compared
-                    "db_ms_whole": round(db_ms * (size / compared if not full and compared
+                    "db_ms_whole": round(db_ms * (size / compared if not whole and compared
                                                   else 1.0), 1),
                     "max_txn_ms": max(max(r.timings.get("read", 0.0),
                                           r.timings.get("write", 0.0)) for r in reports),
                     "cluster_ms": round(sum(r.timings.get("cluster", 0.0) for r in reports), 1),
                     "llm_calls": sum(r.llm_calls for r in reports),
                     "left": reports[-1].backlog}
-    if not full:
+    if not whole:
         with engine.begin() as conn:
             conn.execute(text("DELETE FROM engine.consolidation_backlog WHERE user_id = :u"),
                          {"u": user})
@@ -368,6 +370,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full-max", type=int, default=50000,
                         help="run the whole first pass (and the pairs-found check) only up to"
                         " this size; above it one chunk, extrapolated")
+    parser.add_argument("--whole-max", type=int, default=0,
+                        help="run today's whole first pass (every chunk) and compare its"
+                        " decisions with the bulk pass's up to this size, without the"
+                        " pairs-found check of --full-max")
     parser.add_argument("--sample", type=int, default=1000,
                         help="memories whose pairs are checked above --full-max")
     parser.add_argument("--cells-from", type=int, default=None,
@@ -391,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
             for n, size in enumerate(sizes):
                 rows.append(scenario(engine, url, c, size, old=size <= args.old_max,
                                      full=size <= args.full_max, seed=1000 + n,
+                                     whole=size <= args.whole_max,
                                      sample=args.sample))
                 print(f"  {size} done", flush=True)
         finally:
@@ -404,7 +411,8 @@ def main(argv: list[str] | None = None) -> int:
                                     indent=2, default=str))
     if not args.no_record:
         cmd = (f"python -m bench.consolidation_bench --sizes {args.sizes} --old-max"
-               f" {args.old_max} --full-max {args.full_max} --sample {args.sample}")
+               f" {args.old_max} --full-max {args.full_max} --whole-max {args.whole_max}"
+               f" --sample {args.sample}")
         record(out, info, cmd)
     return 0
 

@@ -131,14 +131,16 @@ def test_consolidation_bench(bench_db: str, tmp_path: Path,
 
 def test_consolidation_bench_bulk_first_pass(bench_db: str, tmp_path: Path) -> None:
     """A user cut into recall cells (from 1,000 memories here): the bulk first pass is due,
-    runs the whole backlog on a copy and ends with today's decisions."""
+    runs the whole backlog on a copy and ends with today's decisions (--whole-max: today's
+    whole first pass without the all-pairs check of --full-max)."""
     out = tmp_path / "consolidation.json"
     code = consolidation_bench.main([
-        "--sizes", "1500", "--old-max", "0", "--full-max", "1500", "--cells-from", "1000",
-        "--no-record", "--json", str(out)])
+        "--sizes", "1500", "--old-max", "0", "--full-max", "0", "--whole-max", "1500",
+        "--cells-from", "1000", "--sample", "100", "--no-record", "--json", str(out)])
     assert code == 0
     (row,) = json.loads(out.read_text())["results"]
-    assert row["full"] and row["first"]["search"] == "cells" and row["cells"] >= 4
+    assert row["full"] and not row["pairs_checked"] and row["pairs_sample"] == 100
+    assert row["first"]["search"] == "cells" and row["cells"] >= 4
     bulk = row["bulk"]
     assert bulk["bulk"] and bulk["bulk_read_ms"] > 0 and not bulk["left"]
     assert bulk["same_decisions"] and bulk["compared"] == row["first"]["compared"]
