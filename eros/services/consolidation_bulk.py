@@ -73,8 +73,9 @@ class Neighbours:
     since: Any = None
     #: rows added since the read (written by a pass or by others)
     added: set[uuid.UUID] = field(default_factory=set)
-    #: milliseconds of the bulk read
+    #: milliseconds of the bulk read, and of its snapshot (the one transaction it holds)
     read_ms: float = 0.0
+    snapshot_ms: float = 0.0
 
 
 def _code(codes: dict[Any, int], key: Any) -> int:
@@ -102,10 +103,40 @@ def _checked(conn: Connection, ids_a: Sequence[uuid.UUID], ids_b: Sequence[uuid.
     return sure + bulk_sql.check_pairs(conn, doubt_a, doubt_b, max_distance=max_distance)
 
 
-def bulk_neighbours(conn: Connection, s: Settings, user_id: uuid.UUID) -> Neighbours:
-    """Every current memory's near rows by the clustered user's cells search, at once: the
-    vectors read once, the probed cells and similarities by matrix products, and what
-    rounding leaves uncertain decided by pgvector (:mod:`eros.core.consolidation_search`)."""
+#: runs one step of SQL: on a connection the caller holds, or in a short transaction of its own
+Sql = Callable[[Callable[[Connection], Any]], Any]
+
+
+def _on(conn: Connection) -> Sql:
+    return lambda step: step(conn)
+
+
+def _short(engine: Engine) -> Sql:
+    def run(step: Callable[[Connection], Any]) -> Any:
+        with engine.begin() as conn:
+            return step(conn)
+    return run
+
+
+@dataclass
+class _Snapshot:
+    """What the bulk read takes from one snapshot; the products run after it is closed."""
+
+    user_id: uuid.UUID
+    ids: list[uuid.UUID]
+    rows: Rows
+    centroids: np.ndarray
+    cell_pos: dict[int, int]
+    codes: dict[Any, int]
+    cells: tuple[Any, ...]
+    since: Any
+    started: float
+    snapshot_ms: float
+
+
+def read_user(conn: Connection, s: Settings, user_id: uuid.UUID) -> _Snapshot:
+    """The user's current vectors (binary COPY), what the search needs of each row, and the
+    centroids, in the caller's snapshot: the only part of the bulk read that holds one."""
     started = time.perf_counter()
     vectors = bulk_sql.current_vectors(conn, user_id, s.embedding_dim)
     meta = {r.id: r for r in bulk_sql.current_meta(conn, user_id)}
@@ -117,26 +148,44 @@ def bulk_neighbours(conn: Connection, s: Settings, user_id: uuid.UUID) -> Neighb
     rows = _rows(vectors.vectors if len(keep) == len(vectors.ids) else vectors.vectors[keep],
                  [meta[i] for i in ids], cell_pos, codes)
     del vectors, meta  # the worker keeps the unit vectors only (~2.7 KB a memory)
-    probes, uncertain = nearest_cells(rows, centroids, s.consolidation_cell_probes)
+    return _Snapshot(user_id, ids, rows, centroids, cell_pos, codes,
+                     bulk_sql.cells_version(conn, user_id), bulk_sql.read_at(conn), started,
+                     round((time.perf_counter() - started) * 1000, 1))
+
+
+def search(sql_step: Sql, s: Settings, snap: _Snapshot) -> Neighbours:
+    """Every memory's near rows from the snapshot: the probed cells and similarities by
+    matrix products with no transaction open, what rounding leaves uncertain decided by
+    pgvector in ``sql_step`` (:mod:`eros.core.consolidation_search`)."""
+    ids, rows, cell_pos = snap.ids, snap.rows, snap.cell_pos
+    probes, uncertain = nearest_cells(rows, snap.centroids, s.consolidation_cell_probes)
     if len(uncertain):  # ties within rounding: ranked by pgvector, as today's search does
-        ranked = bulk_sql.probes_of(conn, [ids[n] for n in uncertain],
-                                    s.consolidation_cell_probes)
+        ranked = sql_step(lambda conn: bulk_sql.probes_of(
+            conn, [ids[n] for n in uncertain], s.consolidation_cell_probes))
         width = max(probes.shape[1], s.consolidation_cell_probes)
         probes = np.pad(probes, ((0, 0), (0, width - probes.shape[1])), constant_values=-2)
         for n in uncertain:
-            got = [cell_pos[c] for c in ranked.get(ids[n], [])]
+            got = [cell_pos[c] for c in ranked.get(ids[n], []) if c in cell_pos]
             probes[n] = got + [-2] * (width - len(got))
     probers = Probers.of(probes)
     found = near_pairs(rows, probers, rows, similarity=s.consolidation_similarity,
                        max_hamming=sql.max_hamming(s.consolidation_similarity,
                                                    s.embedding_dim), same=True)
     near: dict[uuid.UUID, list[uuid.UUID]] = {}
-    for a, b in _checked(conn, ids, ids, found, 1.0 - s.consolidation_similarity):
+    for a, b in sql_step(lambda conn: _checked(conn, ids, ids, found,
+                                               1.0 - s.consolidation_similarity)):
         near.setdefault(a, []).append(b)
-    return Neighbours(user_id, ids, {i: n for n, i in enumerate(ids)}, rows, probers, near,
-                      bulk_sql.cells_version(conn, user_id), cell_pos, codes,
-                      since=bulk_sql.read_at(conn),
-                      read_ms=round((time.perf_counter() - started) * 1000, 1))
+    return Neighbours(snap.user_id, ids, {i: n for n, i in enumerate(ids)}, rows, probers, near,
+                      snap.cells, cell_pos, snap.codes, since=snap.since,
+                      read_ms=round((time.perf_counter() - snap.started) * 1000, 1),
+                      snapshot_ms=snap.snapshot_ms)
+
+
+def bulk_neighbours(conn: Connection, s: Settings, user_id: uuid.UUID) -> Neighbours:
+    """Every current memory's near rows by the clustered user's cells search, at once, on
+    the caller's connection (a run reads in its own snapshot and searches after it closes:
+    :func:`first_pass`)."""
+    return search(_on(conn), s, read_user(conn, s, user_id))
 
 
 def add_written(conn: Connection, s: Settings, nb: Neighbours, ids: Sequence[uuid.UUID]
@@ -261,15 +310,19 @@ def first_pass(c: Consolidator, user_id: uuid.UUID, *,
             conn.execution_options(isolation_level="REPEATABLE READ").begin():
         due = (force and choose_search(conn, user_id, c.settings) == "cells") or \
             bulk_due(conn, c.settings, user_id)
-        nb = bulk_neighbours(conn, c.settings, user_id) if due else None
-    if nb is None:
+        snap = read_user(conn, c.settings, user_id) if due else None
+    if snap is None:
         return [consolidate(c, user_id, new_id=new_id, keep_claim_on_backlog=True)]
+    # the snapshot is closed: the products run with no transaction open (seconds for a large
+    # user), pgvector's checks each in a short one
+    nb = search(_short(c.engine), c.settings, snap)
     reports: list[ConsolidationReport] = []
     while True:
         report = consolidate(c, user_id, new_id=new_id, keep_claim_on_backlog=True,
                              reader=lambda: read_chunk(c.engine, c.settings, nb))
         if not reports:
             report.timings["bulk_read"] = nb.read_ms
+            report.timings["bulk_snapshot"] = nb.snapshot_ms
         reports.append(report)
         nb.written += [uuid.UUID(ch["result_id"]) for ch in report.changes if ch["new_row"]]
         if not (report.backlog and report.compared

@@ -165,6 +165,8 @@ def check_bulk_matches_today(templates: TemplateDatabases, llm: FakeLLMServer,
     assert cells.cells >= 4
     assert {r.search for r in today_reports} == {"cells"}
     assert "bulk_read" in bulk_reports[0].timings  # the bulk read was used, not today's
+    # its one snapshot is the read of the rows: the products run after it is closed
+    assert 0 < bulk_reports[0].timings["bulk_snapshot"] <= bulk_reports[0].timings["bulk_read"]
     assert len(today_reports) >= 3  # several chunks: later ones meet earlier decisions
     merged = sum(r.merged for r in today_reports)
     assert merged >= size // 10
