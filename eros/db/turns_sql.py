@@ -118,9 +118,9 @@ _QUERY_SKETCH = "(SELECT binary_quantize(CAST(:q AS halfvec)))"
 # The ``:pool`` turns nearest by Hamming distance of their sketches (an index-only range of
 # ix_memory_turns_recall), re-ranked by exact cosine of the half-precision vectors; only the
 # ``:k`` kept are joined to ``chat_messages`` for their text (joining the whole pool read
-# ~2 index probes per pooled turn: 2,000 for a pool of 1,000, most of the statement's time
-# after the pre-scan). When the scope holds no more than ``:pool`` rows every one is
-# re-ranked: the answer is exact. The persona is matched by ``=`` or ``IS NULL`` (both index
+# 2,000 more index entries and heap pages for a pool of 1,000; the pre-scan of the user's
+# whole range stays the statement's cost). When the scope holds no more than ``:pool`` rows
+# every one is re-ranked: the answer is exact. The persona is matched by ``=`` or ``IS NULL`` (both index
 # conditions; ``IS NOT DISTINCT FROM`` would be a filter on every row of the user's range).
 _NEAREST_SQL = f"""
 WITH pre AS MATERIALIZED (
