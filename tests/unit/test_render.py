@@ -13,6 +13,7 @@ from eros.core.render import (
     get_labels,
     group_by_category,
     prune_duplicates,
+    quote_note,
     render_memories,
 )
 
@@ -95,3 +96,20 @@ def test_group_order_and_unknown_label_set() -> None:
         ("fact", ["b"]), ("relation", ["a", "c"])]
     with pytest.raises(ValueError, match="unknown label set"):
         get_labels("fr")
+
+
+def test_a_quoted_note_cannot_close_its_own_quotes() -> None:
+    assert quote_note('She said "stop" and \u201cleave\u201d\nnow', EN) == \
+        "\u201cShe said 'stop' and 'leave' now\u201d"
+    assert quote_note("\u300c\u4f60\u597d\u300d", ZH) == "\u300c\u300e\u4f60\u597d\u300f\u300d"
+
+
+def test_each_label_set_swaps_its_own_quotes() -> None:
+    """The swap tables are cached per label set: two sets never share one."""
+    mine = Labels(categories=EN.categories, empty="", quotes=("<", ">"),
+                  quote_swap={"<": "(", ">": ")"})
+    other = Labels(categories=EN.categories, empty="", quotes=("[", "]"),
+                   quote_swap={"[": "{", "]": "}"})
+    assert quote_note("a <b> [c]", mine) == "<a (b) [c]>"
+    assert quote_note("a <b> [c]", other) == "[a <b> {c}]"
+    assert quote_note("a <b> [c]", mine) == "<a (b) [c]>"
