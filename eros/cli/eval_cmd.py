@@ -67,7 +67,8 @@ def _load(path: Path | None, fmt: str) -> Suite:
                    "SQLite file of vectors keyed by a hash of model, input type and text; no "
                    "text is stored): a second run of a suite embeds only what changed.")
 @click.option("--progress/--no-progress", default=None,
-              help="A progress bar per phase on stderr (default: when stderr is a terminal).")
+              help="Progress per phase on stderr: a bar on a terminal, else a line every 15 s "
+                   "(default: on; --no-progress: none).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write every figure (and each answer's score) to this file.")
 def eval_command(suite_path: Path | None, fmt: str, judge: str, answers: bool,
@@ -101,7 +102,8 @@ def eval_command(suite_path: Path | None, fmt: str, judge: str, answers: bool,
     root = Path(tempfile.mkdtemp(prefix="eros-eval-", dir="/tmp"))
     try:
         result = _run(suite, root, judge, answers, judge_floor, not no_consolidation,
-                      extractor, sys.stderr.isatty() if progress is None else progress, cache)
+                      extractor, "off" if progress is False
+                      else "bars" if sys.stderr.isatty() else "lines", cache)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     _print(result)
@@ -120,14 +122,14 @@ def _bar(phase: str, total: int) -> Iterator[Callable[[int], None]]:
 
 def _run(suite: Suite, root: Path, judge_name: str, answers: bool, floor: float | None,
          consolidation: bool, extractor_name: str = "configured",
-         bars: bool = False, cache: bool = False) -> EvalResult:
+         progress: str = "off", cache: bool = False) -> EvalResult:
     from eros.db.engine import make_engine
     from eros.devstack.embedded import EmbeddedStack
     from eros.providers import make_providers
     from eros.providers.base import ChatCompleter
     from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge, Judge, LLMJudge
     from eros.services.evaluation.observations import ObservationReplay
-    from eros.services.evaluation.progress import silent
+    from eros.services.evaluation.progress import lines, silent
     from eros.services.evaluation.run import evaluate
     from eros.settings import load_settings
 
@@ -160,7 +162,9 @@ def _run(suite: Suite, root: Path, judge_name: str, answers: bool, floor: float 
         try:
             return evaluate(engine, settings, suite, llm, embedder, judge,
                             consolidation=consolidation, extractor=extractor,
-                            progress=_bar if bars else silent)
+                            progress=_bar if progress == "bars" else lines(
+                                lambda line: click.echo(line, err=True))
+                            if progress == "lines" else silent)
         finally:
             engine.dispose()
     finally:
