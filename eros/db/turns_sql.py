@@ -120,8 +120,8 @@ _QUERY_SKETCH = "(SELECT binary_quantize(CAST(:q AS halfvec)))"
 # ``:k`` kept are joined to ``chat_messages`` for their text (joining the whole pool read
 # 2,000 more index entries and heap pages for a pool of 1,000; the pre-scan of the user's
 # whole range stays the statement's cost). When the scope holds no more than ``:pool`` rows
-# every one is re-ranked: the answer is exact. The persona is matched by ``=`` or ``IS NULL`` (both index
-# conditions; ``IS NOT DISTINCT FROM`` would be a filter on every row of the user's range).
+# every one is re-ranked: the answer is exact. The persona is matched by ``=`` or ``IS NULL``
+# (index conditions; ``IS NOT DISTINCT FROM`` would filter every row of the user's range).
 _NEAREST_SQL = f"""
 WITH pre AS MATERIALIZED (
     SELECT t.seq FROM {T} t
