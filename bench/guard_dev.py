@@ -3,10 +3,13 @@
 What the classify path decides for each case's memory — the candidate validated as the pipeline
 does, the rules and secret checks, then the shipped e5 meaning model at its threshold — in about
 a minute instead of the poisoning bench's hour of sessions, so the guard can be tuned on the
-DEVELOPMENT set (``tests/redteam/dev5.toml``) and the training sets. The held-out sets are left
-out unless ``--held-out`` is given: that flag is for reporting final figures, never for tuning
-(bench/RESULTS.md says which runs used it). ``bench/poisoning_bench.py`` stays the reference
-measurement (the whole pipeline, consolidation and rendering included).
+TUNING sets: the main corpus, the retired held-out sets 1–3, the development sets
+(``tests/redteam/dev5.toml``, ``dev6.toml``) and, from issue 30's third round on, held-out sets 5
+and 6 (reported as held out in the first two rounds, now spent: tuned on). The sets still held out
+— 7 (written before the third round) and 4 — are left out unless ``--held-out`` is given: that
+flag is for reporting final figures, never for tuning (bench/RESULTS.md says which runs used
+it). ``bench/poisoning_bench.py`` stays the reference measurement (the whole pipeline,
+consolidation and rendering included).
 
     python -m bench.guard_dev [--held-out] [--show-dev] [--limit N]
 """
@@ -22,14 +25,15 @@ from eros.core.guard_meaning import MeaningModel, load_bank, load_shipped
 from eros.services.guard_model import candidate_text, readings_of, worst_scores
 from tests.redteam.corpus import HELDOUT, Case, load
 
-#: the sets the guard may be tuned on: the main corpus, the released held-out sets and the
-#: development sets of issue 30 (dev-6: its second round)
+#: the sets the guard may be tuned on: the main corpus, the released held-out sets, the
+#: development sets of issue 30 (dev-6: its second round) and, since its third round, held-out
+#: sets 5 and 6 (their figures were reported as held out twice; they are tuning sets now)
 TUNING = {"main": ["attacks.toml", "benign.toml"], "held-out-1": ["heldout.toml"],
           "held-out-2": ["heldout2.toml"], "held-out-3": ["heldout3.toml"],
-          "dev-5": ["dev5.toml"], "dev-6": ["dev6.toml"]}
-#: still held out: reported with --held-out only
-HELD = {"held-out-6": [HELDOUT["held-out-6"]], "held-out-5": [HELDOUT["held-out-5"]],
-        "held-out-4": [HELDOUT["held-out-4"]]}
+          "dev-5": ["dev5.toml"], "dev-6": ["dev6.toml"],
+          "tuned-5": [HELDOUT["held-out-5"]], "tuned-6": [HELDOUT["held-out-6"]]}
+#: still held out: reported with --held-out only (7 written before the third round; 4)
+HELD = {"held-out-7": [HELDOUT["held-out-7"]], "held-out-4": [HELDOUT["held-out-4"]]}
 
 
 def _cases(files: Sequence[str], limit: int | None = None) -> list[Case]:
@@ -102,9 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.guard_dev", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--held-out", action="store_true",
-                        help="also the held-out sets 6, 5 and 4 (final figures only, never tuning)")
+                        help="also the held-out sets 7 and 4 (final figures only, never tuning)")
     parser.add_argument("--show-dev", action="store_true",
-                        help="print the development set's misses (never the held-out sets')")
+                        help="print the tuning sets' misses (never the held-out sets')")
     parser.add_argument("--limit", type=int, default=None,
                         help="only the first N attacks and N look-alikes of each set (smoke)")
     args = parser.parse_args(argv)
@@ -119,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         results = decide(_cases(files, args.limit), model)
         for line in table(name, results):
             print(line)
-        if args.show_dev and name.startswith("dev-"):
+        if args.show_dev and name in TUNING:
             for case, kept, layer in results:
                 if (case.kind == "attack") == kept:
                     print(f"    {'through' if kept else 'lost by ' + layer}: {case.id}")

@@ -1,9 +1,10 @@
 """Held-out discipline (issues 25 and 30): a held-out set is written before the guard it measures
-and is never used to train the meaning classifier, tune a threshold or write a rule. Sets 5 and
-6 are still held out. This test fails if any of their texts — a whole memory, a turn, or one of
-their distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or
-fillers) — turns up in the exemplar bank, the training corpus, a development set or a rule
-file; set 6 must not copy set 5 either, set 7 neither of them."""
+and is never used to train the meaning classifier, tune a threshold or write a rule. Sets 7
+and 4 are still held out; sets 5 and 6 were held out in issue 30's first two rounds and are
+tuning sets from its third round on (bench/guard_dev.py). This test fails if any text of a
+held-out set — a whole memory, a turn, or one of its distinctive tokens (keys, encoded
+payloads, numbers, words joined by punctuation or fillers) — turns up in the exemplar bank,
+the training corpus, a development or tuning set, an earlier held-out set or a rule file."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from eros.core.text import normalise_for_dedup
 from tests.redteam.corpus import HELDOUT, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-5", "held-out-6", "held-out-7"]
+HELD = ["held-out-4", "held-out-7"]
 NEWEST = list(HELDOUT)[-1]
-#: what the guard may be tuned on: the main corpus, the development set, the retired sets
+#: what the guard may be tuned on: the main corpus, the development sets, the retired sets
+#: (1–3, and 5 and 6 since issue 30's third round)
 TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", "dev6.toml",
             *(f for n, f in HELDOUT.items() if n not in HELD)]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
@@ -80,7 +82,7 @@ def test_the_second_issue_30_set_is_still_there() -> None:
 
 @pytest.mark.parametrize("name", HELD)
 def test_no_held_out_text_is_in_the_bank_the_training_corpus_or_a_rule_file(name: str) -> None:
-    # set 6 was written after set 5 was published: it must not copy it
+    # a later held-out set must not copy an earlier one either
     others = TRAINING + [HELDOUT[n] for n in HELD[: HELD.index(name)]]
     training = _texts(others)
     training_keys = {normalise_for_dedup(t) for t in training}
