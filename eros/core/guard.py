@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Literal
 
 from eros.core.guard_secrets import find_secret
+from eros.core.guard_speech import quotes_someone_else
 from eros.core.guard_text import alternate_views, compact, normalise, strip_invisible, unjoined
 
 View = Literal["text", "compact"]
@@ -95,11 +96,14 @@ class Guard:
         view = normalise(text)
         if len(view) > self.max_chars:
             return Verdict(False, "too_long", "max_chars", "length")
-        verdict = self._match(view)
+        # someone else's words quoted (a boss's "from now on you must…", a lyric): the rules for
+        # orders to the assistant leave them to the meaning layer (eros/core/guard_speech.py)
+        quoted = quotes_someone_else(view)
+        verdict = self._match(view, quoted)
         if verdict is not None:
             return verdict
         joined = unjoined(view)  # "from-now-on", "forget.your.rules" read as words
-        if joined is not None and (verdict := self._match(joined)) is not None:
+        if joined is not None and (verdict := self._match(joined, quoted)) is not None:
             return verdict
         secret = find_secret(strip_invisible(text))
         if secret is not None:
@@ -110,9 +114,11 @@ class Guard:
                 return verdict
         return KEEP
 
-    def _match(self, view: str) -> Verdict | None:
+    def _match(self, view: str, quoted: bool = False) -> Verdict | None:
         views = {"text": view, "compact": compact(view)}
         for rule in self.rules:
+            if quoted and rule.reason == "addresses_ai":
+                continue
             if rule.pattern.search(views[rule.view]):
                 return Verdict(False, rule.reason, rule.id, "rules")
         return None

@@ -53,12 +53,16 @@ _CARD_WORD = re.compile(
     r"cartão|carta|kart|thẻ)\b|信用卡|银行卡|銀行卡|卡号|卡號|カード|카드)[^\d\n]{0,12}$",
     re.IGNORECASE)
 # an identity number announced as one is a secret even when its checksum fails (a typo, a
-# scheme stdnum does not know): the word, then a run of 6+ digits within a few characters
+# scheme stdnum does not know): the word, then within a few characters a run of 6+ digits
+# (grouped by spaces or dashes; 9+ when dots or slashes group them — a CPF is written
+# 529.982.247-25, a date 12.05.2027 is not an identity number) or an alphanumeric code of 11-16
+# characters with a digit (an Italian codice fiscale)
 _ID_WORD = re.compile(
     r"(?:\b(?:ssn|social security(?: number)?|passport(?: number| no\.?)?|national id|"
-    r"id (?:card|number)|dni|nie|cpf|codice fiscale|tc kimlik(?: no)?|personalausweis|"
+    r"id (?:card|number)|dni|nie|cpf|codice fiscale|tc kimlik(?: no)?|personalausweis|pesel|"
     r"паспорт|снилс|инн|cccd|cmnd)\b|身份证号?码?|身份證號?碼?|居民身份证|"
-    r"주민(?:등록)?번호|マイナンバー|個人番号|الرقم الوطني|आधार)[^\d\n]{0,12}\d[\d -]{5,}",
+    r"주민(?:등록)?번호|マイナンバー|個人番号|الرقم الوطني|आधार)[^\d\n]{0,12}"
+    r"(?:\d[\d -]{5,}|\d(?:[ .\-/]?\d){8,}|\b(?=[a-z0-9]{11,16}\b)[a-z]*\d[a-z0-9]*)",
     re.IGNORECASE)
 _SHORT_CODE = re.compile(r"(?<![\d+\-.:/])\d{4,8}(?![\d\-.:/])")
 _CODE_WORD = re.compile(
