@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
+from eros.core.fusion_subject import newer_first
 from eros.core.lexical import bm25
 from eros.core.lexical import fuse as rrf
 from eros.core.ranking import Scored, age_days, composite_score, similarity
@@ -83,10 +84,15 @@ class FusionParams:
     lexical_weight: float = 0.0
     #: ``similarity``: scores compared as they are; ``z``: each kind's scores standardised
     #: over its own pool first (``turn_offset`` is then in standard deviations)
-    calibration: Literal["similarity", "z", "rank"] = "similarity"
+    calibration: Literal["similarity", "z", "rank", "standing"] = "similarity"
     #: ``rank``: a memory at rank r scores ``memory_weight / (c + r)``, a turn ``1 / (c + r)``
     memory_weight: float = 1.0
     rank_c: int = 60
+    #: ``standing``: how many of each kind's nearest items its spread is measured over
+    standing_depth: int = 50
+    #: within the first this many ranked items, the newer item on a shared specific subject
+    #: goes first (:mod:`eros.core.fusion_subject`); 0 = off
+    newer_first_depth: int = 0
 
 
 @dataclass(frozen=True)
@@ -183,17 +189,58 @@ def standardised(items: list[FusedItem], turn_offset: float) -> list[FusedItem]:
     return out
 
 
-def by_rank(items: list[FusedItem], query_text: str | None,
-            params: FusionParams) -> list[FusedItem]:
-    """Reciprocal-rank calibration: each kind in its own order (memories by their strategy,
-    turns by their score fused with BM25 over the turn pool when ``lexical_weight`` and the
-    query text are given), a memory at rank r scoring ``memory_weight / (c + r)``, a turn
-    ``1 / (c + r)``; a stale turn (its score carries the penalty) goes after every other."""
+def _own_orders(items: list[FusedItem], query_text: str | None, params: FusionParams
+                ) -> tuple[list[FusedItem], list[FusedItem]]:
+    """Each kind in its own order: memories by their strategy's score, turns by theirs fused
+    with BM25 over the turn pool (reciprocal rank) when ``lexical_weight`` and the query text
+    are given."""
     memories = sorted((i for i in items if i.kind == "memory"), key=_order)
     turns = sorted((i for i in items if i.kind == "turn"), key=_order)
     if query_text and params.lexical_weight > 0 and turns:
         order = rrf(range(len(turns)), bm25(query_text, [t.content for t in turns]))
         turns = [turns[i] for i in order]
+    return memories, turns
+
+
+def by_standing(items: list[FusedItem], query_text: str | None,
+                params: FusionParams) -> list[FusedItem]:
+    """Calibration by standing: each kind keeps its own order (:func:`_own_orders`), and the
+    item at rank r of a kind scores how far that kind's r-th best similarity stands above
+    the kind's own nearest ``standing_depth`` (a standard score over them). The two kinds
+    meet on that scale, not on the embedder's (a clean fact and a chatty sentence sit at
+    different cosines): a kind whose best clearly stands out of its own pool takes the top
+    slots, a kind where nothing stands out (a confidence diluted in a long turn, among
+    everyday talk) yields them — per query, so neither kind is given a fixed share. A turn
+    pays ``turn_offset`` standard deviations (at equal standing the memory wins); a stale
+    turn goes after every other."""
+    memories, turns = _own_orders(items, query_text, params)
+    out: list[FusedItem] = []
+    for kind, members in (("memory", memories), ("turn", turns)):
+        if not members:
+            continue
+        sims = sorted((i.similarity for i in members), reverse=True)
+        head = sims[:params.standing_depth]
+        mean = sum(head) / len(head)
+        spread = max(Z_FLOOR, (sum((v - mean) ** 2 for v in head) / len(head)) ** 0.5)
+        for r, item in enumerate(members):
+            standing = (sims[r] - mean) / spread
+            if kind == "turn":
+                standing -= params.turn_offset + (STALE_LAST if item.stale
+                                                  and params.stale_penalty > 0 else 0.0)
+            out.append(replace(item, score=standing))
+    return out
+
+
+#: what a stale turn loses under ``standing``: more than any spread of standard scores
+STALE_LAST = 1000.0
+
+
+def by_rank(items: list[FusedItem], query_text: str | None,
+            params: FusionParams) -> list[FusedItem]:
+    """Reciprocal-rank calibration: each kind in its own order (:func:`_own_orders`), a
+    memory at rank r scoring ``memory_weight / (c + r)``, a turn ``1 / (c + r)``; a stale
+    turn (its score carries the penalty) goes after every other."""
+    memories, turns = _own_orders(items, query_text, params)
     c = params.rank_c
     out = [replace(m, score=params.memory_weight / (c + r)) for r, m in enumerate(memories, 1)]
     for r, t in enumerate(turns, 1):
@@ -237,11 +284,14 @@ def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
                                similarity(t.distance), turn=t, stale=t.seq in stale_seqs))
     if params.calibration == "rank":
         items = by_rank(items, query_text, params)
+    elif params.calibration == "standing":
+        items = by_standing(items, query_text, params)
     else:
         if params.calibration == "z":
             items = standardised(items, params.turn_offset)
         items = with_lexical(items, query_text, params.lexical_weight)
     items.sort(key=_order)
+    items = newer_first(items, params.newer_first_depth, query_text)
     by_seq = {t.seq: t for t in (*lifted, *turns)}
     out: list[FusedItem] = []
     quoted: dict[int, int] = {}  # seq → index in out of the memory that cites it

@@ -54,7 +54,9 @@ def fusion_params(cfg: Settings, now: datetime) -> FusionParams:
                         default_importance=cfg.recall_default_importance,
                         lexical_weight=cfg.recall_fusion_lexical_weight,
                         calibration=cfg.recall_fusion_calibration,
-                        memory_weight=cfg.recall_fusion_memory_weight)
+                        memory_weight=cfg.recall_fusion_memory_weight,
+                        standing_depth=cfg.recall_turn_candidates,
+                        newer_first_depth=cfg.recall_fusion_newer_first_depth)
 
 
 def item_tokens(cfg: Settings) -> Callable[[FusedItem], int]:

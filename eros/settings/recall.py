@@ -67,7 +67,7 @@ class RecallSettings(BaseSettings):
     recall_fusion_turn_offset: float = Field(default=0.03, ge=-1, le=5)
     #: ``fused``: ``similarity`` compares the two kinds' scores as they are; ``z`` standardises
     #: each kind over its own pool first (RECALL_FUSION_TURN_OFFSET then in std devs).
-    recall_fusion_calibration: Literal["similarity", "z", "rank"] = "rank"
+    recall_fusion_calibration: Literal["similarity", "z", "rank", "standing"] = "rank"
     #: ``fused`` with ``rank`` calibration: a memory at rank r scores this / (60 + r), a turn
     #: 1 / (60 + r) — above 1, memories hold more of the top K.
     recall_fusion_memory_weight: float = Field(default=1.0, gt=0, le=10)
@@ -80,6 +80,9 @@ class RecallSettings(BaseSettings):
     #: ``fused``: weight of the query's words (BM25 over memories and turns, scaled to [0, 1])
     #: added to every score; 0 = off.
     recall_fusion_lexical_weight: float = Field(default=1.0, ge=0, le=1)
+    #: ``fused``: within the first this many ranked items, a newer item on the same specific
+    #: subject (a rare word both say) goes before the older one; 0 = off.
+    recall_fusion_newer_first_depth: int = Field(default=0, ge=0, le=1000)
     #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
     recall_labels: Literal["zh", "en"] = "zh"
     #: users with at least this many memories are cut into cells by ``eros.cluster_memories``

@@ -188,3 +188,75 @@ def test_a_turn_carries_the_most_sensitive_label_a_citing_memory_gives_it() -> N
     assert shown[2] is other  # untouched turns are the same objects
     assert carry_labels([own, plain, other], inherited, include_sensitive=False) == [other]
     assert carry_labels([own], {}, include_sensitive=False) == []  # its own label suffices
+
+
+# --- calibration by standing ---------------------------------------------------------------
+S = FusionParams(now=NOW, calibration="standing", composite_weight=0.0, turn_offset=0.0,
+                 stale_penalty=0.2)
+
+
+def test_standing_gives_the_top_slots_to_the_kind_whose_best_stands_out() -> None:
+    # memories on a high scale with nothing standing out; one turn far above its own pool
+    memories = [mem(f"m{i}", 0.90 - i * 0.001) for i in range(10)]
+    turns = [turn(0, 0.80)] + [turn(i, 0.70 - i * 0.001) for i in range(1, 10)]
+    out = fuse(memories, turns, k=3, params=S)
+    assert keys(out)[0] == "t:0"
+    # the same turn pool beside a memory standing out further above its (larger) pool: the
+    # memory leads, the turn follows
+    memories = [mem("m0", 0.99)] + [mem(f"m{i}", 0.90 - i * 0.001) for i in range(1, 30)]
+    assert keys(fuse(memories, turns, k=3, params=S))[:2] == ["m:m0", "t:0"]
+
+
+def test_standing_keeps_the_memories_when_no_turn_stands_out() -> None:
+    memories = [mem(f"m{i}", 0.95 - i * 0.02) for i in range(5)] + \
+        [mem(f"x{i}", 0.70) for i in range(20)]
+    turns = [turn(i, 0.80 - i * 0.0005) for i in range(30)]  # a flat pool
+    out = fuse(memories, turns, k=5, params=S)
+    assert keys(out) == [f"m:m{i}" for i in range(5)]
+
+
+def test_standing_turn_offset_is_in_standard_deviations_and_stale_turns_go_last() -> None:
+    memories = [mem(f"m{i}", 0.90 - i * 0.01) for i in range(10)]
+    turns = [turn(i, 0.90 - i * 0.01) for i in range(10)]  # the same shape: ties
+    tied = fuse(memories, turns, k=2, params=S)
+    assert keys(tied) == ["m:m0", "t:0"]  # at equal standing the memory first
+    offset = fuse(memories, turns, k=2, params=replace(S, turn_offset=0.5))
+    assert keys(offset) == ["m:m0", "m:m1"]
+    stale = fuse(memories[:3], turns[:3], k=6, params=S, stale={0})
+    assert keys(stale)[-1] == "t:0" and len(stale) == 6
+
+
+# --- the newer statement on the same specific subject first --------------------------------
+def test_a_newer_turn_on_the_same_subject_goes_before_the_older_one() -> None:
+    old = turn(1, 0.90, "My boyfriend Tom is a chef.")
+    new = replace(turn(9, 0.80, "I broke up with Tom last weekend."),
+                  said_at=NOW - timedelta(days=3))
+    others = [turn(i, 0.85 - i * 0.01, f"we walked the dog number {i}") for i in range(2, 8)]
+    on = replace(P, newer_first_depth=20)
+    assert keys(fuse([], [old, *others, new], k=3, params=P,
+                     query_text="How are things with your boyfriend?"))[0] == "t:1"
+    out = fuse([], [old, *others, new], k=3, params=on,
+               query_text="How are things with your boyfriend?")
+    assert keys(out)[:2] == ["t:9", "t:1"]  # nothing dropped: the older one follows
+
+
+def test_newer_first_ignores_the_querys_words_common_words_and_a_memorys_own_source() -> None:
+    on = replace(P, newer_first_depth=20)
+    old = turn(1, 0.90, "the pottery class was fun")
+    new = replace(turn(2, 0.80, "pottery class again, messy"), said_at=NOW)
+    # the shared words are the query's own: no subject of their own, the ranking stands
+    assert keys(fuse([], [old, new], k=2, params=on, query_text="pottery class")) == \
+        ["t:1", "t:2"]
+    # a memory is never newer than the turn it was written from
+    source = turn(5, 0.95, "My sister Ana moved to Lisbon.")
+    written = replace(mem("a", 0.80, (5,), content="Sister Ana lives in Lisbon."))
+    assert keys(fuse([written], [source], k=2, params=on))[0] == "t:5"
+
+
+def test_newer_first_reads_a_cjk_name_as_its_bigram() -> None:
+    on = replace(P, newer_first_depth=20)
+    old = turn(1, 0.90, "我男朋友阿杰是厨师。")
+    new = replace(turn(2, 0.80, "我和阿杰上周末分手了。"), said_at=NOW)
+    others = [turn(i, 0.85 - i * 0.01, f"今天天气{i}很好") for i in range(3, 9)]
+    assert keys(fuse([], [old, *others, new], k=2, params=on,
+                     query_text="你和男朋友最近怎么样？")) == ["t:2", "t:1"]

@@ -252,13 +252,30 @@ def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatComplete
     started = time.perf_counter()
     replayed = replay(engine, settings, suite, llm, embedder, consolidation=consolidation,
                       extractor=extractor, progress=progress)
+    mark = time.perf_counter()
+    scored, baseline_tokens = ask(engine, settings, suite, embedder, judge,
+                                  strategies=strategies, progress=progress)
+    replayed.timings["ask"] = time.perf_counter() - mark
+    return EvalResult(suite=suite.name, users=len(suite.users), questions=len(suite.questions),
+                      k=settings.recall_k, judge=judge.name, embedder=embedder.name,
+                      llm=llm.name, replay=replayed, baseline_embedding_tokens=baseline_tokens,
+                      judge_llm_calls=judge.llm_calls,
+                      wall_secs=time.perf_counter() - started, cells=aggregate(scored),
+                      scored=scored)
+
+
+def ask(engine: Engine, settings: Settings, suite: Suite, embedder: Embedder, judge: Judge, *,
+        strategies: Sequence[RecallStrategy] = RECALL_STRATEGIES,
+        progress: Progress = silent) -> tuple[list[Scored], int]:
+    """Ask every question of an already replayed ``suite`` and score each system's answer
+    (and the baseline's); the baseline's embedding tokens. Separate from the replay so a
+    calibration study (``bench/fusion_dev.py``) can ask one replay under several settings."""
     k = settings.recall_k
     by_user = defaultdict(list)
     for q in suite.questions:
         by_user[q.user].append(q)
     scored: list[Scored] = []
     baseline_tokens = 0
-    mark = time.perf_counter()
     with progress("ask", len(suite.questions)) as advance:
         for user in suite.users:
             questions = by_user.get(user.id, [])
@@ -286,10 +303,4 @@ def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatComplete
                         if question.evidence_turns else None
                     scored.append(score(question, references, system, texts, verdict.assigned,
                                         verdict.answer_correct, exact, answer.latency_ms))
-    replayed.timings["ask"] = time.perf_counter() - mark
-    return EvalResult(suite=suite.name, users=len(suite.users), questions=len(suite.questions),
-                      k=k, judge=judge.name, embedder=embedder.name, llm=llm.name,
-                      replay=replayed, baseline_embedding_tokens=baseline_tokens,
-                      judge_llm_calls=judge.llm_calls,
-                      wall_secs=time.perf_counter() - started, cells=aggregate(scored),
-                      scored=scored)
+    return scored, baseline_tokens

@@ -1,0 +1,99 @@
+"""The newer statement about the same specific subject goes first, pure (``fused``, issue 31).
+
+A knowledge update is not always a superseded memory. "My boyfriend Tom is a chef" and, weeks
+later, "I broke up with Tom last weekend": offline consolidation may not connect the two, so
+the memory of the first stays *current* and provenance has nothing to demote — and asked "How
+are things with your boyfriend?", the first turn is the nearest thing there is. What ties the
+two is their *subject*: a specific word both say (Tom) that little else near the query says.
+When an older item is ranked above a newer one on such a shared subject, the newer one takes
+its place and the older follows right after it: nothing is dropped, the current state is read
+first.
+
+"Specific" is measured on the ranked head itself, not on a vocabulary: a term counts when at
+least two and at most a fifth of the head's items say it (a name, a place, a thing — not a
+word every everyday turn repeats), is at least three characters (a CJK bigram: two), is not a
+number, and is not
+one of the query's own words (those make *every* item about the query's subject, and the
+query decides nothing about which of them is newer). An embedding cannot do this: multilingual
+e5-small puts "I broke up with Tom" nearer "I moved to Tokyo last month" (0.88) than to "My
+boyfriend Tom is a chef" (0.86).
+
+A memory is never "newer" than the turn it was written from (it cites it): that pair is left
+as the ranking put it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from eros.core.lexical import terms
+
+if TYPE_CHECKING:
+    from eros.core.fusion import FusedItem
+
+#: the shortest word that can name a subject (a CJK term is a character bigram: two)
+MIN_TERM = 3
+_CJK_START = "\u3040"
+
+
+def _specific_shape(term: str) -> bool:
+    if term.isdigit():
+        return False
+    return len(term) >= MIN_TERM or (len(term) == 2 and term[0] >= _CJK_START)
+
+
+def _when(item: FusedItem) -> datetime:
+    if item.memory is not None:
+        return item.memory.candidate.created_at
+    assert item.turn is not None
+    return item.turn.said_at
+
+
+def _cites(a: FusedItem, b: FusedItem) -> bool:
+    """Whether one of the two is a memory written from the other (a turn)."""
+    for memory, turn in ((a, b), (b, a)):
+        if memory.memory is not None and turn.turn is not None:
+            sources = memory.memory.candidate.sources
+            if sources and not memory.memory.candidate.source_fallback \
+                    and turn.turn.seq in sources:
+                return True
+    return False
+
+
+def subject_terms(items: Sequence[FusedItem], query_text: str | None) -> list[frozenset[str]]:
+    """Each item's specific terms within ``items`` (see the module's docstring)."""
+    asked = set(terms(query_text or ""))
+    bags = [frozenset(t for t in terms(i.content) if _specific_shape(t) and t not in asked)
+            for i in items]
+    df = Counter(t for bag in bags for t in bag)
+    most = max(2, len(items) // 5)
+    specific = {t for t, n in df.items() if 2 <= n <= most}
+    return [bag & specific for bag in bags]
+
+
+def newer_first(items: Sequence[FusedItem], depth: int,
+                query_text: str | None) -> list[FusedItem]:
+    """``items`` (ranked) with, within the first ``depth``, every older item preceded by the
+    newest later item sharing a specific subject term with it (0: unchanged)."""
+    head = list(items[:depth])
+    if depth <= 0 or len(head) < 2:
+        return list(items)
+    bags = subject_terms(head, query_text)
+    when = [_when(i) for i in head]
+    i = 0
+    while i < len(head):
+        best = None
+        if bags[i]:
+            for j in range(i + 1, len(head)):
+                if bags[j] & bags[i] and when[j] > when[i] and not _cites(head[i], head[j]) \
+                        and (best is None or when[j] > when[best]):
+                    best = j
+        if best is not None:
+            head.insert(i, head.pop(best))
+            bags.insert(i, bags.pop(best))
+            when.insert(i, when.pop(best))
+        i += 1
+    return head + list(items[depth:])
