@@ -212,8 +212,12 @@ def by_standing(items: list[FusedItem], query_text: str | None,
     slots, a kind where nothing stands out (a confidence diluted in a long turn, among
     everyday talk) yields them — per query, so neither kind is given a fixed share. A turn
     pays ``turn_offset`` standard deviations (at equal standing the memory wins); a stale
-    turn goes after every other."""
+    turn goes after every other. A spread over fewer than :data:`STANDING_MIN` items of
+    either kind says nothing (one memory stands out of nothing): such a query is calibrated
+    by rank (:func:`by_rank`)."""
     memories, turns = _own_orders(items, query_text, params)
+    if min(len(memories), len(turns)) < STANDING_MIN:
+        return by_rank(items, query_text, params)
     out: list[FusedItem] = []
     for kind, members in (("memory", memories), ("turn", turns)):
         if not members:
@@ -233,6 +237,8 @@ def by_standing(items: list[FusedItem], query_text: str | None,
 
 #: what a stale turn loses under ``standing``: more than any spread of standard scores
 STALE_LAST = 1000.0
+#: the fewest items of each kind ``standing`` measures a spread over
+STANDING_MIN = 5
 
 
 def by_rank(items: list[FusedItem], query_text: str | None,

@@ -63,11 +63,14 @@ class RecallSettings(BaseSettings):
     #: ``fused``: the turn pool, the N user turns nearest the query it ranks with memories.
     recall_turn_candidates: int = Field(default=50, ge=1, le=1000)
     #: ``fused``: subtracted from a turn's score, so at equal similarity a memory wins and a
-    #: turn takes a memory's place only when clearly nearer the query (the calibration).
-    recall_fusion_turn_offset: float = Field(default=0.03, ge=-1, le=5)
-    #: ``fused``: ``similarity`` compares the two kinds' scores as they are; ``z`` standardises
-    #: each kind over its own pool first (RECALL_FUSION_TURN_OFFSET then in std devs).
-    recall_fusion_calibration: Literal["similarity", "z", "rank", "standing"] = "rank"
+    #: turn takes a memory's place only when clearly nearer the query (``standing``, ``z``: in
+    #: standard deviations; 0 with ``standing``: ties already go to the memory).
+    recall_fusion_turn_offset: float = Field(default=0.0, ge=-1, le=5)
+    #: ``fused``: ``standing`` (the default) scores each kind's r-th item by how far its kind's
+    #: r-th best similarity stands above the kind's own pool; ``rank`` by rank alone;
+    #: ``similarity`` compares the two kinds' scores as they are; ``z`` standardises each
+    #: item's score over its kind's pool (RECALL_FUSION_TURN_OFFSET then in std devs).
+    recall_fusion_calibration: Literal["similarity", "z", "rank", "standing"] = "standing"
     #: ``fused`` with ``rank`` calibration: a memory at rank r scores this / (60 + r), a turn
     #: 1 / (60 + r) — above 1, memories hold more of the top K.
     recall_fusion_memory_weight: float = Field(default=1.0, gt=0, le=10)
@@ -75,14 +78,16 @@ class RecallSettings(BaseSettings):
     recall_fusion_stale_penalty: float = Field(default=0.2, ge=0, le=2)
     #: ``fused``: the recency term of both kinds, ``w · exp(−age / τ) · importance`` (a turn's
     #: importance is RECALL_DEFAULT_IMPORTANCE), as composite's but with its own w and τ.
-    recall_fusion_recency_weight: float = Field(default=0.05, ge=0, le=10)
+    #: 0 by default: a recency term buried the old confidences implicit recall is about
+    #: (bench/RESULTS.md, issue 31 second round).
+    recall_fusion_recency_weight: float = Field(default=0.0, ge=0, le=10)
     recall_fusion_tau_days: float = Field(default=21.0, gt=0)
     #: ``fused``: weight of the query's words (BM25 over memories and turns, scaled to [0, 1])
     #: added to every score; 0 = off.
     recall_fusion_lexical_weight: float = Field(default=1.0, ge=0, le=1)
     #: ``fused``: within the first this many ranked items, a newer item on the same specific
     #: subject (a rare word both say) goes before the older one; 0 = off.
-    recall_fusion_newer_first_depth: int = Field(default=0, ge=0, le=1000)
+    recall_fusion_newer_first_depth: int = Field(default=20, ge=0, le=1000)
     #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
     recall_labels: Literal["zh", "en"] = "zh"
     #: users with at least this many memories are cut into cells by ``eros.cluster_memories``

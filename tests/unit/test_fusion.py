@@ -260,3 +260,8 @@ def test_newer_first_reads_a_cjk_name_as_its_bigram() -> None:
     others = [turn(i, 0.85 - i * 0.01, f"今天天气{i}很好") for i in range(3, 9)]
     assert keys(fuse([], [old, *others, new], k=2, params=on,
                      query_text="你和男朋友最近怎么样？")) == ["t:2", "t:1"]
+
+
+def test_standing_over_a_pool_too_small_to_have_a_spread_is_calibrated_by_rank() -> None:
+    out = fuse([mem("a", 0.85)], [turn(1, 0.90), turn(2, 0.80)], k=3, params=S)
+    assert keys(out) == ["m:a", "t:1", "t:2"]  # as rank calibration puts them
