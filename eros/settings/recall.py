@@ -14,10 +14,11 @@ class RecallSettings(BaseSettings):
     model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
 
     # --- recall (docs/recall.md) -----------------------------------------------------------
-    #: ``grouped`` is the reference (K per category); ``decay`` and ``composite`` are the
-    #: roadmap's rankings of memories; ``fused`` ranks memories and the user's own turns
-    #: together by provenance (issue 31, eros/core/fusion.py).
-    recall_strategy: Literal["grouped", "decay", "composite", "fused"] = "grouped"
+    #: ``fused`` (the default since issue 31's second round: it beats the raw-turn baseline on
+    #: LoCoMo and keeps ``grouped``'s implicit recall, bench/RESULTS.md) ranks memories and the
+    #: user's own turns together by provenance (eros/core/fusion.py); ``grouped`` is the
+    #: reference (K per category); ``decay`` and ``composite`` rank memories alone.
+    recall_strategy: Literal["grouped", "decay", "composite", "fused"] = "fused"
     #: global top-K of ``decay`` and ``composite`` (10 = the most ``grouped`` can return).
     recall_k: int = Field(default=10, ge=1, le=100)
     #: K within each category for ``grouped`` (the reference's 2).

@@ -74,7 +74,7 @@ def test_recall_human_output_and_errors(cli: Cli, engine: Engine) -> None:
     user, _ = _seed(engine)
     res = cli("recall", str(user), "jazz", env=HASH)
     assert res.code == 0, res.err
-    assert "strategy grouped" in res.out and "likes jazz and mocha" in res.out
+    assert "strategy fused" in res.out and "likes jazz and mocha" in res.out  # the default
     empty = cli("recall", str(uuid.uuid4()), "anything", "--render", "en", env=HASH)
     assert empty.code == 0 and empty.out.strip() == "(No memories about the user yet.)"
     bad = cli("recall", str(user), "x", "--scope", "relationship", env=HASH)

@@ -31,15 +31,16 @@ def test_recall_task_returns_ranked_memories_and_the_prompt(
     wait_until(classified, timeout=60, message="memories written")
     client = Celery(broker=redis_url, backend=redis_url)
     result = client.send_task("eros.recall", args=[str(user), "where does she live"],
-                              kwargs={"labels": "en"}, queue="eros.recall")
+                              kwargs={"labels": "en", "strategy": "grouped"},
+                              queue="eros.recall")
     payload = result.get(timeout=60)
     contents = {m["content"] for m in payload["memories"]}
     assert contents == {"Likes jazz", "Lives in Tokyo"}
     assert "Lives in Tokyo" in payload["prompt"]
-    # the fused strategy through the same task: one ranked list saying what each item is
+    # the default strategy (RECALL_STRATEGY=fused, issue 31) through the same task: one
+    # ranked list saying what each item is
     fused = client.send_task("eros.recall", args=[str(user), "where does she live"],
-                             kwargs={"labels": "en", "strategy": "fused"},
-                             queue="eros.recall").get(timeout=60)
+                             kwargs={"labels": "en"}, queue="eros.recall").get(timeout=60)
     assert fused["strategy"] == "fused" and fused["budget"] == 1000
     assert {i["kind"] for i in fused["items"]} <= {"memory", "turn"}
     # each fact as a memory, or as the user's own turn it came from (classification indexes
