@@ -159,6 +159,24 @@ def turn_score(turn: TurnCandidate, params: FusionParams, *, stale: bool = False
     return score - params.turn_offset - (params.stale_penalty if stale else 0.0)
 
 
+def _when(item: FusedItem) -> datetime:
+    if item.memory is not None:
+        return item.memory.candidate.created_at
+    assert item.turn is not None
+    return item.turn.said_at
+
+
+def _cites(a: FusedItem, b: FusedItem) -> bool:
+    """Whether one of the two is a memory written from the other (a turn)."""
+    for memory, turn in ((a, b), (b, a)):
+        if memory.memory is not None and turn.turn is not None:
+            sources = memory.memory.candidate.sources
+            if sources and not memory.memory.candidate.source_fallback \
+                    and turn.turn.seq in sources:
+                return True
+    return False
+
+
 def _order(item: FusedItem) -> tuple[float, int, float, float, str]:
     when = item.memory.candidate.created_at if item.memory is not None else \
         item.turn.said_at  # type: ignore[union-attr]
@@ -297,7 +315,8 @@ def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
             items = standardised(items, params.turn_offset)
         items = with_lexical(items, query_text, params.lexical_weight)
     items.sort(key=_order)
-    items = newer_first(items, params.newer_first_depth, query_text)
+    items = newer_first(items, params.newer_first_depth, query_text,
+                        text=lambda i: i.content, dated=_when, cites=_cites)
     by_seq = {t.seq: t for t in (*lifted, *turns)}
     out: list[FusedItem] = []
     quoted: dict[int, int] = {}  # seq → index in out of the memory that cites it

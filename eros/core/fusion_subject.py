@@ -25,18 +25,17 @@ as the ranking put it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 from eros.core.lexical import terms
-
-if TYPE_CHECKING:
-    from eros.core.fusion import FusedItem
 
 #: the shortest word that can name a subject (a CJK term is a character bigram: two)
 MIN_TERM = 3
 _CJK_START = "\u3040"
+#: a ranked item; the caller says how to read its text and date and whether two cite each other
+Item = TypeVar("Item")
 
 
 def _specific_shape(term: str) -> bool:
@@ -45,50 +44,35 @@ def _specific_shape(term: str) -> bool:
     return len(term) >= MIN_TERM or (len(term) == 2 and term[0] >= _CJK_START)
 
 
-def _when(item: FusedItem) -> datetime:
-    if item.memory is not None:
-        return item.memory.candidate.created_at
-    assert item.turn is not None
-    return item.turn.said_at
-
-
-def _cites(a: FusedItem, b: FusedItem) -> bool:
-    """Whether one of the two is a memory written from the other (a turn)."""
-    for memory, turn in ((a, b), (b, a)):
-        if memory.memory is not None and turn.turn is not None:
-            sources = memory.memory.candidate.sources
-            if sources and not memory.memory.candidate.source_fallback \
-                    and turn.turn.seq in sources:
-                return True
-    return False
-
-
-def subject_terms(items: Sequence[FusedItem], query_text: str | None) -> list[frozenset[str]]:
-    """Each item's specific terms within ``items`` (see the module's docstring)."""
+def subject_terms(texts: Sequence[str], query_text: str | None) -> list[frozenset[str]]:
+    """Each text's specific terms within ``texts`` (see the module's docstring)."""
     asked = set(terms(query_text or ""))
-    bags = [frozenset(t for t in terms(i.content) if _specific_shape(t) and t not in asked)
-            for i in items]
+    bags = [frozenset(t for t in terms(text) if _specific_shape(t) and t not in asked)
+            for text in texts]
     df = Counter(t for bag in bags for t in bag)
-    most = max(2, len(items) // 5)
+    most = max(2, len(texts) // 5)
     specific = {t for t, n in df.items() if 2 <= n <= most}
     return [bag & specific for bag in bags]
 
 
-def newer_first(items: Sequence[FusedItem], depth: int,
-                query_text: str | None) -> list[FusedItem]:
+def newer_first(items: Sequence[Item], depth: int, query_text: str | None, *,
+                text: Callable[[Item], str], dated: Callable[[Item], datetime],
+                cites: Callable[[Item, Item], bool]) -> list[Item]:
     """``items`` (ranked) with, within the first ``depth``, every older item preceded by the
-    newest later item sharing a specific subject term with it (0: unchanged)."""
+    newest later item sharing a specific subject term with it (0: unchanged). ``text`` and
+    ``dated`` read an item; ``cites`` says whether one of two items was written from the other
+    (a memory and its source turn: left as ranked)."""
     head = list(items[:depth])
     if depth <= 0 or len(head) < 2:
         return list(items)
-    bags = subject_terms(head, query_text)
-    when = [_when(i) for i in head]
+    bags = subject_terms([text(i) for i in head], query_text)
+    when = [dated(i) for i in head]
     i = 0
     while i < len(head):
         best = None
         if bags[i]:
             for j in range(i + 1, len(head)):
-                if bags[j] & bags[i] and when[j] > when[i] and not _cites(head[i], head[j]) \
+                if bags[j] & bags[i] and when[j] > when[i] and not cites(head[i], head[j]) \
                         and (best is None or when[j] > when[best]):
                     best = j
         if best is not None:
