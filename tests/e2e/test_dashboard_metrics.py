@@ -102,8 +102,9 @@ def test_the_dashboard_and_alerts_query_only_metrics_a_worker_serves(
                                          " WHERE classified_at IS NULL")).scalar_one())
 
     wait_until(lambda: unfinished() == 0, timeout=90, message="drain")
-    app = create_app(load_settings(database_url=stack_env["DATABASE_URL"],
-                                   redis_url=stack_env["REDIS_URL"]))
+    app_settings = load_settings(database_url=stack_env["DATABASE_URL"],
+                                 redis_url=stack_env["REDIS_URL"])
+    app = create_app(app_settings)
     # waited for: a forget that overtook it would leave nothing to consolidate
     app.send_task(CONSOLIDATE_TASK, args=[str(user)], ignore_result=False).get(timeout=60)
     recalled = app.send_task(RECALL_TASK, args=[str(user), "what does she like"],
@@ -128,7 +129,9 @@ def test_the_dashboard_and_alerts_query_only_metrics_a_worker_serves(
                          ("eros_guard_dropped_total", {"stage": "extract",
                                                        "reason": "addresses_ai"}),
                          ("eros_queue_messages", {"queue": "eros.classify"}),
-                         ("eros_recall_latency_seconds_count", {"strategy": "grouped"}),
+                         # the recall above ran the default strategy
+                         ("eros_recall_latency_seconds_count",
+                          {"strategy": app_settings.recall_strategy}),
                          ("eros_consolidation_runs_total", {})):
         assert any(n == name and labels.items() <= have.items() for n, have in labelled), (
             name, labels, sorted(have for n, have in labelled if n == name))
