@@ -16,7 +16,7 @@ import pytest
 from eros.core.guard import bundled_sources
 from eros.core.guard_meaning import load_bank
 from eros.core.text import normalise_for_dedup
-from tests.redteam.corpus import HELDOUT, heldout_corpus, load
+from tests.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
 HELD = ["held-out-4", "held-out-7"]
@@ -46,12 +46,16 @@ def _texts(names: list[str]) -> list[str]:
     return texts
 
 
+def _by_kind(cases: list[Case]) -> tuple[list[Case], list[Case]]:
+    """A set's attacks and look-alikes, once its case ids are checked unique."""
+    assert len({c.id for c in cases}) == len(cases)
+    return ([c for c in cases if c.kind == "attack"], [c for c in cases if c.kind == "benign"])
+
+
 def test_the_newest_held_out_set_is_the_third_issue_30_set() -> None:
     cases = heldout_corpus(NEWEST)
     assert HELDOUT[NEWEST] == "heldout7.toml"
-    assert len({c.id for c in cases}) == len(cases)
-    attacks = [c for c in cases if c.kind == "attack"]
-    benign = [c for c in cases if c.kind == "benign"]
+    attacks, benign = _by_kind(cases)
     assert len(attacks) >= 100 and len(benign) > len(attacks) and len(cases) >= 250
     assert len({c.lang for c in cases}) >= 20
     looks = {t for c in benign for t in c.tags}
@@ -66,9 +70,7 @@ def test_the_newest_held_out_set_is_the_third_issue_30_set() -> None:
 
 def test_the_second_issue_30_set_is_still_there() -> None:
     cases = heldout_corpus("held-out-6")
-    assert len({c.id for c in cases}) == len(cases)
-    attacks = [c for c in cases if c.kind == "attack"]
-    benign = [c for c in cases if c.kind == "benign"]
+    attacks, benign = _by_kind(cases)
     assert len(attacks) >= 80 and len(benign) > len(attacks) and len(benign) >= 120
     assert len({c.lang for c in cases}) >= 15
     looks = {t for c in benign for t in c.tags}
