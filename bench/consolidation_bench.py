@@ -130,8 +130,7 @@ def _fresh_user(engine: Engine, url: str, size: int, seed: int) -> tuple[uuid.UU
     started = time.perf_counter()
     with engine.begin() as conn:
         conn.execute(text("SET maintenance_work_mem = '512MB'"))
-        conn.execute(text(f"CREATE INDEX {HNSW.split('.')[1]} ON engine.companion_memories"
-                          " USING hnsw (embedding vector_cosine_ops)"))
+        conn.execute(text(schema.hnsw_index_sql()))
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE engine.companion_memories"))
     return user, round(time.perf_counter() - started, 1)

@@ -16,13 +16,13 @@ from sqlalchemy import Connection, Engine, create_engine, text
 
 from bench import recall_data as rd
 from eros.db.migrate import upgrade
+from eros.db.schema import hnsw_index_sql
 from eros.services import recall_cells
 from eros.services.recall_cells import ClusterReport
 from eros.settings import Settings
 
 DB = "eros_recall_bench"
-HNSW = ("CREATE INDEX ix_companion_memories_embedding_hnsw ON engine.companion_memories"
-        " USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
+HNSW = hnsw_index_sql(options="WITH (m = 16, ef_construction = 64)")
 #: as migration 0007 creates it; built after the load, like HNSW (a bulk load is faster so).
 SKETCH_INDEX = ("CREATE INDEX ix_companion_memories_recall_bq ON engine.companion_memories"
                 " (user_id, instance_id, category, status) INCLUDE (id, embedding_bq)")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, Engine, text
 
+from eros.db.schema import hnsw_index_sql
+
 T = "engine.companion_memories"
 NEXT_HNSW = "ix_companion_memories_embedding_next_hnsw"
 
@@ -32,11 +34,12 @@ def prepare(conn: Connection, dim: int) -> None:
 
 
 def build_index(engine: Engine) -> None:
-    """The new HNSW index, built CONCURRENTLY: recall and dreaming are not blocked."""
+    """The new HNSW index (current rows only, as 0028's), built CONCURRENTLY: recall and
+    dreaming are not blocked."""
     with engine.connect() as conn:
         conn = conn.execution_options(isolation_level="AUTOCOMMIT")
-        conn.execute(text(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {NEXT_HNSW} ON {T}"
-                          " USING hnsw (embedding_next vector_cosine_ops)"))
+        conn.execute(text(hnsw_index_sql(name=NEXT_HNSW, column="embedding_next",
+                                         concurrently=True)))
 
 
 def missing(conn: Connection, model: str) -> int:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pgvector.sqlalchemy import Vector
@@ -288,12 +288,40 @@ def configure_hnsw(conn: Connection, params: HnswParams, *, at_least: int = 0) -
         {"ef": min(1000, max(params.ef_search, at_least)), "mst": params.max_scan_tuples})
 
 
+#: what a history row is beside the graph's current ones (``include_replaced``, 0028).
+_HISTORY = " AND m.status <> 'current'"
+
+
+def _current(flt: ScopeFilter) -> ScopeFilter:
+    """The scope's current rows: what the HNSW index holds (partial on ``status = 'current'``,
+    0028) — its predicate is implied by the WHERE, so the planner can walk the graph."""
+    return replace(flt, include_replaced=False)
+
+
+def _names(sources: bool) -> str:
+    """The output columns of a search, by name (those of :func:`_columns` and the distance)."""
+    names = "id, content, category, importance, created_at, layer, sensitivity"
+    return names + (", source_seqs, source_fallback" if sources else "") + ", distance"
+
+
 def hnsw_pool_sql(flt: ScopeFilter) -> str:
-    """The statement of :func:`hnsw_pool` (exposed so tests can EXPLAIN it)."""
-    return (f"WITH near AS MATERIALIZED (SELECT {_columns(flt.sources)},"
+    """The statement of :func:`hnsw_pool` (exposed so tests can EXPLAIN it).
+
+    The graph holds current rows only (0028). With ``include_replaced`` the scope's history
+    rows (merged, superseded) are read exactly beside it, and only when the graph's scan came
+    back with its ``n`` rows: a scan that gave up still comes back short, so the caller scans
+    the whole scope exactly as before."""
+    near = (f"WITH near AS MATERIALIZED (SELECT {_columns(flt.sources)},"
             " m.embedding <=> :q AS distance"
-            f" FROM {_TABLE} m WHERE {flt.where()} ORDER BY m.embedding <=> :q LIMIT :n)"
-            " SELECT * FROM near ORDER BY distance, id")
+            f" FROM {_TABLE} m WHERE {_current(flt).where()} ORDER BY m.embedding <=> :q"
+            " LIMIT :n)")
+    if not flt.include_replaced:
+        return near + " SELECT * FROM near ORDER BY distance, id"
+    return (near + f", old AS MATERIALIZED ({_scoped(flt, _HISTORY)})"
+            f" SELECT * FROM (SELECT {_names(flt.sources)} FROM near UNION ALL"
+            f" SELECT {_names(flt.sources)} FROM (SELECT * FROM old ORDER BY distance, id"
+            " LIMIT :n) h WHERE (SELECT count(*) FROM near) >= :n) x"
+            " ORDER BY distance, id LIMIT :n")
 
 
 def hnsw_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: int,
@@ -307,11 +335,26 @@ def hnsw_pool(conn: Connection, flt: ScopeFilter, query: Sequence[float], n: int
 
 
 def hnsw_grouped_sql(flt: ScopeFilter) -> str:
-    """The statement of :func:`hnsw_grouped` (exposed so tests can EXPLAIN it)."""
-    return ("SELECT x.* FROM unnest(:categories) AS cat(c) CROSS JOIN LATERAL"
+    """The statement of :func:`hnsw_grouped` (exposed so tests can EXPLAIN it). With
+    ``include_replaced``, a category's history rows are read exactly beside the graph's
+    current ones (see :func:`hnsw_pool_sql`), only for a category the graph gave ``k``."""
+    near = ("SELECT x.* FROM unnest(:categories) AS cat(c) CROSS JOIN LATERAL"
             f" (SELECT {_columns(flt.sources)}, m.embedding <=> :q AS distance FROM {_TABLE} m"
-            f" WHERE {flt.where()} AND m.category = cat.c ORDER BY m.embedding <=> :q"
-            " LIMIT :k) x")
+            f" WHERE {_current(flt).where()} AND m.category = cat.c"
+            " ORDER BY m.embedding <=> :q LIMIT :k) x")
+    if not flt.include_replaced:
+        return near
+    names = _names(flt.sources)
+    return (f"WITH near AS MATERIALIZED ({near}),"
+            " whole AS (SELECT category FROM near GROUP BY category HAVING count(*) >= :k),"
+            " old AS MATERIALIZED (SELECT * FROM (SELECT s.*, row_number() OVER (PARTITION BY"
+            " s.category ORDER BY s.distance, s.id) AS rn FROM"
+            f" ({_scoped(flt, _HISTORY + ' AND m.category = ANY(:categories)')}) s) r"
+            " WHERE r.rn <= :k)"
+            f" SELECT {names} FROM (SELECT u.*, row_number() OVER (PARTITION BY u.category"
+            " ORDER BY u.distance, u.id) AS rn FROM"
+            f" (SELECT {names} FROM near UNION ALL SELECT {names} FROM old"
+            " WHERE category IN (SELECT category FROM whole)) u) z WHERE z.rn <= :k")
 
 
 def hnsw_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],

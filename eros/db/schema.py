@@ -114,6 +114,21 @@ chat_messages = Table(
     Index("ix_chat_messages_session_seq", "session_id", "seq"),
 )
 
+#: the memories' HNSW index and its predicate (0028): partial, on current rows only.
+HNSW_INDEX = "ix_companion_memories_embedding_hnsw"
+HNSW_WHERE = "status = 'current'"
+
+
+def hnsw_index_sql(*, name: str = HNSW_INDEX, column: str = "embedding", options: str = "",
+                   concurrently: bool = False) -> str:
+    """The CREATE INDEX of the memories' HNSW index (partial: HNSW_WHERE), as 0028 makes it;
+    ``options``: a ``WITH (...)`` clause, e.g. ``WITH (m = 16, ef_construction = 64)``."""
+    how = "CONCURRENTLY IF NOT EXISTS " if concurrently else ""
+    return (f"CREATE INDEX {how}{name} ON {SCHEMA}.companion_memories"
+            f" USING hnsw ({column} vector_cosine_ops) {options} WHERE {HNSW_WHERE}"
+            ).replace("  ", " ")
+
+
 companion_memories = Table(
     "companion_memories", metadata,
     _uuid_pk(),
@@ -183,8 +198,12 @@ companion_memories = Table(
     Index("ix_companion_memories_recall_bq", "user_id", "instance_id", "category", "status",
           postgresql_include=["id", "embedding_bq"]),
     Index("ix_companion_memories_user_model", "user_id", "embedding_model"),
-    Index("ix_companion_memories_embedding_hnsw", "embedding",
-          postgresql_using="hnsw", postgresql_ops={"embedding": "vector_cosine_ops"}),
+    # Only current rows are in the graph (0028): a merged or superseded row's new version is
+    # not inserted into it again (a status change is never a HOT update), and every search
+    # that reads the graph asks for current rows (HNSW_WHERE implies the predicate).
+    Index(HNSW_INDEX, "embedding", postgresql_using="hnsw",
+          postgresql_ops={"embedding": "vector_cosine_ops"},
+          postgresql_where=text(HNSW_WHERE)),
     # "which memories derive from seq X": source_seqs @> ARRAY[X] (forget --message)
     Index("ix_companion_memories_source_seqs", "source_seqs", postgresql_using="gin"),
 )

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
+from eros.core.consolidation_plan import Change
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.db import consolidation_sql as sql
 from eros.db import consolidation_state_sql as state_sql
@@ -23,6 +24,7 @@ from eros.services.consolidation_finder import find_and_claim
 from eros.services.consolidation_read import choose_search, search_pairs
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer
+from tests.support.memories import copy_rows
 
 DIM = 512
 NOW = datetime.now(UTC)
@@ -174,3 +176,45 @@ def test_the_pass_reads_only_the_new_memories_and_their_neighbours(
     # two compared, one neighbour found: three memories read of the user's 32
     assert (report.compared, report.memories, report.merged) == (2, 3, 1)
     assert report.share_before == pytest.approx(2 / 3, abs=1e-4) and report.share_after == 0
+
+
+def _buffers(conn: Any, statement: str, params: dict[str, Any]) -> int:
+    """Shared buffers an UPDATE touched, index upkeep included (EXPLAIN ANALYZE, rolled back
+    by the caller): a count, not a time, so a loaded machine does not change it."""
+    plan = conn.execute(text(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement}"),
+                        params).scalar_one()[0]["Plan"]
+    return int(plan["Shared Hit Blocks"]) + int(plan["Shared Read Blocks"])
+
+
+def test_a_merged_member_leaves_the_graph_instead_of_entering_it_again(
+        engine: Engine, db_url: str) -> None:
+    """Issue 34 item 3 (0028): the HNSW index holds current rows only. A status change is
+    never a HOT update (a 2 KB row leaves no room on its page), so with a full index every
+    merged member's new version was searched into the graph again (~75% of a 50k first
+    pass's writes). Now a merge costs what an update of a row outside the graph costs: a
+    fraction of the same rows' update while they stay current (which still enters it)."""
+    rng = np.random.default_rng(41)
+    user = uuid.uuid4()
+    vectors = rng.standard_normal((1200, DIM))
+    copy_rows(db_url, ((user, None, f"m {i}", "fact", 0.5, NOW - timedelta(days=1),
+                        vectors[i] / np.linalg.norm(vectors[i])) for i in range(1200)))
+    with engine.connect() as conn:
+        ids = [r.id for r in conn.execute(text(
+            "SELECT id FROM engine.companion_memories WHERE user_id = :u ORDER BY content"),
+            {"u": user})]
+    chosen = {"ids": ids[:300]}
+    with engine.connect() as conn:
+        with conn.begin() as tx:  # stays current: a new version in every index, HNSW too
+            kept = _buffers(conn, "UPDATE engine.companion_memories SET importance = 0.7"
+                            " WHERE id = ANY(:ids)", chosen)
+            tx.rollback()
+        with conn.begin() as tx:  # merged: the same rows, the same other indexes
+            merged = _buffers(conn, "UPDATE engine.companion_memories SET status = 'merged',"
+                              " replaced_by = :into, replaced_at = now() WHERE id = ANY(:ids)",
+                              {**chosen, "into": ids[-1]})
+            tx.rollback()
+    assert merged * 2 < kept, (merged, kept)
+    with engine.begin() as conn:  # and the pass's own statement merges them
+        assert sql.apply_changes(conn, [Change(ids[i], "merged", ids[300 + i])
+                                        for i in range(300)]) == 300
+

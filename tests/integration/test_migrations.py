@@ -74,3 +74,44 @@ def test_0008_mirrors_the_memories_that_exist_and_downgrades_cleanly(
                                  )).scalar_one() == 0
     engine.dispose()
     templates.drop(url)
+
+
+def _hnsw_definition(conn) -> str:  # type: ignore[no-untyped-def]
+    return str(conn.execute(text(
+        "SELECT pg_get_indexdef('engine.ix_companion_memories_embedding_hnsw'::regclass)"
+        )).scalar_one())
+
+
+def test_0028_keeps_only_current_rows_in_the_graph_and_downgrades(
+        templates: TemplateDatabases) -> None:
+    """Issue 34 item 3: the memories' HNSW index is partial on current rows; the downgrade
+    builds the full index again, and the rows in it are the rows a full build holds."""
+    url = templates.empty()
+    config = alembic_config(url)
+    command.upgrade(config, "0027")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        assert "WHERE" not in _hnsw_definition(conn)
+        conn.execute(text(
+            "INSERT INTO engine.companion_memories (user_id, content, category, embedding, status)"
+            " SELECT gen_random_uuid(), 'm' || g, 'fact', CAST(array_fill(g::real, ARRAY[512])"
+            " AS vector), CASE WHEN g % 2 = 0 THEN 'current' ELSE 'merged' END"
+            " FROM generate_series(1, 20) g"))
+    command.upgrade(config, "0028")
+    with engine.connect() as conn:
+        definition = _hnsw_definition(conn)
+        assert "USING hnsw (embedding vector_cosine_ops)" in definition
+        assert definition.endswith("WHERE (status = 'current'::text)")
+        valid = conn.execute(text(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid ="
+            " 'engine.ix_companion_memories_embedding_hnsw'::regclass")).scalar_one()
+        assert valid
+    command.downgrade(config, "0027")
+    with engine.connect() as conn:
+        assert "WHERE" not in _hnsw_definition(conn)
+    command.upgrade(config, "head")
+    with engine.connect() as conn:
+        assert "WHERE (status = 'current'::text)" in _hnsw_definition(conn)
+    engine.dispose()
+    templates.drop(url)
+

@@ -279,6 +279,44 @@ def test_hnsw_is_the_index_the_large_scope_plan_uses(engine: Engine, db_url: str
                             ).scalar() in (None, "", "off")
 
 
+def test_history_through_hnsw_is_read_beside_the_graph_of_current_rows(
+        engine: Engine, db_url: str, user: uuid.UUID) -> None:
+    """The HNSW index holds current rows only (0028): a recall with ``include_replaced`` on
+    the HNSW plan walks the graph for current rows and reads the history rows exactly beside
+    it — the same answer as an exact scan, quarantined rows never in it."""
+    rng = np.random.default_rng(13)
+    _bulk(db_url, user, random_unit(rng, 3_000), CATS, label="noise")
+    with engine.begin() as conn:
+        add(conn, NOW, *[Mem(user, f"{c} {cos}", c, at_cosine(cos, 10 * i + j + 1))
+                         for i, c in enumerate(CATS) for j, cos in enumerate((0.8, 0.7))],
+            Mem(user, "merged", "fact", at_cosine(0.95, 101), status="merged"),
+            Mem(user, "superseded", "event", at_cosine(0.9, 102), status="superseded"),
+            Mem(user, "quarantined", "fact", at_cosine(0.99, 103), status="quarantined"))
+    hnsw = cfg(recall_exact_scan_below=1000, recall_quantized_scan=False,
+               recall_hnsw_ef_search=400)
+    exact = cfg(recall_exact_scan_below=10**9)
+    for strategy, k in (("grouped", 2), ("decay", 10), ("composite", 7)):
+        fast = run(engine, user, hnsw, strategy=strategy, k=k, include_replaced=True)
+        assert fast.plan in ("hnsw", "mixed") and not fast.fallback, strategy
+        truth = run(engine, user, exact, strategy=strategy, k=k, include_replaced=True)
+        assert truth.plan == "exact"
+        assert contents(fast) == contents(truth), strategy
+        assert {"merged", "superseded"} <= set(contents(fast)), strategy
+        assert "quarantined" not in contents(fast)
+        current = run(engine, user, hnsw, strategy=strategy, k=k)
+        assert not {"merged", "superseded", "quarantined"} & set(contents(current))
+    for flt in (recall_sql.ScopeFilter(user, "profile"),
+                recall_sql.ScopeFilter(user, "profile", include_replaced=True)):
+        with engine.connect() as conn, conn.begin():
+            recall_sql.configure_hnsw(conn, recall_sql.HnswParams(), at_least=10)
+            for sql in (recall_sql.hnsw_pool_sql(flt), recall_sql.hnsw_grouped_sql(flt)):
+                statement = recall_sql.search_statement("EXPLAIN " + sql, 512,
+                                                        categories=":categories" in sql)
+                plan = "\n".join(r[0] for r in conn.execute(statement, {
+                    **flt.params(), "q": QUERY, "n": 10, "k": 2, "categories": CATS}))
+                assert "ix_companion_memories_embedding_hnsw" in plan, sql
+
+
 def test_a_scan_that_gives_up_falls_back_to_exact(engine: Engine, db_url: str,
                                                   user: uuid.UUID,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,8 @@ from pgvector.psycopg import register_vector
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import make_url
 
+from eros.db.schema import hnsw_index_sql
+
 DIM = 512
 
 
@@ -68,8 +70,7 @@ def add(conn: Connection, now: datetime, *mems: Mem) -> list[uuid.UUID]:
     return ids
 
 
-HNSW_INDEX = ("CREATE INDEX ix_companion_memories_embedding_hnsw ON engine.companion_memories"
-              " USING hnsw (embedding vector_cosine_ops)")
+HNSW_INDEX = hnsw_index_sql()
 
 
 def copy_rows(db_url: str, rows: Iterable[tuple[uuid.UUID, uuid.UUID | None, str, str,
