@@ -22,6 +22,7 @@ from eros.core.consolidation import Memory, Pair
 from eros.core.consolidation_plan import Change, HistoryEntry, NewRow
 from eros.core.provenance import Provenance
 from eros.core.sensitivity import SENSITIVITY_ORDER
+from eros.db.provenance_sql import array_text, provenance_of
 from eros.db.schema import EMBEDDING_DIM, companion_memories, memory_history
 
 #: first key of the two-key advisory lock: our namespace, so no other lock user collides.
@@ -63,10 +64,6 @@ SELECT q.memory_id AS id, q.created_at
    AND (q.created_at, q.memory_id) > (CAST(:after_at AS timestamptz), CAST(:after_id AS uuid))
  ORDER BY q.created_at, q.memory_id
  LIMIT :n
-""")
-
-HAS_UNCOMPARED = text("""
-SELECT EXISTS (SELECT 1 FROM engine.consolidation_backlog WHERE user_id = :user_id)
 """)
 
 # capped: the plan choice needs "more than N", never the exact count of a huge user.
@@ -182,8 +179,10 @@ ON CONFLICT (memory_id) DO NOTHING
 LOCK_KEY = "hashtextextended(:ns || ':' || CAST(:user_id AS text), 0)"
 TRY_LOCK = text(f"SELECT pg_try_advisory_xact_lock({LOCK_KEY})")
 
+# Which rows are still current, locked, and their provenance (what a result inherits) in
+# the same statement: a chunk's write is a handful of statements, each a round trip.
 LOCK_CURRENT = text("""
-SELECT id FROM engine.companion_memories
+SELECT id, source_seqs, source_fallback FROM engine.companion_memories
  WHERE id = ANY(CAST(:ids AS uuid[])) AND status = 'current'
  FOR UPDATE
 """)
@@ -197,10 +196,28 @@ UPDATE engine.companion_memories AS m
  WHERE m.id = c.id AND m.status = 'current'
 """)
 
-SET_IMPORTANCE = text("""
-UPDATE engine.companion_memories AS m SET importance = c.importance
-  FROM unnest(CAST(:ids AS uuid[]), CAST(:values AS double precision[])) AS c(id, importance)
+# The rows a pass keeps, in one UPDATE (issue 34 item 3): a kept result's provenance (the
+# union of its cluster's), its importance, and the "judged" stamp of the judged rows still
+# current. A 2 KB row's update is never HOT (no room on its page): each rewrite inserts the
+# row into every index again, HNSW included, so a row is rewritten once, and only when one of
+# its values changes.
+UPDATE_KEPT = text("""
+UPDATE engine.companion_memories AS m
+   SET source_seqs = CASE WHEN c.set_sources THEN CAST(c.seqs AS bigint[])
+                          ELSE m.source_seqs END,
+       source_fallback = CASE WHEN c.set_sources THEN c.fallback ELSE m.source_fallback END,
+       importance = COALESCE(c.importance, m.importance),
+       consolidation_seen_at = CASE WHEN c.seen THEN COALESCE(m.consolidation_seen_at, now())
+                                    ELSE m.consolidation_seen_at END
+  FROM unnest(CAST(:ids AS uuid[]), CAST(:set_sources AS boolean[]), CAST(:seqs AS text[]),
+              CAST(:fallbacks AS boolean[]), CAST(:importances AS double precision[]),
+              CAST(:seen AS boolean[]))
+       AS c(id, set_sources, seqs, fallback, importance, seen)
  WHERE m.id = c.id AND m.status = 'current'
+   AND ((c.set_sources AND (m.source_seqs IS DISTINCT FROM CAST(c.seqs AS bigint[])
+                            OR m.source_fallback IS DISTINCT FROM c.fallback))
+        OR c.importance IS NOT NULL
+        OR (c.seen AND m.consolidation_seen_at IS NULL))
 """)
 
 # The result of a merge (a kept member or a new canonical) takes the most sensitive label of
@@ -222,10 +239,6 @@ UPDATE engine.companion_memories AS m SET sensitivity = (CAST(:labels AS text[])
    AND m.sensitivity IS DISTINCT FROM (CAST(:labels AS text[]))[r.rank]
 """)
 
-STAMP_SEEN = text("""
-UPDATE engine.companion_memories SET consolidation_seen_at = now()
- WHERE id = ANY(CAST(:ids AS uuid[])) AND status = 'current' AND consolidation_seen_at IS NULL
-""")
 
 
 def read_snapshot(conn: Connection, user_id: uuid.UUID) -> list[Memory]:
@@ -245,10 +258,6 @@ def uncompared_page(conn: Connection, user_id: uuid.UUID, n: int,
     rows = conn.execute(UNCOMPARED_PAGE, {"user_id": user_id, "n": n, "after_at": at,
                                           "after_id": last})
     return [(r.id, r.created_at) for r in rows]
-
-
-def has_uncompared(conn: Connection, user_id: uuid.UUID) -> bool:
-    return bool(conn.execute(HAS_UNCOMPARED, {"user_id": user_id}).scalar_one())
 
 
 def current_count(conn: Connection, user_id: uuid.UUID, *, cap: int) -> int:
@@ -335,11 +344,13 @@ def try_lock(conn: Connection, user_id: uuid.UUID) -> bool:
                 .scalar_one())
 
 
-def lock_current(conn: Connection, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
-    """Which of ``ids`` are still current, row-locked until commit."""
+def lock_current(conn: Connection, ids: Sequence[uuid.UUID]
+                 ) -> dict[uuid.UUID, Provenance | None]:
+    """Which of ``ids`` are still current, row-locked until commit, with their recorded
+    provenance (None: not recorded)."""
     if not ids:
-        return set()
-    return {r.id for r in conn.execute(LOCK_CURRENT, {"ids": list(ids)})}
+        return {}
+    return {r.id: provenance_of(r) for r in conn.execute(LOCK_CURRENT, {"ids": list(ids)})}
 
 
 def insert_canonical(conn: Connection, user_id: uuid.UUID,
@@ -362,8 +373,6 @@ def insert_canonical(conn: Connection, user_id: uuid.UUID,
         "consolidation_seen_at": func.now(),
         **_provenance_values(known.get(row.id)),
     } for row, vector in rows]))
-    # its neighbourhood was the cluster (overflow members come back and meet it): compared
-    stamp_compared(conn, [row.id for row, _ in rows])
 
 
 def _provenance_values(provenance: Provenance | None) -> dict[str, Any]:
@@ -373,20 +382,33 @@ def _provenance_values(provenance: Provenance | None) -> dict[str, Any]:
 
 
 def apply_changes(conn: Connection, changes: Sequence[Change]) -> int:
-    """Members stop being current, and leave the backlog: nothing compares them again."""
+    """Members stop being current (the caller takes them out of the backlog: nothing
+    compares them again)."""
     if not changes:
         return 0
     result = conn.execute(APPLY_CHANGES, {
         "ids": [c.memory_id for c in changes], "statuses": [c.status for c in changes],
         "targets": [c.replaced_by for c in changes]})
-    stamp_compared(conn, [c.memory_id for c in changes])
     return int(result.rowcount)
 
 
-def set_importance(conn: Connection, values: Sequence[tuple[uuid.UUID, float]]) -> None:
-    if values:
-        conn.execute(SET_IMPORTANCE, {"ids": [v[0] for v in values],
-                                      "values": [v[1] for v in values]})
+def update_kept(conn: Connection, *,
+                sources: Sequence[tuple[uuid.UUID, Provenance | None]] = (),
+                importance: Sequence[tuple[uuid.UUID, float]] = (),
+                seen: Sequence[uuid.UUID] = ()) -> None:
+    """Kept rows still current, each rewritten once: new provenance (``sources``), a new
+    importance, and the "judged" stamp (``seen``, where it is not set yet)."""
+    ids = list(dict.fromkeys([*(i for i, _ in sources), *(i for i, _ in importance), *seen]))
+    if not ids:
+        return
+    given = dict(sources)
+    values = dict(importance)
+    judged = set(seen)
+    conn.execute(UPDATE_KEPT, {
+        "ids": ids, "set_sources": [i in given for i in ids],
+        "seqs": [array_text(p.seqs) if (p := given.get(i)) else None for i in ids],
+        "fallbacks": [p.fallback if (p := given.get(i)) else False for i in ids],
+        "importances": [values.get(i) for i in ids], "seen": [i in judged for i in ids]})
 
 
 def insert_history(conn: Connection, user_id: uuid.UUID, entries: Sequence[HistoryEntry], *,
@@ -405,8 +427,3 @@ def keep_most_sensitive(conn: Connection,
         conn.execute(KEEP_MOST_SENSITIVE, {"results": [r for r, _ in pairs],
                                            "members": [m for _, m in pairs],
                                            "labels": list(SENSITIVITY_ORDER)})
-
-
-def stamp_seen(conn: Connection, ids: Sequence[uuid.UUID]) -> None:
-    if ids:
-        conn.execute(STAMP_SEEN, {"ids": list(ids)})

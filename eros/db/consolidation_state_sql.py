@@ -22,12 +22,15 @@ RETURNING s.attempts
 
 # What the finder measured (seen_until, measured_backlog) is cleared: whatever is still
 # uncompared after a pass — a backlog, deferred clusters — is measured again by the next run.
-FINISH_PASS = text("""
+# Whether a backlog is left is read in the same statement (the claim stays for the next
+# chunk when the caller enqueues it: ``keep_claim_on_backlog``) and returned.
+_BACKLOG = "EXISTS (SELECT 1 FROM engine.consolidation_backlog WHERE user_id = :user_id)"
+FINISH_PASS = text(f"""
 INSERT INTO engine.consolidation_state AS s
        (user_id, seen_until, last_run_at, claimed_at, attempts, near_dup_share_before,
         near_dup_share_after, merged_total, superseded_total, last_outcome, last_error)
-VALUES (:user_id, NULL, now(), CASE WHEN :keep_claim THEN now() END, 0, :before, :after,
-        :merged, :superseded, :outcome, :error)
+VALUES (:user_id, NULL, now(), CASE WHEN :keep_claim AND {_BACKLOG} THEN now() END, 0,
+        :before, :after, :merged, :superseded, :outcome, :error)
 ON CONFLICT (user_id) DO UPDATE SET
        seen_until = NULL, measured_backlog = NULL, last_run_at = now(),
        claimed_at = EXCLUDED.claimed_at, attempts = 0,
@@ -36,6 +39,7 @@ ON CONFLICT (user_id) DO UPDATE SET
        merged_total = s.merged_total + EXCLUDED.merged_total,
        superseded_total = s.superseded_total + EXCLUDED.superseded_total,
        last_outcome = EXCLUDED.last_outcome, last_error = EXCLUDED.last_error
+RETURNING {_BACKLOG} AS backlog
 """)
 
 # A failed pass: nothing about the memories changes, the attempt stays counted. An UPDATE,
@@ -79,11 +83,13 @@ def claim_held(conn: Connection, user_id: uuid.UUID, claim: datetime | None) -> 
 
 def finish_pass(conn: Connection, user_id: uuid.UUID, *, before: float, after: float,
                 merged: int, superseded: int, outcome: str, error: str | None = None,
-                keep_claim: bool = False) -> None:
-    """``keep_claim``: the caller enqueues the user's next chunk, so the claim stays."""
-    conn.execute(FINISH_PASS, {"user_id": user_id, "before": before, "after": after,
-                               "merged": merged, "superseded": superseded,
-                               "outcome": outcome, "error": error, "keep_claim": keep_claim})
+                keep_claim_on_backlog: bool = False) -> bool:
+    """Whether memories are left uncompared (a backlog). ``keep_claim_on_backlog``: the
+    caller enqueues the user's next chunk when there is one, so the claim stays then."""
+    return bool(conn.execute(FINISH_PASS, {
+        "user_id": user_id, "before": before, "after": after, "merged": merged,
+        "superseded": superseded, "outcome": outcome, "error": error,
+        "keep_claim": keep_claim_on_backlog}).scalar_one())
 
 
 def record_failure(conn: Connection, user_id: uuid.UUID, *, outcome: str, error: str | None,

@@ -54,7 +54,7 @@ from eros.core.prompts import Prompt
 from eros.core.provenance import merged
 from eros.db import consolidation_sql as sql
 from eros.db import consolidation_state_sql as state_sql
-from eros.db import provenance_sql, turn_trust_sql
+from eros.db import turn_trust_sql
 from eros.errors import PermanentError
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Embedder
@@ -338,42 +338,46 @@ def _write(c: Consolidator, user_id: uuid.UUID, read: Read, plan: Plan,
                      " written", user_id)
             return
         required = sorted({i for step in plan.steps for i in step.requires}, key=str)
-        current = sql.lock_current(conn, required)
-        applied = [st for st in plan.steps if all(i in current for i in st.requires)]
+        # the rows still current, locked, with their provenance: each result carries the
+        # union of its members' sources (read under the row locks, so no member changes
+        # before the commit)
+        members = sql.lock_current(conn, required)
+        applied = [st for st in plan.steps if all(i in members for i in st.requires)]
         skipped = [st for st in plan.steps if st not in applied]
-        # provenance: each result carries the union of its members' sources (read under
-        # the row locks just taken, so no member changes before the commit)
-        members = provenance_sql.sources(conn, required)
         sources = {st.result_id: merged(members.get(i) for i in st.requires)
                    for st in applied if st.result_id is not None}
-        sql.insert_canonical(conn, user_id,
-                             [(st.new_row, vectors[st.new_row.id]) for st in applied
-                              if st.new_row is not None],
+        canonical = [(st.new_row, vectors[st.new_row.id]) for st in applied
+                     if st.new_row is not None]
+        sql.insert_canonical(conn, user_id, canonical,
                              model=s.consolidation_model_name, prompt_version=c.prompt.version,
                              embedding_model=c.embedder.name,
                              pass_id=pass_id, sources=sources)
-        provenance_sql.set_sources(conn, [(st.result_id, sources[st.result_id])
-                                          for st in applied
-                                          if st.new_row is None and st.result_id is not None])
-        sql.apply_changes(conn, [ch for st in applied for ch in st.changes])
-        sql.set_importance(conn, [st.importance for st in applied if st.importance])
+        changes = [ch for st in applied for ch in st.changes]
+        sql.apply_changes(conn, changes)
+        untouchable = {i for st in skipped for i in st.requires}
+        # the kept rows, each rewritten once: a kept result's provenance and importance, and
+        # the judged stamp of the judged rows still current
+        sql.update_kept(conn, sources=[(st.result_id, sources[st.result_id]) for st in applied
+                                       if st.new_row is None and st.result_id is not None],
+                        importance=[st.importance for st in applied if st.importance],
+                        seen=sorted(plan.judged - untouchable, key=str))
         # the result of a merge keeps the most sensitive label of what went into it
         sql.keep_most_sensitive(conn, [(st.result_id, ch.memory_id) for st in applied
                                        if st.result_id is not None for ch in st.changes])
         # ... and the turns it cites (the union of its members') take that label (issue 31)
         turn_trust_sql.inherit_labels(conn, sorted({st.result_id for st in applied
                                                if st.result_id is not None}, key=str))
-        untouchable = {i for st in skipped for i in st.requires}
-        sql.stamp_seen(conn, sorted(plan.judged - untouchable, key=str))
-        # compared: the chunk, except what waits for another call (deferred clusters, a
-        # cluster's overflow — back to "not compared", so the next pass finds them again)
-        # and what a concurrent pass holds (it decides those)
-        sql.stamp_compared(conn, sorted(set(read.chunk) - plan.unresolved - untouchable,
-                                        key=str))
+        # compared, in one statement: the canonical rows (their neighbourhood was the
+        # cluster; overflow members come back and meet them), the members replaced (nothing
+        # compares them again) and the chunk, except what waits for another call (deferred
+        # clusters, a cluster's overflow — back to "not compared", so the next pass finds
+        # them again) and what a concurrent pass holds (it decides those)
+        chunk = set(read.chunk) - plan.unresolved - untouchable
+        sql.stamp_compared(conn, sorted({*(row.id for row, _ in canonical),
+                                         *(ch.memory_id for ch in changes), *chunk}, key=str))
         sql.uncompare(conn, sorted(plan.unresolved - untouchable, key=str))
         report.share_after = round(_share_after(conn, memories, pairs, applied,
                                                 s.consolidation_similarity), 4)
-        report.backlog = sql.has_uncompared(conn, user_id)
         report.merged = sum(st.merged for st in applied)
         report.superseded = sum(st.superseded for st in applied)
         report.canonical_written = sum(1 for st in applied if st.new_row is not None)
@@ -388,10 +392,10 @@ def _write(c: Consolidator, user_id: uuid.UUID, read: Read, plan: Plan,
             report.error = f"{len(report.rejected)} of {report.clusters_sent} clusters " \
                 "rejected: " + "; ".join(f"cluster {r['cluster']}: {r['reason']}"
                                          for r in report.rejected)[:1800]
-        state_sql.finish_pass(conn, user_id, before=report.share_before, after=report.share_after,
-                        merged=report.merged, superseded=report.superseded,
-                        outcome=report.outcome, error=report.error,
-                        keep_claim=keep_claim_on_backlog and report.backlog)
+        report.backlog = state_sql.finish_pass(
+            conn, user_id, before=report.share_before, after=report.share_after,
+            merged=report.merged, superseded=report.superseded, outcome=report.outcome,
+            error=report.error, keep_claim_on_backlog=keep_claim_on_backlog)
     log.info("user %s consolidated: merged=%d superseded=%d share %.3f -> %.3f", user_id,
              report.merged, report.superseded, report.share_before, report.share_after)
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, event, text
 
 from eros.core.consolidation import near_dup_share
 from eros.core.consolidation_reply import load_consolidation_prompt
@@ -186,6 +186,54 @@ def test_paraphrases_get_one_new_row_from_one_model_and_one_embedding_call(
     assert new[0].created_at == NOW - timedelta(days=2)  # dated like its newest source
     assert set(new[0].metadata["consolidated_from"]) == {str(i) for i in cat}
     assert set(new[1].metadata["consolidated_from"]) == {str(i) for i in jazz}
+
+
+def test_a_kept_member_is_rewritten_once_in_a_write_of_few_statements(
+        c: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
+    """Issue 34 item 3: a 2 KB memory row's update is never HOT, so every rewrite inserts it
+    into every index again, HNSW included. A kept member whose provenance, importance and
+    "judged" stamp all change is rewritten by one statement, not three, and the chunk's
+    write transaction is a dozen statements."""
+    user = uuid.uuid4()
+    likes = add(engine, user, "Likes jazz", axis(2), days_ago=20, category="preference")
+    loves = add(engine, user, "Loves jazz", axis(2, 3, 0.95), days_ago=5, category="preference")
+    add(engine, user, "Lives in Shanghai", axis(0), days_ago=9)
+    add(engine, user, "lives in shanghai", axis(0), days_ago=8)  # an exact pair as well
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE engine.companion_memories SET source_seqs = CASE id"
+                          " WHEN :a THEN ARRAY[7, 9]::bigint[] ELSE ARRAY[3]::bigint[] END"
+                          " WHERE id IN (:a, :b)"), {"a": likes, "b": loves})
+    llm.script_replies([Reply(json.dumps({"clusters": [
+        answer(1, "Loves jazz", [1, 2], category="preference")]}))])
+    statements: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(" ".join(statement.split()))
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        report = consolidate(c, user)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert report.outcome == "consolidated" and report.merged == 2
+    assert report.canonical_written == 0  # the canonical text is a member's: it is kept
+    start = next(n for n, st in enumerate(statements) if "pg_try_advisory_xact_lock" in st)
+    end = next(n for n, st in enumerate(statements)
+               if st.startswith("INSERT INTO engine.consolidation_state"))
+    write = statements[start:end + 1]
+    rewrites = [st for st in write if st.startswith("UPDATE engine.companion_memories")]
+    # the members replaced, the kept rows: never one statement per column
+    assert len(rewrites) == 2, rewrites
+    assert len(write) <= 10, write  # 15 before: a statement per column and per stamp
+    with engine.connect() as conn:
+        kept = conn.execute(text(
+            "SELECT status, importance, source_seqs, consolidation_seen_at IS NOT NULL AS seen"
+            " FROM engine.companion_memories WHERE id = :b"), {"b": loves}).one()
+        gone = conn.execute(text("SELECT status, replaced_by FROM engine.companion_memories"
+                                 " WHERE id = :a"), {"a": likes}).one()
+    assert (kept.status, kept.importance, kept.source_seqs, kept.seen) == (
+        "current", 0.8, [3, 7, 9], True)
+    assert (gone.status, gone.replaced_by) == ("merged", loves)
 
 
 def _two_clusters(engine: Engine, llm: FakeLLMServer) -> uuid.UUID:
