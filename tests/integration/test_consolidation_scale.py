@@ -16,6 +16,7 @@ from eros.core.consolidation_plan import Change
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.db import consolidation_sql as sql
 from eros.db import consolidation_state_sql as state_sql
+from eros.db.recall_sql import HnswParams, configure_hnsw
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services import recall_cells
@@ -217,4 +218,14 @@ def test_a_merged_member_leaves_the_graph_instead_of_entering_it_again(
     with engine.begin() as conn:  # and the pass's own statement merges them
         assert sql.apply_changes(conn, [Change(ids[i], "merged", ids[300 + i])
                                         for i in range(300)]) == 300
+    # the HNSW search of a very large user still walks the graph (its WHERE implies the
+    # index's predicate), and finds no merged row
+    with engine.connect() as conn, conn.begin():
+        configure_hnsw(conn, HnswParams(ef_search=64), at_least=16)
+        params = {"ids": ids[:400], "k": 16, "max_distance": 2.0}
+        plan = "\n".join(r[0] for r in conn.execute(
+            text("EXPLAIN " + str(sql.KNN_PAIRS)), params))
+        assert "ix_companion_memories_embedding_hnsw" in plan
+        found = sql.knn_pairs(conn, ids[300:400], similarity=-1.0, k=16)
+    assert found and not {i for p in found for i in p} & set(ids[:300])
 
