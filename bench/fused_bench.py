@@ -189,7 +189,7 @@ def fused_scale_run(args: argparse.Namespace, strategies: tuple[str, ...]) -> di
 
     from bench.recall_setup import bench_server
     from eros.db.migrate import upgrade
-    from eros.services import recall_cells
+    from eros.services import recall_cells, turn_centres
 
     scale = fused_scale.Scale(args.users, args.background_memories or args.memories,
                               args.background_turns or args.turns, args.memories, args.turns,
@@ -213,6 +213,7 @@ def fused_scale_run(args: argparse.Namespace, strategies: tuple[str, ...]) -> di
         if meta and meta.get("params") == scale.params():
             print("reusing the loaded database of a previous --keep run", flush=True)
             timings = meta["timings"]
+            upgrade(url)  # a database kept by an older revision: this one's migrations
         else:
             with admin.connect() as conn:
                 conn.execute(text(f'DROP DATABASE IF EXISTS "{SCALE_DB}" WITH (FORCE)'))
@@ -233,14 +234,15 @@ def fused_scale_run(args: argparse.Namespace, strategies: tuple[str, ...]) -> di
         cpu = _Cpu(engine)
         try:
             report = recall_cells.cluster_user(engine, settings, user)
+            out["centred_turns"] = turn_centres.ensure_centres(engine)  # as the finder does
             with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                conn.execute(text("VACUUM ANALYZE engine.memory_sketches"))
+                conn.execute(text("VACUUM ANALYZE engine.memory_sketches, engine.memory_turns"))
             fused_scale.warm(engine, user)
             counts = fused_scale.heavy_counts(engine, user)
             out.update({"heavy_memories": counts[0], "heavy_turns": counts[1],
                         "all_memories": counts[2], "all_turns": counts[3],
                         "load_secs": round(sum(timings.values()), 1), "timings": timings,
-                        "cells": report.cells})
+                        "cells": report.cells, "cluster": report.to_dict()})
             qs = _units(np.random.default_rng(32), args.queries)
             measure(engine, user, qs[: max(1, args.queries // 4)], list(strategies), settings,
                     QUERY_TEXT)  # warm-up: the pages the queries touch

@@ -120,9 +120,10 @@ def cluster(user: uuid.UUID | None, drop: bool, as_json: bool) -> None:
     a quarter since; one below half of it has its cells dropped. Recall then reads only the
     RECALL_CELL_PROBE_SHARE of the cells nearest the query (docs/recall.md, "Cells"). Beat
     does the same every RECALL_CELL_INTERVAL_SECS through the task eros.cluster_memories.
+    Without USER it also centres the turn sketches of any embedding model that needs it.
     """
     from eros.cli._common import runtime
-    from eros.services import recall_cells
+    from eros.services import recall_cells, turn_centres
 
     if drop and user is None:
         raise click.UsageError("--drop needs a USER")
@@ -135,6 +136,8 @@ def cluster(user: uuid.UUID | None, drop: bool, as_json: bool) -> None:
         else:
             reports = [recall_cells.refresh(rt.engine, rt.settings, state) for state in
                        recall_cells.due(rt.engine, rt.settings, limit=10**6)]
+            for model, turns in turn_centres.ensure_centres(rt.engine).items():
+                click.echo(f"turn sketches of {model} centred: {turns} turns", err=True)
     for r in reports:
         if as_json:
             click.echo(json.dumps(r.to_dict()))

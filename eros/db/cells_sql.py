@@ -29,6 +29,7 @@ from eros.db.recall_sql import (
     to_candidates,
 )
 from eros.db.schema import SCHEMA, memory_cells
+from eros.db.turn_cells_sql import place_user_turns, uncell_user_turns
 
 _SKETCHES = f"{SCHEMA}.memory_sketches"
 _COPY_HEADER = 19  # PGCOPY signature (11), flags (4), header extension length (4)
@@ -187,6 +188,7 @@ def replace_cells(conn: Connection, user_id: uuid.UUID, centroids: Matrix,
         " WHERE s.user_id = :u AND m.id = s.memory_id"
         f" AND NOT EXISTS (SELECT 1 FROM {_STAGE} a WHERE a.memory_id = s.memory_id)"),
         {"u": user_id})
+    place_user_turns(conn, user_id)  # the user's turns in the new cells (0028)
     return late.rowcount
 
 
@@ -195,6 +197,7 @@ def drop_cells(conn: Connection, user_id: uuid.UUID) -> None:
     conn.execute(text(f"DELETE FROM {CELLS_TABLE} WHERE user_id = :u"), {"u": user_id})
     conn.execute(text(f"UPDATE {_SKETCHES} SET cell = NULL"
                       " WHERE user_id = :u AND cell IS NOT NULL"), {"u": user_id})
+    uncell_user_turns(conn, user_id)
 
 
 @dataclass(frozen=True)

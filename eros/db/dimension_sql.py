@@ -5,8 +5,8 @@ Everything sized by the dimension moves at the switch: ``embedding`` (renamed in
 ``embedding_next``), the generated ``embedding_bq`` sketch and its covering index, the HNSW
 index (built beforehand, renamed), ``memory_sketches.sketch`` and ``memory_cells.centroid``
 (cells are dropped: beat re-clusters) and ``memory_turns.embedding`` (the old model's turn
-vectors are dropped, to be indexed again). The result is the schema of ``eros/db/schema.py``
-under the new ``EMBEDDING_DIM``.
+vectors are dropped, to be indexed again, and their sketch centres). The result is the schema
+of ``eros/db/schema.py`` under the new ``EMBEDDING_DIM``.
 """
 
 from __future__ import annotations
@@ -77,10 +77,12 @@ def switch(conn: Connection, dim: int) -> None:
         "DELETE FROM engine.memory_turns",
         "ALTER TABLE engine.memory_turns DROP COLUMN embedding_bq",  # and its covering index
         f"ALTER TABLE engine.memory_turns ALTER COLUMN embedding TYPE halfvec({d}) USING NULL",
-        f"ALTER TABLE engine.memory_turns ADD COLUMN embedding_bq bit({d})"
-        f" GENERATED ALWAYS AS ((binary_quantize(embedding))::bit({d})) STORED",
+        # set by the memory_turns_place trigger (0028); the old size's centres are gone
+        f"ALTER TABLE engine.memory_turns ADD COLUMN embedding_bq bit({d})",
+        "DELETE FROM engine.turn_sketch_centres",
+        f"ALTER TABLE engine.turn_sketch_centres ALTER COLUMN centre TYPE halfvec({d})",
         "CREATE INDEX ix_memory_turns_recall ON engine.memory_turns"
-        " (user_id, instance_id, status) INCLUDE (seq, sensitivity, embedding_bq)",
+        " (user_id, instance_id, status, cell) INCLUDE (seq, sensitivity, embedding_bq)",
     ):
         conn.execute(text(statement))
 

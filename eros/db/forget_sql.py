@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from eros.db import cells_sql, turns_sql
+from eros.db import cells_sql, turn_cells_sql, turns_sql
 from eros.db.consolidation_sql import LOCK_KEY, LOCK_NAMESPACE
 
 #: What a forget removed, by table (the task's JSON result).
@@ -279,6 +279,7 @@ def drop_cells(conn: Connection, user_id: uuid.UUID) -> int:
     dropped = _n(conn, DELETE_CELLS, {"user_id": user_id})
     if dropped:
         conn.execute(UNCELL_SKETCHES, {"user_id": user_id})
+        turn_cells_sql.uncell_user_turns(conn, user_id)
     return dropped
 
 

@@ -14,10 +14,10 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     Column,
-    Computed,
     DateTime,
     ForeignKey,
     Index,
+    Integer,
     Table,
     Text,
     event,
@@ -46,9 +46,13 @@ memory_turns = Table(
     #: half precision (2 bytes a dimension): half the size of a memory's vector.
     Column("embedding", HALFVEC(EMBEDDING_DIM), nullable=False),
     Column("embedding_model", Text, nullable=False),
-    #: one bit per dimension: what a recall's Hamming pre-scan reads (index-only).
-    Column("embedding_bq", BIT(EMBEDDING_DIM), Computed(
-        f"(binary_quantize(embedding))::bit({EMBEDDING_DIM})", persisted=True)),
+    #: one bit per dimension: what a recall's Hamming pre-scan reads (index-only). Set by the
+    #: ``memory_turns_place`` trigger (0028): the sign of ``embedding − centre``, the centre
+    #: of the turn's model in ``turn_sketch_centres`` (none: of ``embedding`` itself).
+    Column("embedding_bq", BIT(EMBEDDING_DIM), nullable=True),
+    #: the turn's nearest cell among its user's memory cells (``memory_cells``, 0028): set by
+    #: the trigger and by a clustering of the user; NULL (no cells yet) is always read.
+    Column("cell", Integer, nullable=True),
     #: special category, the labels of ``companion_memories.sensitivity``; NULL = none.
     Column("sensitivity", Text, nullable=True),
     Column("status", Text, nullable=False, server_default=text("'current'")),
@@ -56,13 +60,25 @@ memory_turns = Table(
     CheckConstraint(f"status IN {TURN_STATUSES!r}", name="ck_memory_turns_status"),
     CheckConstraint(f"sensitivity IS NULL OR sensitivity IN {SENSITIVITY_LABELS!r}",
                     name="ck_memory_turns_sensitivity"),
-    # a recall's scope (user, layer, status) as one index range, covering the pre-scan
-    Index("ix_memory_turns_recall", "user_id", "instance_id", "status",
+    # a recall's scope (user, layer, status) as one index range, covering the pre-scan; a
+    # clustered user's probed cells as a few ranges of it (0028)
+    Index("ix_memory_turns_recall", "user_id", "instance_id", "status", "cell",
           postgresql_include=["seq", "sensitivity", "embedding_bq"]),
     # erasure and backfill by session
     Index("ix_memory_turns_session", "session_id"),
     # what eros.screen_unscreened reads of the turns (0026): empty once the layer has a model
     Index("ix_memory_turns_unscreened", "seq", postgresql_where=text("status = 'unscreened'")),
+)
+
+#: the centre a model's turn sketches are taken against (0028): the mean of a sample of its
+#: turn vectors, set once by the cells pass when the model's vectors share a direction.
+turn_sketch_centres = Table(
+    "turn_sketch_centres", metadata,
+    Column("embedding_model", Text, primary_key=True),
+    Column("centre", HALFVEC(EMBEDDING_DIM), nullable=False),
+    #: the turns the mean was taken over
+    Column("turns", BigInteger, nullable=False),
+    Column("computed_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
 )
 
 #: ``eros turns backfill``'s cursor (0026): one row per backfill, keyed ``turns``.

@@ -111,25 +111,41 @@ def write_turns(conn: Connection, rows: Sequence[TurnRow]) -> int:
     return int(conn.execute(_UPSERT, turn_params(rows)).scalar_one())
 
 
-# --- reads ----------------------------------------------------------------------------------
-#: the query's sketch, computed once per statement (an InitPlan, as recall_sql.QUERY_SKETCH).
-_QUERY_SKETCH = "(SELECT binary_quantize(CAST(:q AS halfvec)))"
+# --- reads ---------------------------------------------------------------------------------
+#: the query's sketch against its model's centre (0028; none: the query's own signs), computed
+#: once per statement (an InitPlan, as recall_sql.QUERY_SKETCH). The rows' sketches are taken
+#: against the same centre by the ``memory_turns_place`` trigger.
+_QUERY_SKETCH = ("(SELECT binary_quantize(CASE WHEN x.centre IS NULL THEN CAST(:q AS halfvec)"
+                 " ELSE CAST(:q AS halfvec) - x.centre END) FROM (SELECT (SELECT c.centre FROM"
+                 " engine.turn_sketch_centres c WHERE c.embedding_model = :model) AS centre) x)")
+_SCOPE = """t.user_id = :user_id AND {persona}
+       AND t.status = 'current' AND (:sensitive OR t.sensitivity IS NULL)
+       AND (CAST(:model AS text) IS NULL OR t.embedding_model = :model)"""
+_PRESCAN = f"""SELECT t.seq, t.embedding_bq <~> {_QUERY_SKETCH} AS h FROM {T} t
+     WHERE {_SCOPE}"""
+#: a clustered user (0028): the turns of the ``:share`` of their memory cells nearest the query
+#: (the cells the memory side probes) and the turns in no cell, each a range of
+#: ix_memory_turns_recall (``cell = ANY(...)`` a multi-range scan), read index-only.
+_PROBED = f"""WITH probe AS MATERIALIZED (
+    SELECT ARRAY(SELECT c.cell FROM engine.memory_cells c WHERE c.user_id = :user_id
+                  ORDER BY c.centroid <=> CAST(:q AS vector)
+                  LIMIT (SELECT greatest(1, ceil(count(*) * CAST(:share AS float8)))::integer
+                           FROM engine.memory_cells n WHERE n.user_id = :user_id)) AS cells)
+SELECT u.seq FROM (
+    ({_PRESCAN} AND t.cell = ANY(CAST((SELECT p.cells FROM probe p) AS integer[]))
+      ORDER BY h LIMIT :pool)
+    UNION ALL ({_PRESCAN} AND t.cell IS NULL ORDER BY h LIMIT :pool)) u
+ ORDER BY u.h LIMIT :pool"""
 
 # The ``:pool`` turns nearest by Hamming distance of their sketches (an index-only range of
-# ix_memory_turns_recall), re-ranked by exact cosine of the half-precision vectors; only the
-# ``:k`` kept are joined to ``chat_messages`` for their text (joining the whole pool read
-# 2,000 more index entries and heap pages for a pool of 1,000; the pre-scan of the user's
-# whole range stays the statement's cost). When the scope holds no more than ``:pool`` rows
-# every one is re-ranked: the answer is exact. The persona is matched by ``=`` or ``IS NULL``
-# (index conditions; ``IS NOT DISTINCT FROM`` would filter every row of the user's range).
+# ix_memory_turns_recall; a clustered user's probed cells, above), re-ranked by exact cosine of
+# the half-precision vectors; only the ``:k`` kept are joined to ``chat_messages`` for their
+# text (joining the whole pool read 2,000 more index entries and heap pages for a pool of
+# 1,000). When the scope holds no more than ``:pool`` rows every one is re-ranked: the answer
+# is exact. The persona is matched by ``=`` or ``IS NULL`` (index conditions; ``IS NOT
+# DISTINCT FROM`` would filter every row of the user's range).
 _NEAREST_SQL = f"""
-WITH pre AS MATERIALIZED (
-    SELECT t.seq FROM {T} t
-     WHERE t.user_id = :user_id AND {{persona}}
-       AND t.status = 'current' AND (:sensitive OR t.sensitivity IS NULL)
-       AND (CAST(:model AS text) IS NULL OR t.embedding_model = :model)
-     ORDER BY t.embedding_bq <~> {_QUERY_SKETCH} LIMIT :pool
-), near AS MATERIALIZED (
+WITH pre AS MATERIALIZED ({{prescan}}), near AS MATERIALIZED (
     SELECT t.seq, t.session_id, t.said_at, t.sensitivity,
            t.embedding <=> CAST(:q AS halfvec) AS distance
       FROM pre JOIN {T} t ON t.seq = pre.seq
@@ -141,29 +157,48 @@ SELECT near.seq, near.session_id, near.said_at, m.content, m.channel, near.sensi
   FROM near JOIN engine.chat_messages m ON m.seq = near.seq
  ORDER BY near.distance, near.seq
 """
-_NEAREST = {persona: text(_NEAREST_SQL.replace("{persona}", cond)).bindparams(
-                bindparam("q", type_=Vector()))
+_EVERY = f"SELECT s.seq FROM ({_PRESCAN} ORDER BY h LIMIT :pool) s"
+_NEAREST = {(persona, probed): text(_NEAREST_SQL.replace(
+                "{prescan}", _PROBED if probed else _EVERY).replace("{persona}", cond))
+            .bindparams(bindparam("q", type_=Vector()))
             for persona, cond in ((True, "t.instance_id = :instance_id"),
-                                  (False, "t.instance_id IS NULL"))}
+                                  (False, "t.instance_id IS NULL"))
+            for probed in (True, False)}
+#: the pool a query re-ranks by exact cosine: this many times ``k``, at least ``MIN_POOL``
+#: (centred sketches, 0028: 6×k keeps more of the exact top 50 than 20×k of the uncentred)
+POOL_PER_K = 6
+MIN_POOL = 300
+
+
+def nearest_sql(persona: bool, probed: bool) -> str:
+    """The statement :func:`nearest_turns` runs (exposed so tests and benches can EXPLAIN it)."""
+    return str(_NEAREST[(persona, probed)])
 
 
 def nearest_turns(conn: Connection, user_id: uuid.UUID, instance_id: uuid.UUID | None,
                   query_vector: Sequence[float], k: int, include_sensitive: bool, *,
-                  pool: int | None = None, embedding_model: str | None = None
-                  ) -> list[NearTurn]:
+                  pool: int | None = None, embedding_model: str | None = None,
+                  probe_share: float = 1.0) -> list[NearTurn]:
     """The ``k`` current turns of the user's conversations with ``instance_id`` nearest
     ``query_vector`` (cosine distance, nearest first), with their text from ``chat_messages``
     (a voice turn's stage directions stripped, as extraction reads it).
     ``include_sensitive=False`` leaves labelled turns out; ``embedding_model`` set: only turns
-    embedded by that model (never rank two models' vectors together). ``pool`` (default
-    ``max(20·k, 400)``) is how many sketch-nearest turns are re-ranked exactly."""
+    embedded by that model (never rank two models' vectors together), sketched against its
+    centre. ``pool`` (default ``max(POOL_PER_K·k, MIN_POOL)``) is how many sketch-nearest turns
+    are re-ranked exactly. ``probe_share`` below 1: a clustered user's turns are read from the
+    ``probe_share`` of their memory cells nearest the query (and the turns in no cell); a probe
+    that finds fewer than ``k`` turns is re-run over all of them (a persona whose turns fall in
+    few cells still gets the ``k`` that exist)."""
     if k <= 0:
         return []
-    n = pool if pool is not None else max(20 * k, 400)
-    rows = conn.execute(_NEAREST[instance_id is not None], {
-        "user_id": user_id, "instance_id": instance_id, "q": list(query_vector),
-        "sensitive": include_sensitive, "pool": max(n, k), "k": k,
-        "model": embedding_model}).all()
+    n = pool if pool is not None else max(POOL_PER_K * k, MIN_POOL)
+    params = {"user_id": user_id, "instance_id": instance_id, "q": list(query_vector),
+              "sensitive": include_sensitive, "pool": max(n, k), "k": k,
+              "model": embedding_model, "share": probe_share}
+    persona = instance_id is not None
+    rows = conn.execute(_NEAREST[(persona, probe_share < 1)], params).all()
+    if probe_share < 1 and len(rows) < k:
+        rows = conn.execute(_NEAREST[(persona, False)], params).all()
     return [NearTurn(seq=int(r.seq), session_id=r.session_id, said_at=r.said_at,
                      content=strip_voice_tags(r.content) if r.channel == VOICE else r.content,
                      distance=float(r.distance), sensitivity=r.sensitivity, channel=r.channel)

@@ -87,7 +87,8 @@ def search_fused(conn: Connection, flt: ScopeFilter, query: list[float], n: int,
     instance = None if flt.effective_scope == "profile" else flt.instance_id
     near = turns_sql.nearest_turns(conn, flt.user_id, instance, query,
                                    cfg.recall_turn_candidates, flt.include_sensitive,
-                                   embedding_model=flt.embedding_model)
+                                   embedding_model=flt.embedding_model,
+                                   probe_share=cfg.recall_cell_probe_share)
     turns = [TurnCandidate(r.seq, str(r.session_id), r.said_at, r.content, r.distance,
                            r.sensitivity) for r in near]
     found_seqs = {x.seq for x in turns}

@@ -2,8 +2,9 @@
 
 One task name, two uses: with a user id it clusters that user; without one (beat, every
 RECALL_CELL_INTERVAL_SECS) it finds the users due (docs/recall.md, "Cells") and enqueues one
-task per user. Clustering is idempotent (each pass replaces the user's cells whole), so a
-database retry or a redelivery only repeats work.
+task per user, and sets the turn sketch centre of any model that needs one
+(eros.services.turn_centres). Clustering is idempotent (each pass replaces the user's cells
+whole), so a database retry or a redelivery only repeats work.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from celery import shared_task
 from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import CLUSTER_TASK
-from eros.services import recall_cells
+from eros.services import recall_cells, turn_centres
 from eros.tasks.base import ErosTask, describe_database_error
 
 log = logging.getLogger("eros.cells")
@@ -38,7 +39,8 @@ def cluster_memories(self: ErosTask, user_id: str | None = None) -> dict[str, An
                 cluster_memories.apply_async(args=[str(state.user_id)],
                                              queue=settings.eros_consolidate_queue)
             log.info("recall cells: %d users due, enqueued", len(due))
-            return {"enqueued": len(due)}
+            centred = turn_centres.ensure_centres(engine)  # turn sketch centres (0028)
+            return {"enqueued": len(due), "turn_models_centred": len(centred)}
         try:
             uid = uuid.UUID(str(user_id))
         except ValueError:

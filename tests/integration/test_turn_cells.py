@@ -1,0 +1,183 @@
+"""Cells and centred sketches for the turns recall layer (0028, issue 31's cost), real
+PostgreSQL + pgvector.
+
+What must hold: a clustered user's turns sit in their nearest *memory* cell (placed when the
+user is clustered, and by the trigger when a turn is written later); a recall with a probe
+share reads the probed cells and the turns in no cell, and only those; a probe that finds fewer
+than K turns is re-run over all of them; dropping the user's cells (a pass, a persona forget)
+puts every turn back in no cell (read again); a model's centre re-sketches its turns and the
+query against it, and only a model whose vectors share a direction gets one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine, text
+
+from eros.db import forget_sql, turn_cells_sql, turns_sql
+from eros.db.turns_sql import TurnRow
+from eros.services import recall_cells, turn_centres
+from tests.integration.test_recall import cfg
+from tests.support.data import add_session
+from tests.support.memories import DIM, Mem, add
+
+SETTINGS = cfg(recall_exact_scan_below=100)
+
+
+def _topics(rng: np.random.Generator, n: int, topics: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` unit vectors around ``topics`` orthogonal axes, and each one's topic."""
+    topic = rng.integers(0, topics, n)
+    v = np.zeros((n, DIM), dtype=np.float32)
+    v[np.arange(n), topic * 4] = 1.0
+    v += rng.standard_normal((n, DIM)).astype(np.float32) * 0.02
+    return v / np.linalg.norm(v, axis=1, keepdims=True), topic
+
+
+def _turns(engine: Engine, user: uuid.UUID, vectors: np.ndarray, model: str = "m1",
+           instance: uuid.UUID | None = None) -> list[int]:
+    with engine.begin() as conn:
+        sid = add_session(conn, [("user", f"turn {i}") for i in range(len(vectors))],
+                          user_id=user, instance_id=instance)
+        seqs = [int(r[0]) for r in conn.execute(text(
+            "SELECT seq FROM engine.chat_messages WHERE session_id = :s ORDER BY seq"),
+            {"s": sid})]
+        turns_sql.write_turns(conn, [TurnRow(s, sid, user, instance, datetime.now(UTC),
+                                             v.tolist(), model)
+                                     for s, v in zip(seqs, vectors, strict=True)])
+    return seqs
+
+
+def _clustered_user(engine: Engine, topics: int = 8) -> uuid.UUID:
+    rng = np.random.default_rng(5)
+    user = uuid.uuid4()
+    mv, _ = _topics(rng, 400, topics)
+    with engine.begin() as conn:
+        add(conn, datetime.now(UTC), *(Mem(user, f"m{i}", "fact", v.tolist())
+                                       for i, v in enumerate(mv)))
+    return user
+
+
+def _cells(engine: Engine, seqs: list[int]) -> dict[int, int | None]:
+    with engine.connect() as conn:
+        return {int(r.seq): r.cell for r in conn.execute(text(
+            "SELECT seq, cell FROM engine.memory_turns WHERE seq = ANY(:s)"), {"s": seqs})}
+
+
+def _nearest_cell(engine: Engine, user: uuid.UUID, vectors: np.ndarray) -> list[int]:
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT cell, CAST(centroid AS text) AS c FROM"
+                                 " engine.memory_cells WHERE user_id = :u ORDER BY cell"),
+                            {"u": user}).all()
+    cells = np.array([r.cell for r in rows])
+    centroids = np.array([[float(x) for x in r.c.strip("[]").split(",")] for r in rows])
+    return [int(c) for c in cells[np.argmax(vectors @ centroids.T, axis=1)]]
+
+
+def test_turns_sit_in_their_nearest_memory_cell_and_a_probe_reads_only_those(
+        engine: Engine) -> None:
+    user = _clustered_user(engine)
+    rng = np.random.default_rng(6)
+    before, topic_before = _topics(rng, 60, 8)
+    early = _turns(engine, user, before)
+    assert len(set(topic_before)) > 1
+    assert set(_cells(engine, early).values()) == {None}  # no cells yet: always read
+    report = recall_cells.cluster_user(engine, SETTINGS, user)
+    assert report.cells >= 8
+    after, _ = _topics(rng, 20, 8)
+    late = _turns(engine, user, after)  # placed by the trigger
+    placed = _cells(engine, early + late)
+    assert [placed[s] for s in early] == _nearest_cell(engine, user, before)
+    assert [placed[s] for s in late] == _nearest_cell(engine, user, after)
+
+    query = before[0]
+    probe = _nearest_cell(engine, user, query[None, :])[0]
+    with engine.begin() as conn:  # a turn of another cell put in none: read all the same
+        conn.execute(text("UPDATE engine.memory_turns SET cell = NULL WHERE seq = :s"),
+                     {"s": next(s for s in early if placed[s] != probe)})
+    cells = _cells(engine, early + late)
+    expected = {s for s, c in cells.items() if c == probe or c is None}
+    with engine.connect() as conn:
+        probed = turns_sql.nearest_turns(conn, user, None, query.tolist(), 3, True,
+                                         probe_share=0.01)
+        read = conn.execute(text(turns_sql.nearest_sql(False, True)), {
+            "user_id": user, "instance_id": None, "q": str(query.tolist()), "sensitive": True,
+            "pool": 1000, "k": 1000, "model": None, "share": 0.01}).all()
+    assert {int(r.seq) for r in read} == expected
+    assert len(expected) < len(cells) and {t.seq for t in probed} <= expected
+    assert probed[0].seq == early[0]
+
+
+def test_a_short_probe_reads_every_turn_and_dropped_cells_uncell_the_turns(
+        engine: Engine) -> None:
+    user = _clustered_user(engine)
+    persona = uuid.uuid4()
+    rng = np.random.default_rng(7)
+    vectors, _ = _topics(rng, 40, 8)
+    recall_cells.cluster_user(engine, SETTINGS, user)
+    seqs = _turns(engine, user, vectors, instance=persona)
+    with engine.connect() as conn:
+        # the query's own cells hold a few of the persona's turns: the k that exist come back
+        got = turns_sql.nearest_turns(conn, user, persona, vectors[0].tolist(), 30, True,
+                                      probe_share=0.01)
+    assert len(got) == 30
+    recall_cells.drop_cells(engine, user)
+    assert set(_cells(engine, seqs).values()) == {None}
+    recall_cells.cluster_user(engine, SETTINGS, user)
+    assert None not in set(_cells(engine, seqs).values())
+    with engine.begin() as conn:  # a persona forget drops the cells of forgotten memories
+        forget_sql.lock_user(conn, user)
+        assert forget_sql.drop_cells(conn, user)
+    assert set(_cells(engine, seqs).values()) == {None}
+
+
+def test_a_centre_re_sketches_the_models_turns_and_only_a_shared_direction_gets_one(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(8)
+    user = uuid.uuid4()
+    shared = rng.standard_normal(DIM).astype(np.float32)
+    leaning = shared / np.linalg.norm(shared) + rng.standard_normal((50, DIM)).astype(
+        np.float32) * 0.03  # one direction: a mean of norm ~0.9
+    leaning /= np.linalg.norm(leaning, axis=1, keepdims=True)
+    spread = rng.standard_normal((50, DIM)).astype(np.float32)
+    spread /= np.linalg.norm(spread, axis=1, keepdims=True)
+    lean_seqs = _turns(engine, user, leaning, model="leaning")
+    _turns(engine, user, spread, model="spread")
+    monkeypatch.setattr(turn_centres, "MIN_TURNS", 10)
+    assert turn_centres.ensure_centres(engine) == {"leaning": 50}
+    assert turn_centres.ensure_centres(engine) == {}  # set once
+    centre = leaning.mean(axis=0)
+    with engine.connect() as conn:
+        stored = conn.execute(text(
+            "SELECT t.embedding_bq = binary_quantize(t.embedding - c.centre) AS centred,"
+            " t.embedding_bq = binary_quantize(t.embedding) AS plain"
+            " FROM engine.memory_turns t LEFT JOIN engine.turn_sketch_centres c"
+            " ON c.embedding_model = t.embedding_model ORDER BY t.seq")).all()
+        models = [r[0] for r in conn.execute(text(
+            "SELECT embedding_model FROM engine.turn_sketch_centres"))]
+    assert models == ["leaning"]
+    assert all(r.centred for r in stored[:50]) and all(r.plain for r in stored[50:])
+    # the sketch splits the leaning turns again: their bits differ where the plain ones agree
+    bits = np.sign(leaning - centre) > 0
+    assert 0.3 < bits.mean() < 0.7
+    # a turn written now is sketched against the centre; the query too: the exact top K
+    late = _turns(engine, user, leaning[:3] * 0.9 + centre * 0.1, model="leaning")
+    assert all(r.centred for r in _sketches(engine, late))
+    with engine.connect() as conn:
+        got = turns_sql.nearest_turns(conn, user, None, leaning[5].tolist(), 5, True,
+                                      pool=20, embedding_model="leaning")
+    exact = sorted(range(50), key=lambda i: -float(leaning[i] @ leaning[5]))[:5]
+    assert [t.seq for t in got][:1] == [lean_seqs[exact[0]]]
+    with engine.begin() as conn:
+        turn_cells_sql.drop_centres(conn)
+
+
+def _sketches(engine: Engine, seqs: list[int]) -> list[object]:
+    with engine.connect() as conn:
+        return list(conn.execute(text(
+            "SELECT t.embedding_bq = binary_quantize(t.embedding - c.centre) AS centred"
+            " FROM engine.memory_turns t JOIN engine.turn_sketch_centres c"
+            " ON c.embedding_model = t.embedding_model WHERE t.seq = ANY(:s)"), {"s": seqs}))
