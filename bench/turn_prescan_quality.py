@@ -8,9 +8,10 @@ The turns of the first N LoCoMo conversations are indexed under one user (e5 vec
 memories; the LoCoMo questions of those conversations are the queries. For each variant —
 sketches uncentred or centred on the model's mean (``turn_centres``), all turns read or only the
 probed cells (the user clustered as beat does: ``recall_cells.cluster_user``; ``--shares``, by
-default RECALL_CELL_PROBE_SHARE, of the cells) — and each pool, ``turns_sql.nearest_turns``' top 50 and top 10 are
-compared with the exact ones (every turn ranked by cosine in SQL). Vectors come from the eval's
-embedding cache (``eros eval --cache``'s file; embedded and stored there when missing). Uses
+default RECALL_CELL_PROBE_SHARE, of the cells) — and each pool, ``turns_sql.nearest_turns``'
+top 50 and top 10 are compared with the exact ones (every turn ranked by cosine in SQL).
+Vectors come from the eval's embedding cache (``eros eval --cache``'s file; embedded and stored
+there when missing). Uses
 ``EROS_BENCH_DATABASE_URL`` or an embedded PostgreSQL; prints a table, records nothing. No text
 is printed. ``--smoke``: a hash embedder and a few turns (the test suite's seconds-long run).
 """

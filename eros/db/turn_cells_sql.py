@@ -2,8 +2,8 @@
 
 A turn's ``cell`` is its nearest cell among its user's *memory* cells (``memory_cells``): the
 ``memory_turns_place`` trigger sets it when a turn is written, :func:`place_user_turns` when the
-user is clustered, :func:`uncell_user_turns` clears it when the user's cells are dropped (a turn
-in no cell is always read, so clearing is always safe; a stale cell number would hide a turn).
+user is clustered, :func:`uncell_user_turns` clears it (-1) when the user's cells are dropped (a
+turn in no cell is always read, so clearing is always safe; a stale cell number would hide it).
 
 A model's sketch centre (``turn_sketch_centres``) is set once, from the mean of a sample of its
 turn vectors, and every turn of the model is re-sketched against it in the same transaction
@@ -26,13 +26,13 @@ _CENTRES = "engine.turn_sketch_centres"
 # takes a share lock per call; here the caller holds the user's cells lock). Rows whose cell
 # does not change are not rewritten.
 _PLACE = text(f"""
-UPDATE {T} t SET cell = n.cell
+UPDATE {T} t SET cell = coalesce(n.cell, -1)
   FROM (SELECT x.seq, (SELECT c.cell FROM engine.memory_cells c WHERE c.user_id = :u
                         ORDER BY c.centroid <=> CAST(x.embedding AS vector) LIMIT 1) AS cell
           FROM {T} x WHERE x.user_id = :u) n
- WHERE t.seq = n.seq AND t.cell IS DISTINCT FROM n.cell
+ WHERE t.seq = n.seq AND t.cell <> coalesce(n.cell, -1)
 """)
-_UNCELL = text(f"UPDATE {T} SET cell = NULL WHERE user_id = :u AND cell IS NOT NULL")
+_UNCELL = text(f"UPDATE {T} SET cell = -1 WHERE user_id = :u AND cell <> -1")
 
 
 def place_user_turns(conn: Connection, user_id: uuid.UUID) -> int:
@@ -42,7 +42,7 @@ def place_user_turns(conn: Connection, user_id: uuid.UUID) -> int:
 
 
 def uncell_user_turns(conn: Connection, user_id: uuid.UUID) -> int:
-    """The user's cells are gone: every turn of theirs is read again (``cell`` NULL)."""
+    """The user's cells are gone: every turn of theirs is read again (``cell`` -1)."""
     return conn.execute(_UNCELL, {"u": user_id}).rowcount
 
 
@@ -70,19 +70,23 @@ def uncentred_models(conn: Connection, sample: int) -> list[ModelTurns]:
     return [ModelTurns(r.model, int(r.turns), float(r.mean_norm or 0.0)) for r in rows]
 
 
-def set_centre(conn: Connection, model: str, sample: int) -> int:
+def set_centre(conn: Connection, model: str, sample: int, *, centred: bool = True) -> int:
     """Store ``model``'s centre (the mean of ``sample`` of its turn vectors) and re-sketch every
-    turn of the model against it; returns the turns re-sketched (0: another pass set it)."""
+    turn of the model against it; returns the turns re-sketched (0: another pass set it).
+    ``centred=False``: a row with no centre (the model's sketches are good as they are), no
+    turn rewritten."""
     conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended('eros.turn_centre:' || :m,"
                       " 0))"), {"m": model})
     made = conn.execute(text(f"""
         INSERT INTO {_CENTRES} (embedding_model, centre, turns)
-        SELECT :m, CAST(avg(CAST(s.embedding AS vector)) AS halfvec), count(*)
+        SELECT :m, CASE WHEN :centred THEN CAST(avg(CAST(s.embedding AS vector)) AS halfvec)
+                   END, count(*)
           FROM (SELECT t.embedding FROM {T} t WHERE t.embedding_model = :m
                  ORDER BY t.seq DESC LIMIT :sample) s
         HAVING count(*) > 0
-        ON CONFLICT (embedding_model) DO NOTHING"""), {"m": model, "sample": sample}).rowcount
-    if not made:
+        ON CONFLICT (embedding_model) DO NOTHING"""),
+        {"m": model, "sample": sample, "centred": centred}).rowcount
+    if not made or not centred:
         return 0
     return conn.execute(text(f"UPDATE {T} SET embedding = embedding WHERE embedding_model = :m"),
                         {"m": model}).rowcount

@@ -51,8 +51,8 @@ memory_turns = Table(
     #: of the turn's model in ``turn_sketch_centres`` (none: of ``embedding`` itself).
     Column("embedding_bq", BIT(EMBEDDING_DIM), nullable=True),
     #: the turn's nearest cell among its user's memory cells (``memory_cells``, 0028): set by
-    #: the trigger and by a clustering of the user; NULL (no cells yet) is always read.
-    Column("cell", Integer, nullable=True),
+    #: the trigger and by a clustering of the user; -1 (in no cell: no cells yet) always read.
+    Column("cell", Integer, nullable=False, server_default=text("-1")),
     #: special category, the labels of ``companion_memories.sensitivity``; NULL = none.
     Column("sensitivity", Text, nullable=True),
     Column("status", Text, nullable=False, server_default=text("'current'")),
@@ -71,11 +71,13 @@ memory_turns = Table(
 )
 
 #: the centre a model's turn sketches are taken against (0028): the mean of a sample of its
-#: turn vectors, set once by the cells pass when the model's vectors share a direction.
+#: turn vectors, set once by the cells pass when the model's vectors share a direction (a row
+#: with no centre when they do not). A model with a row re-ranks the smaller pool.
 turn_sketch_centres = Table(
     "turn_sketch_centres", metadata,
     Column("embedding_model", Text, primary_key=True),
-    Column("centre", HALFVEC(EMBEDDING_DIM), nullable=False),
+    #: NULL: the model's vectors share no direction, its sketches are taken as they are
+    Column("centre", HALFVEC(EMBEDDING_DIM), nullable=True),
     #: the turns the mean was taken over
     Column("turns", BigInteger, nullable=False),
     Column("computed_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),

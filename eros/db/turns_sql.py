@@ -114,28 +114,34 @@ def write_turns(conn: Connection, rows: Sequence[TurnRow]) -> int:
 # --- reads ---------------------------------------------------------------------------------
 #: the query's sketch against its model's centre (0028; none: the query's own signs), computed
 #: once per statement (an InitPlan, as recall_sql.QUERY_SKETCH). The rows' sketches are taken
-#: against the same centre by the ``memory_turns_place`` trigger.
+#: against the same centre by the ``memory_turns_place`` trigger. With no model given (a user
+#: on one model, whose rows recall does not filter) the model is read from one of the user's
+#: turns (one index entry and heap row).
+_MODEL = ("coalesce(CAST(:model AS text), (SELECT u.embedding_model FROM engine.memory_turns u"
+          " WHERE u.user_id = :user_id LIMIT 1))")
 _QUERY_SKETCH = ("(SELECT binary_quantize(CASE WHEN x.centre IS NULL THEN CAST(:q AS halfvec)"
                  " ELSE CAST(:q AS halfvec) - x.centre END) FROM (SELECT (SELECT c.centre FROM"
-                 " engine.turn_sketch_centres c WHERE c.embedding_model = :model) AS centre) x)")
+                 f" engine.turn_sketch_centres c WHERE c.embedding_model = {_MODEL}) AS centre) x)")
+#: the pool re-ranked exactly: ``:pool`` when the model's sketches are centred, else
+#: ``:plain_pool`` (uncentred sketches rank worse: the pool must be larger for the same recall)
+_POOL = ("(SELECT CASE WHEN EXISTS (SELECT 1 FROM engine.turn_sketch_centres c"
+         f" WHERE c.embedding_model = {_MODEL}) THEN :pool ELSE :plain_pool END)")
 _SCOPE = """t.user_id = :user_id AND {persona}
        AND t.status = 'current' AND (:sensitive OR t.sensitivity IS NULL)
        AND (CAST(:model AS text) IS NULL OR t.embedding_model = :model)"""
 _PRESCAN = f"""SELECT t.seq, t.embedding_bq <~> {_QUERY_SKETCH} AS h FROM {T} t
      WHERE {_SCOPE}"""
 #: a clustered user (0028): the turns of the ``:share`` of their memory cells nearest the query
-#: (the cells the memory side probes) and the turns in no cell, each a range of
-#: ix_memory_turns_recall (``cell = ANY(...)`` a multi-range scan), read index-only.
+#: (the cells the memory side probes) and the turns in no cell (-1), one multi-range scan of
+#: ix_memory_turns_recall (``cell = ANY(...)``), read index-only.
 _PROBED = f"""WITH probe AS MATERIALIZED (
     SELECT ARRAY(SELECT c.cell FROM engine.memory_cells c WHERE c.user_id = :user_id
                   ORDER BY c.centroid <=> CAST(:q AS vector)
                   LIMIT (SELECT greatest(1, ceil(count(*) * CAST(:share AS float8)))::integer
-                           FROM engine.memory_cells n WHERE n.user_id = :user_id)) AS cells)
-SELECT u.seq FROM (
-    ({_PRESCAN} AND t.cell = ANY(CAST((SELECT p.cells FROM probe p) AS integer[]))
-      ORDER BY h LIMIT :pool)
-    UNION ALL ({_PRESCAN} AND t.cell IS NULL ORDER BY h LIMIT :pool)) u
- ORDER BY u.h LIMIT :pool"""
+                           FROM engine.memory_cells n WHERE n.user_id = :user_id)) || -1 AS cells)
+SELECT s.seq FROM ({_PRESCAN}
+    AND t.cell = ANY(CAST((SELECT p.cells FROM probe p) AS integer[])) ORDER BY h LIMIT {_POOL}
+) s"""
 
 # The ``:pool`` turns nearest by Hamming distance of their sketches (an index-only range of
 # ix_memory_turns_recall; a clustered user's probed cells, above), re-ranked by exact cosine of
@@ -157,17 +163,18 @@ SELECT near.seq, near.session_id, near.said_at, m.content, m.channel, near.sensi
   FROM near JOIN engine.chat_messages m ON m.seq = near.seq
  ORDER BY near.distance, near.seq
 """
-_EVERY = f"SELECT s.seq FROM ({_PRESCAN} ORDER BY h LIMIT :pool) s"
+_EVERY = f"SELECT s.seq FROM ({_PRESCAN} ORDER BY h LIMIT {_POOL}) s"
 _NEAREST = {(persona, probed): text(_NEAREST_SQL.replace(
                 "{prescan}", _PROBED if probed else _EVERY).replace("{persona}", cond))
             .bindparams(bindparam("q", type_=Vector()))
             for persona, cond in ((True, "t.instance_id = :instance_id"),
                                   (False, "t.instance_id IS NULL"))
             for probed in (True, False)}
-#: the pool a query re-ranks by exact cosine: this many times ``k``, at least ``MIN_POOL``
-#: (centred sketches, 0028: 6×k keeps more of the exact top 50 than 20×k of the uncentred)
-POOL_PER_K = 6
-MIN_POOL = 300
+#: the pool a query re-ranks by exact cosine: this many times ``k``, at least ``MIN_POOL`` —
+#: with centred sketches (0028) 6×k keeps more of the exact top 50 than 20×k of uncentred ones
+#: (bench/RESULTS.md); a model with no centre yet keeps the uncentred pool.
+POOL_PER_K, MIN_POOL = 6, 300
+PLAIN_POOL_PER_K, PLAIN_MIN_POOL = 20, 400
 
 
 def nearest_sql(persona: bool, probed: bool) -> str:
@@ -184,16 +191,19 @@ def nearest_turns(conn: Connection, user_id: uuid.UUID, instance_id: uuid.UUID |
     (a voice turn's stage directions stripped, as extraction reads it).
     ``include_sensitive=False`` leaves labelled turns out; ``embedding_model`` set: only turns
     embedded by that model (never rank two models' vectors together), sketched against its
-    centre. ``pool`` (default ``max(POOL_PER_K·k, MIN_POOL)``) is how many sketch-nearest turns
-    are re-ranked exactly. ``probe_share`` below 1: a clustered user's turns are read from the
+    centre. ``pool`` (default ``max(POOL_PER_K·k, MIN_POOL)``, or ``max(PLAIN_POOL_PER_K·k,
+    PLAIN_MIN_POOL)`` while the model has no centre) is how many sketch-nearest turns are
+    re-ranked exactly. ``probe_share`` below 1: a clustered user's turns are read from the
     ``probe_share`` of their memory cells nearest the query (and the turns in no cell); a probe
     that finds fewer than ``k`` turns is re-run over all of them (a persona whose turns fall in
     few cells still gets the ``k`` that exist)."""
     if k <= 0:
         return []
     n = pool if pool is not None else max(POOL_PER_K * k, MIN_POOL)
+    plain = pool if pool is not None else max(PLAIN_POOL_PER_K * k, PLAIN_MIN_POOL)
     params = {"user_id": user_id, "instance_id": instance_id, "q": list(query_vector),
-              "sensitive": include_sensitive, "pool": max(n, k), "k": k,
+              "sensitive": include_sensitive, "pool": max(n, k), "plain_pool": max(plain, k),
+              "k": k,
               "model": embedding_model, "share": probe_share}
     persona = instance_id is not None
     rows = conn.execute(_NEAREST[(persona, probe_share < 1)], params).all()

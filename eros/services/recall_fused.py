@@ -88,7 +88,7 @@ def search_fused(conn: Connection, flt: ScopeFilter, query: list[float], n: int,
     near = turns_sql.nearest_turns(conn, flt.user_id, instance, query,
                                    cfg.recall_turn_candidates, flt.include_sensitive,
                                    embedding_model=flt.embedding_model,
-                                   probe_share=cfg.recall_cell_probe_share)
+                                   probe_share=cfg.recall_turn_probe_share)
     turns = [TurnCandidate(r.seq, str(r.session_id), r.said_at, r.content, r.distance,
                            r.sensitivity) for r in near]
     found_seqs = {x.seq for x in turns}
@@ -105,8 +105,8 @@ def search_fused(conn: Connection, flt: ScopeFilter, query: list[float], n: int,
     params = fusion_params(cfg, rank_params.now)
     items = fuse(ranked, turns, k=len(ranked) + len(turns), params=params, stale=stale,
                  lifted=lifted, query_text=query_text)
-    return FusedFound(found, within_budget(items, cfg.recall_token_budget,
-                                           item_tokens(cfg))[:k])
+    return FusedFound(found, within_budget(items, cfg.recall_token_budget, item_tokens(cfg),
+                                           limit=k))
 
 
 def _as_turn(t: TurnCandidate, score: float | None = None) -> RecalledTurn:

@@ -61,7 +61,7 @@ def _clustered_user(engine: Engine, topics: int = 8) -> uuid.UUID:
     return user
 
 
-def _cells(engine: Engine, seqs: list[int]) -> dict[int, int | None]:
+def _cells(engine: Engine, seqs: list[int]) -> dict[int, int]:
     with engine.connect() as conn:
         return {int(r.seq): r.cell for r in conn.execute(text(
             "SELECT seq, cell FROM engine.memory_turns WHERE seq = ANY(:s)"), {"s": seqs})}
@@ -84,7 +84,7 @@ def test_turns_sit_in_their_nearest_memory_cell_and_a_probe_reads_only_those(
     before, topic_before = _topics(rng, 60, 8)
     early = _turns(engine, user, before)
     assert len(set(topic_before)) > 1
-    assert set(_cells(engine, early).values()) == {None}  # no cells yet: always read
+    assert set(_cells(engine, early).values()) == {-1}  # no cells yet: always read
     report = recall_cells.cluster_user(engine, SETTINGS, user)
     assert report.cells >= 8
     after, _ = _topics(rng, 20, 8)
@@ -96,16 +96,23 @@ def test_turns_sit_in_their_nearest_memory_cell_and_a_probe_reads_only_those(
     query = before[0]
     probe = _nearest_cell(engine, user, query[None, :])[0]
     with engine.begin() as conn:  # a turn of another cell put in none: read all the same
-        conn.execute(text("UPDATE engine.memory_turns SET cell = NULL WHERE seq = :s"),
+        conn.execute(text("UPDATE engine.memory_turns SET cell = -1 WHERE seq = :s"),
                      {"s": next(s for s in early if placed[s] != probe)})
     cells = _cells(engine, early + late)
-    expected = {s for s, c in cells.items() if c == probe or c is None}
+    expected = {s for s, c in cells.items() if c in (probe, -1)}
     with engine.connect() as conn:
         probed = turns_sql.nearest_turns(conn, user, None, query.tolist(), 3, True,
                                          probe_share=0.01)
         read = conn.execute(text(turns_sql.nearest_sql(False, True)), {
             "user_id": user, "instance_id": None, "q": str(query.tolist()), "sensitive": True,
-            "pool": 1000, "k": 1000, "model": None, "share": 0.01}).all()
+            "pool": 1000, "plain_pool": 1000, "k": 1000, "model": None, "share": 0.01}).all()
+        conn.execute(text("SET LOCAL enable_seqscan = off"))  # a small table: seq scans win
+        plan = "\n".join(r[0] for r in conn.execute(text(
+            "EXPLAIN " + turns_sql.nearest_sql(False, True)), {
+            "user_id": user, "instance_id": None, "q": str(query.tolist()), "sensitive": True,
+            "pool": 1000, "plain_pool": 1000, "k": 1000, "model": None, "share": 0.01}))
+    # the probed cells and the turns in no cell: one index condition, not a filter
+    assert any("Index Cond" in line and "cell = ANY" in line for line in plan.splitlines())
     assert {int(r.seq) for r in read} == expected
     assert len(expected) < len(cells) and {t.seq for t in probed} <= expected
     assert probed[0].seq == early[0]
@@ -125,13 +132,13 @@ def test_a_short_probe_reads_every_turn_and_dropped_cells_uncell_the_turns(
                                       probe_share=0.01)
     assert len(got) == 30
     recall_cells.drop_cells(engine, user)
-    assert set(_cells(engine, seqs).values()) == {None}
+    assert set(_cells(engine, seqs).values()) == {-1}
     recall_cells.cluster_user(engine, SETTINGS, user)
-    assert None not in set(_cells(engine, seqs).values())
+    assert -1 not in set(_cells(engine, seqs).values())
     with engine.begin() as conn:  # a persona forget drops the cells of forgotten memories
         forget_sql.lock_user(conn, user)
         assert forget_sql.drop_cells(conn, user)
-    assert set(_cells(engine, seqs).values()) == {None}
+    assert set(_cells(engine, seqs).values()) == {-1}
 
 
 def test_a_centre_re_sketches_the_models_turns_and_only_a_shared_direction_gets_one(
@@ -147,7 +154,7 @@ def test_a_centre_re_sketches_the_models_turns_and_only_a_shared_direction_gets_
     lean_seqs = _turns(engine, user, leaning, model="leaning")
     _turns(engine, user, spread, model="spread")
     monkeypatch.setattr(turn_centres, "MIN_TURNS", 10)
-    assert turn_centres.ensure_centres(engine) == {"leaning": 50}
+    assert turn_centres.ensure_centres(engine) == {"leaning": 50, "spread": 0}
     assert turn_centres.ensure_centres(engine) == {}  # set once
     centre = leaning.mean(axis=0)
     with engine.connect() as conn:
@@ -156,10 +163,12 @@ def test_a_centre_re_sketches_the_models_turns_and_only_a_shared_direction_gets_
             " t.embedding_bq = binary_quantize(t.embedding) AS plain"
             " FROM engine.memory_turns t LEFT JOIN engine.turn_sketch_centres c"
             " ON c.embedding_model = t.embedding_model ORDER BY t.seq")).all()
-        models = [r[0] for r in conn.execute(text(
-            "SELECT embedding_model FROM engine.turn_sketch_centres"))]
-    assert models == ["leaning"]
+        models = [tuple(r) for r in conn.execute(text(
+            "SELECT embedding_model, centre IS NULL FROM engine.turn_sketch_centres"
+            " ORDER BY 1"))]
+    assert models == [("leaning", False), ("spread", True)]
     assert all(r.centred for r in stored[:50]) and all(r.plain for r in stored[50:])
+    assert not any(r.centred for r in stored[50:])  # no centre: NULL, never equal
     # the sketch splits the leaning turns again: their bits differ where the plain ones agree
     bits = np.sign(leaning - centre) > 0
     assert 0.3 < bits.mean() < 0.7
@@ -171,6 +180,16 @@ def test_a_centre_re_sketches_the_models_turns_and_only_a_shared_direction_gets_
                                       pool=20, embedding_model="leaning")
     exact = sorted(range(50), key=lambda i: -float(leaning[i] @ leaning[5]))[:5]
     assert [t.seq for t in got][:1] == [lean_seqs[exact[0]]]
+    with engine.connect() as conn:  # no model given (a user on one model): the user's model's
+        query_bits = conn.execute(text(  # centre, read from their turns
+            "SELECT binary_quantize(CAST(:q AS halfvec) - c.centre) AS b FROM"
+            " engine.turn_sketch_centres c WHERE c.centre IS NOT NULL"),
+            {"q": str(leaning[5].tolist())}).scalar_one()
+        plan = conn.execute(text("EXPLAIN (ANALYZE, VERBOSE) " + turns_sql.nearest_sql(
+            False, False)), {"user_id": user, "instance_id": None, "q": str(leaning[5].tolist()),
+                             "sensitive": True, "pool": 20, "plain_pool": 20, "k": 5, "model": None,
+                             "share": 1.0}).all()
+    assert query_bits is not None and any("turn_sketch_centres" in r[0] for r in plan)
     with engine.begin() as conn:
         turn_cells_sql.drop_centres(conn)
 

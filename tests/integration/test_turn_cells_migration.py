@@ -55,7 +55,7 @@ def test_0028_places_existing_turns_keeps_sketches_and_downgrades(
             "SELECT t.user_id, m.content, t.cell FROM engine.memory_turns t"
             " JOIN engine.chat_messages m ON m.seq = t.seq ORDER BY t.seq")).all()
         assert [(r.user_id, r.content, r.cell) for r in placed] == [
-            (clustered, "t1", 0), (clustered, "t2", 1), (plain, "t1", None), (plain, "t2", None)]
+            (clustered, "t1", 0), (clustered, "t2", 1), (plain, "t1", -1), (plain, "t2", -1)]
         assert conn.execute(text(same)).scalar_one()
         conn.execute(text("INSERT INTO engine.chat_messages (session_id, role, content)"
                           " VALUES (:s, 'user', 't3')"), {"s": sid})

@@ -143,6 +143,15 @@ def test_budget_keeps_rank_order_and_skips_what_does_not_fit() -> None:
     assert keys(within_budget(items, 100, lambda i: cost[i.key])) == ["m:a", "m:c"]
     assert keys(within_budget(items, None, lambda i: cost[i.key])) == ["m:a", "m:b", "m:c"]
     assert within_budget(items, 10, lambda i: cost[i.key]) == []
+    # a limit: the first kept, what follows never priced (the same as cutting the full answer)
+    priced: list[str] = []
+
+    def price(i: object) -> int:
+        priced.append(i.key)  # type: ignore[attr-defined]
+        return cost[i.key]  # type: ignore[attr-defined]
+    assert keys(within_budget(items, 100, price, limit=1)) == ["m:a"] and priced == ["m:a"]
+    assert keys(within_budget(items, 100, price, limit=2)) == ["m:a", "m:c"]
+    assert keys(within_budget(items, None, price, limit=2)) == ["m:a", "m:b"]
 
 
 # --- rank calibration (the default for the fused strategy) ---------------------------------

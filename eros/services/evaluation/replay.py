@@ -20,6 +20,7 @@ from eros.db import repo
 from eros.db.replay_sql import classification_usage, date_memories_by_session
 from eros.errors import PermanentError
 from eros.providers.base import ChatCompleter, Embedder
+from eros.services import turn_centres
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.services.consolidate import Consolidator, consolidate, start_pass
 from eros.services.evaluation.progress import Progress, silent
@@ -111,6 +112,8 @@ def replay(engine: Engine, settings: Settings, suite: Suite, llm: ChatCompleter,
     with engine.begin() as conn:
         date_memories_by_session(conn)
         usage = classification_usage(conn)
+    # what the cells finder (beat) does once a model has turns enough: centre their sketches
+    turn_centres.ensure_centres(engine)
     report.timings["classify"] = time.perf_counter() - mark
 
     mark = time.perf_counter()

@@ -7,15 +7,19 @@ user) and re-ranked the 1,000 nearest by exact cosine. Two changes cut it:
   (``memory_cells``, 0008) — the same IVF partition the memory side probes, so a recall reads
   the turns of the cells it probes (and the turns in no cell) instead of all of them. Set by a
   trigger when a turn is written and its user has cells, and for all of a user's turns when
-  the user is clustered (:func:`eros.db.cells_sql.replace_cells`); NULL (always read) when the
-  user has none. ``ix_memory_turns_recall`` gains it as its last key column.
+  the user is clustered (:func:`eros.db.cells_sql.replace_cells`); -1 (in no cell: always read)
+  when the user has none. ``ix_memory_turns_recall`` gains it as its last key column. Not NULL:
+  a btree range ``instance_id IS NULL AND cell IS NULL`` is not an index search (it read the
+  user's whole range), ``cell = ANY(probed cells || -1)`` is one multi-range scan.
 - ``embedding_bq`` is no longer generated from ``binary_quantize(embedding)`` but set by the
   same trigger against a stored centre per embedding model (``turn_sketch_centres``): the sign
   of ``embedding − centre``. An embedder whose vectors share one direction (multilingual-e5
   turns: the mean has norm 0.92) makes most sign bits equal on every turn; centred, the sketch
   ranks well enough that the exact re-rank reads a third of the rows it did. A model with no
   centre row is sketched as before. Existing sketches are left as they were (no centre yet);
-  the cells pass (``eros.cluster_memories``) sets a model's centre and re-sketches its turns.
+  the cells pass (``eros.cluster_memories``) sets a model's centre and re-sketches its turns
+  (a model whose vectors share no direction gets a row with no centre: its sketches are fine as
+  they are). A model with a row gets the smaller pool (:mod:`eros.db.turns_sql`).
 
 Revision ID: 0028
 Revises: 0027
@@ -46,7 +50,8 @@ BEGIN
      WHERE x.embedding_model = NEW.embedding_model;
     NEW.embedding_bq := binary_quantize(CASE WHEN c IS NULL THEN NEW.embedding
                                              ELSE NEW.embedding - c END);
-    NEW.cell := {S}.nearest_memory_cell(NEW.user_id, CAST(NEW.embedding AS vector));
+    NEW.cell := coalesce({S}.nearest_memory_cell(NEW.user_id, CAST(NEW.embedding AS vector)),
+                         -1);
     RETURN NEW;
 END $$;
 
@@ -59,19 +64,22 @@ def upgrade() -> None:
     op.create_table(
         "turn_sketch_centres",
         sa.Column("embedding_model", sa.Text, primary_key=True),
-        sa.Column("centre", HALFVEC(EMBEDDING_DIM), nullable=False),
+        sa.Column("centre", HALFVEC(EMBEDDING_DIM), nullable=True),
         sa.Column("turns", sa.BigInteger, nullable=False),
         sa.Column("computed_at", sa.DateTime(timezone=True), nullable=False,
                   server_default=sa.text("now()")),
         schema=S,
     )
-    op.add_column("memory_turns", sa.Column("cell", sa.Integer, nullable=True), schema=S)
+    # -1: in no cell (a default, not a rewrite of the table)
+    op.add_column("memory_turns", sa.Column("cell", sa.Integer, nullable=False,
+                                            server_default=sa.text("-1")), schema=S)
     op.execute(f"ALTER TABLE {S}.memory_turns ALTER COLUMN embedding_bq DROP EXPRESSION")
     op.execute(_PLACE)
     op.drop_index("ix_memory_turns_recall", table_name="memory_turns", schema=S)
     # the turns of users clustered already: their nearest cell (the trigger places new ones)
     op.execute(f"UPDATE {S}.memory_turns t"
-               f" SET cell = {S}.nearest_memory_cell(t.user_id, CAST(t.embedding AS vector))"
+               f" SET cell = coalesce({S}.nearest_memory_cell(t.user_id,"
+               " CAST(t.embedding AS vector)), -1)"
                f" WHERE t.user_id IN (SELECT DISTINCT c.user_id FROM {S}.memory_cells c)")
     op.create_index("ix_memory_turns_recall", "memory_turns",
                     ["user_id", "instance_id", "status", "cell"], schema=S,
