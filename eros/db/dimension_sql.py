@@ -75,6 +75,8 @@ def switch(conn: Connection, dim: int) -> None:
         f" FROM {T} m WHERE m.id = s.memory_id",
         # the turn vectors (0025) are the old model's: dropped, to be indexed again
         "DELETE FROM engine.memory_turns",
+        # the sketch trigger (0028) names the column: off while its type changes
+        "DROP TRIGGER memory_turns_place ON engine.memory_turns",
         "ALTER TABLE engine.memory_turns DROP COLUMN embedding_bq",  # and its covering index
         f"ALTER TABLE engine.memory_turns ALTER COLUMN embedding TYPE halfvec({d}) USING NULL",
         # set by the memory_turns_place trigger (0028); the old size's centres are gone
@@ -83,6 +85,9 @@ def switch(conn: Connection, dim: int) -> None:
         f"ALTER TABLE engine.turn_sketch_centres ALTER COLUMN centre TYPE halfvec({d})",
         "CREATE INDEX ix_memory_turns_recall ON engine.memory_turns"
         " (user_id, instance_id, status, cell) INCLUDE (seq, sensitivity, embedding_bq)",
+        "CREATE TRIGGER memory_turns_place BEFORE INSERT OR UPDATE OF embedding,"
+        " embedding_model, user_id ON engine.memory_turns FOR EACH ROW"
+        " EXECUTE FUNCTION engine.memory_turns_place()",
     ):
         conn.execute(text(statement))
 
