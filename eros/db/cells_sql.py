@@ -188,7 +188,7 @@ def replace_cells(conn: Connection, user_id: uuid.UUID, centroids: Matrix,
         " WHERE s.user_id = :u AND m.id = s.memory_id"
         f" AND NOT EXISTS (SELECT 1 FROM {_STAGE} a WHERE a.memory_id = s.memory_id)"),
         {"u": user_id})
-    place_user_turns(conn, user_id)  # the user's turns in the new cells (0028)
+    place_user_turns(conn, user_id)  # the user's turns in the new cells (0029)
     return late.rowcount
 
 

@@ -75,11 +75,11 @@ def switch(conn: Connection, dim: int) -> None:
         f" FROM {T} m WHERE m.id = s.memory_id",
         # the turn vectors (0025) are the old model's: dropped, to be indexed again
         "DELETE FROM engine.memory_turns",
-        # the sketch trigger (0028) names the column: off while its type changes
+        # the sketch trigger (0029) names the column: off while its type changes
         "DROP TRIGGER memory_turns_place ON engine.memory_turns",
         "ALTER TABLE engine.memory_turns DROP COLUMN embedding_bq",  # and its covering index
         f"ALTER TABLE engine.memory_turns ALTER COLUMN embedding TYPE halfvec({d}) USING NULL",
-        # set by the memory_turns_place trigger (0028); the old size's centres are gone
+        # set by the memory_turns_place trigger (0029); the old size's centres are gone
         f"ALTER TABLE engine.memory_turns ADD COLUMN embedding_bq bit({d})",
         "DELETE FROM engine.turn_sketch_centres",
         f"ALTER TABLE engine.turn_sketch_centres ALTER COLUMN centre TYPE halfvec({d})",

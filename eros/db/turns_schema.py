@@ -47,10 +47,10 @@ memory_turns = Table(
     Column("embedding", HALFVEC(EMBEDDING_DIM), nullable=False),
     Column("embedding_model", Text, nullable=False),
     #: one bit per dimension: what a recall's Hamming pre-scan reads (index-only). Set by the
-    #: ``memory_turns_place`` trigger (0028): the sign of ``embedding − centre``, the centre
+    #: ``memory_turns_place`` trigger (0029): the sign of ``embedding − centre``, the centre
     #: of the turn's model in ``turn_sketch_centres`` (none: of ``embedding`` itself).
     Column("embedding_bq", BIT(EMBEDDING_DIM), nullable=True),
-    #: the turn's nearest cell among its user's memory cells (``memory_cells``, 0028): set by
+    #: the turn's nearest cell among its user's memory cells (``memory_cells``, 0029): set by
     #: the trigger and by a clustering of the user; -1 (in no cell: no cells yet) always read.
     Column("cell", Integer, nullable=False, server_default=text("-1")),
     #: special category, the labels of ``companion_memories.sensitivity``; NULL = none.
@@ -61,7 +61,7 @@ memory_turns = Table(
     CheckConstraint(f"sensitivity IS NULL OR sensitivity IN {SENSITIVITY_LABELS!r}",
                     name="ck_memory_turns_sensitivity"),
     # a recall's scope (user, layer, status) as one index range, covering the pre-scan; a
-    # clustered user's probed cells as a few ranges of it (0028)
+    # clustered user's probed cells as a few ranges of it (0029)
     Index("ix_memory_turns_recall", "user_id", "instance_id", "status", "cell",
           postgresql_include=["seq", "sensitivity", "embedding_bq"]),
     # erasure and backfill by session
@@ -70,7 +70,7 @@ memory_turns = Table(
     Index("ix_memory_turns_unscreened", "seq", postgresql_where=text("status = 'unscreened'")),
 )
 
-#: the centre a model's turn sketches are taken against (0028): the mean of a sample of its
+#: the centre a model's turn sketches are taken against (0029): the mean of a sample of its
 #: turn vectors, set once by the cells pass when the model's vectors share a direction (a row
 #: with no centre when they do not). A model with a row re-ranks the smaller pool.
 turn_sketch_centres = Table(

@@ -112,7 +112,7 @@ def write_turns(conn: Connection, rows: Sequence[TurnRow]) -> int:
 
 
 # --- reads ---------------------------------------------------------------------------------
-#: the query's sketch against its model's centre (0028; none: the query's own signs), computed
+#: the query's sketch against its model's centre (0029; none: the query's own signs), computed
 #: once per statement (an InitPlan, as recall_sql.QUERY_SKETCH). The rows' sketches are taken
 #: against the same centre by the ``memory_turns_place`` trigger. With no model given (a user
 #: on one model, whose rows recall does not filter) the model is read from one of the user's
@@ -131,7 +131,7 @@ _SCOPE = """t.user_id = :user_id AND {persona}
        AND (CAST(:model AS text) IS NULL OR t.embedding_model = :model)"""
 _PRESCAN = f"""SELECT t.seq, t.embedding_bq <~> {_QUERY_SKETCH} AS h FROM {T} t
      WHERE {_SCOPE}"""
-#: a clustered user (0028): the turns of the ``:share`` of their memory cells nearest the query
+#: a clustered user (0029): the turns of the ``:share`` of their memory cells nearest the query
 #: (the cells the memory side probes) and the turns in no cell (-1), one multi-range scan of
 #: ix_memory_turns_recall (``cell = ANY(...)``), read index-only.
 _PROBED = f"""WITH probe AS MATERIALIZED (
@@ -171,7 +171,7 @@ _NEAREST = {(persona, probed): text(_NEAREST_SQL.replace(
                                   (False, "t.instance_id IS NULL"))
             for probed in (True, False)}
 #: the pool a query re-ranks by exact cosine: this many times ``k``, at least ``MIN_POOL`` —
-#: with centred sketches (0028) 6×k keeps more of the exact top 50 than 20×k of uncentred ones
+#: with centred sketches (0029) 6×k keeps more of the exact top 50 than 20×k of uncentred ones
 #: (bench/RESULTS.md); a model with no centre yet keeps the uncentred pool.
 POOL_PER_K, MIN_POOL = 6, 300
 PLAIN_POOL_PER_K, PLAIN_MIN_POOL = 20, 400

@@ -98,7 +98,7 @@ class RecallSettings(BaseSettings):
     #: (the plain quantised scan), a smaller share is faster and may miss a far-flung match.
     recall_cell_probe_share: float = Field(default=0.2, gt=0, le=1)
     #: ``fused``: the share of a clustered user's memory cells whose turns the turn search reads
-    #: (the nearest first, plus the turns in no cell; 0028); 1 = read every turn. Larger than
+    #: (the nearest first, plus the turns in no cell; 0029); 1 = read every turn. Larger than
     #: the memories' share: the cells are cut on memories, and turns fall farther from their
     #: centroids (on LoCoMo's turns 0.2 kept 94.8% of the exact top 50, 0.4 kept 98.1%).
     recall_turn_probe_share: float = Field(default=0.4, gt=0, le=1)

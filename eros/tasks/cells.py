@@ -39,7 +39,7 @@ def cluster_memories(self: ErosTask, user_id: str | None = None) -> dict[str, An
                 cluster_memories.apply_async(args=[str(state.user_id)],
                                              queue=settings.eros_consolidate_queue)
             log.info("recall cells: %d users due, enqueued", len(due))
-            centred = turn_centres.ensure_centres(engine)  # turn sketch centres (0028)
+            centred = turn_centres.ensure_centres(engine)  # turn sketch centres (0029)
             return {"enqueued": len(due), "turn_models_centred": len(centred)}
         try:
             uid = uuid.UUID(str(user_id))

@@ -1,4 +1,4 @@
-"""Cells and centred sketches for the turns recall layer (0028, issue 31's cost), real
+"""Cells and centred sketches for the turns recall layer (0029, issue 31's cost), real
 PostgreSQL + pgvector.
 
 What must hold: a clustered user's turns sit in their nearest *memory* cell (placed when the

@@ -1,4 +1,4 @@
-"""Migration 0028 (turn cells and centred sketches) on a database with turns: the turns of a
+"""Migration 0029 (turn cells and centred sketches) on a database with turns: the turns of a
 user clustered already are placed in their nearest cell, every sketch is kept (no centre yet),
 the trigger sketches and places what is written after, and the downgrade gives back the
 generated sketch."""
@@ -12,7 +12,7 @@ from sqlalchemy import create_engine, text
 
 from tests.support.services import TemplateDatabases, alembic_config
 
-BEFORE, THIS = "0027", "0028"
+BEFORE, THIS = "0028", "0029"
 
 
 def _vec(i: int) -> str:
@@ -22,7 +22,7 @@ def _vec(i: int) -> str:
     return str(v)
 
 
-def test_0028_places_existing_turns_keeps_sketches_and_downgrades(
+def test_0029_places_existing_turns_keeps_sketches_and_downgrades(
         templates: TemplateDatabases) -> None:
     url = templates.empty()
     config = alembic_config(url)

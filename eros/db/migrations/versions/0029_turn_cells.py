@@ -21,8 +21,8 @@ user) and re-ranked the 1,000 nearest by exact cosine. Two changes cut it:
   (a model whose vectors share no direction gets a row with no centre: its sketches are fine as
   they are). A model with a row gets the smaller pool (:mod:`eros.db.turns_sql`).
 
-Revision ID: 0028
-Revises: 0027
+Revision ID: 0029
+Revises: 0028
 Create Date: 2026-12-06
 """
 from __future__ import annotations
@@ -34,8 +34,8 @@ from sqlalchemy.dialects.postgresql import BIT
 
 from eros.db.schema import EMBEDDING_DIM
 
-revision = "0028"
-down_revision = "0027"
+revision = "0029"
+down_revision = "0028"
 branch_labels = None
 depends_on = None
 
