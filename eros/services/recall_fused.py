@@ -85,10 +85,13 @@ def search_fused(conn: Connection, flt: ScopeFilter, query: list[float], n: int,
     # a turn belongs to one conversation: the persona's (no profile layer of turns; with no
     # persona, the conversations without one)
     instance = None if flt.effective_scope == "profile" else flt.instance_id
+    # the user's turns sit in their memory cells when the memory side probed cells (0029);
+    # otherwise every turn is read (a light user's: no probe that could come back short)
+    probe_share = cfg.recall_turn_probe_share if found.plan == "cells" else 1.0
     near = turns_sql.nearest_turns(conn, flt.user_id, instance, query,
                                    cfg.recall_turn_candidates, flt.include_sensitive,
                                    embedding_model=flt.embedding_model,
-                                   probe_share=cfg.recall_turn_probe_share)
+                                   probe_share=probe_share)
     turns = [TurnCandidate(r.seq, str(r.session_id), r.said_at, r.content, r.distance,
                            r.sensitivity) for r in near]
     found_seqs = {x.seq for x in turns}

@@ -200,3 +200,30 @@ def _sketches(engine: Engine, seqs: list[int]) -> list[object]:
             "SELECT t.embedding_bq = binary_quantize(t.embedding - c.centre) AS centred"
             " FROM engine.memory_turns t JOIN engine.turn_sketch_centres c"
             " ON c.embedding_model = t.embedding_model WHERE t.seq = ANY(:s)"), {"s": seqs}))
+
+
+def test_fused_reads_the_turns_of_the_probed_cells_when_the_memories_were_probed(
+        engine: Engine) -> None:
+    from eros.recall import recall_by_vector
+
+    user = _clustered_user(engine)
+    recall_cells.cluster_user(engine, SETTINGS, user)
+    rng = np.random.default_rng(9)
+    vectors, _ = _topics(rng, 200, 8)
+    seqs = _turns(engine, user, vectors)
+    query = vectors[0]
+    far = max(_cells(engine, seqs).values()) + 1  # a cell number no probe reads
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE engine.memory_turns SET cell = :c WHERE seq = :s"),
+                     {"c": far, "s": seqs[0]})
+
+    def turns(share: float) -> set[int]:
+        cfg_ = SETTINGS.model_copy(update={"recall_turn_probe_share": share,
+                                           "recall_turn_candidates": 2,  # no short probe
+                                           "recall_candidates": 20})  # nor a short pool
+        result = recall_by_vector(engine, user, query.tolist(), strategy="fused",
+                                  settings=cfg_, k=4)
+        assert share == 1.0 or result.plan == "cells"  # the memories were probed
+        return {t.seq for t in result.turns}
+    assert seqs[0] not in turns(0.1)  # its cell is not probed: not read
+    assert seqs[0] in turns(1.0)  # every turn read: the nearest one is there
