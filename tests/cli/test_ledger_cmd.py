@@ -4,7 +4,6 @@ person deploying it reads, and the access log as a command prints it."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from sqlalchemy import Engine, text
 
 from eros.cli import main
 from tests.cli.conftest import ROOT, Cli
+from tests.support.redis_process import free_port
 
 
 def test_refuses_a_public_address_without_a_token() -> None:
@@ -57,7 +57,7 @@ def test_ledger_log_prints_ids_only(cli: Cli, engine: Engine) -> None:
 def test_without_a_token_it_prints_a_login_url_once(db_url: str, cli_env: Any) -> None:
     """`eros ledger` with no EROS_LEDGER_TOKEN: a random token, shown once as a login URL
     that logs a browser in (and a wrong one does not)."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "eros", "ledger", "--port", str(port)],
                             env=cli_env(DATABASE_URL=db_url), cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -95,9 +95,3 @@ def test_without_a_token_it_prints_a_login_url_once(db_url: str, cli_env: Any) -
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

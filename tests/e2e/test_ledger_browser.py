@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from sqlalchemy import create_engine
 from eros.providers import make_providers
 from eros.settings import load_settings
 from tests.support.ledger import LINK, SCRIPT, Seeded, seed
+from tests.support.redis_process import free_port
 from tests.support.services import TemplateDatabases
 
 pytestmark = pytest.mark.e2e
@@ -45,12 +45,6 @@ from selenium.webdriver.support import expected_conditions  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def world(templates: TemplateDatabases, redis_base: str) -> Iterator[tuple[str, Seeded]]:
     """A seeded database and ``eros ledger`` serving it; yields the base URL."""
@@ -60,7 +54,7 @@ def world(templates: TemplateDatabases, redis_base: str) -> Iterator[tuple[str, 
     engine = create_engine(url)
     seeded = seed(engine, make_providers(settings)[1])
     engine.dispose()
-    port = _free_port()
+    port = free_port()
     data = tempfile.mkdtemp(prefix="erosledger", dir="/tmp")
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
     env.update(DATABASE_URL=url, REDIS_URL=redis_base + "/1", EROS_LEDGER_TOKEN=TOKEN,

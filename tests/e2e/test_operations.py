@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ from sqlalchemy import Engine, text
 from tests.e2e.conftest import Starter
 from tests.fakes import FakeLLMServer
 from tests.support.data import add_session, mem_line
+from tests.support.redis_process import free_port
 from tests.support.workers import BeatProcess, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -88,17 +88,11 @@ def test_global_rate_limit_spaces_llm_calls_without_spending_attempts(
     assert dict(rows) == {"memories": 10}  # nobody was dead-lettered by waiting
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_metrics_json_logs_and_health_probes(
         engine: Engine, start_worker: Starter, start_beat: Callable[..., BeatProcess],
         stack_env: dict[str, str]) -> None:
     contents = _seed(engine, 5, "obs")
-    port = _free_port()
+    port = free_port()
     worker = start_worker("w1", concurrency=2, EROS_METRICS_PORT=str(port))
     start_beat()
     wait_until(lambda: _unfinished(engine) == 0, timeout=60, message="drain")

@@ -15,7 +15,6 @@ results seconds, and the user's forget purges them.
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 import uuid
 from collections import Counter
@@ -30,6 +29,7 @@ from sqlalchemy import Engine, text
 
 from tests.e2e.conftest import Starter
 from tests.support.data import add_session
+from tests.support.redis_process import free_port
 from tests.support.workers import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -137,12 +137,6 @@ def _rejected(engine: Engine) -> dict[str, tuple[str, str]]:
             "SELECT task_id, task_name, error FROM engine.rejected_tasks"))}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _rejected_counts(port: int) -> dict[str, float]:
     """``eros_tasks_rejected_total`` by task, as the worker serves it."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
@@ -155,7 +149,7 @@ def test_malformed_messages_are_refused_dead_lettered_and_change_nothing(
         engine: Engine, start_worker: Starter, redis_url: str) -> None:
     seeded = _seed(engine)
     before = _fingerprint(engine)
-    port = _free_port()
+    port = free_port()
     worker = start_worker("w1", concurrency=2, EROS_METRICS_PORT=str(port))
     client = Celery(broker=redis_url, backend=redis_url)
     # "a test sends each task": every task the real worker registered is among the messages

