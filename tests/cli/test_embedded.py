@@ -75,7 +75,8 @@ def test_embedded_stack_migrates_classifies_stops_and_is_reused(short_dir: Path)
 @pytest.mark.e2e
 def test_run_demo_drains_the_corpus_and_leaves_an_explorable_database(short_dir: Path) -> None:
     env = base_env(short_dir, EROS_EMBEDDED="auto")
-    result = run_cli(env, "run", "--demo", "--demo-timeout", "110", timeout=170)
+    # the offline e5 embedder and judge are CPU work: the budget allows for the tiers beside it
+    result = run_cli(env, "run", "--demo", "--demo-timeout", "240", timeout=300)
     assert result.code == 0, result.err[-3000:]
     assert "Dreamt in" in result.out and "40 of 40 sessions classified" in result.out
     assert "eros memories" in result.out and "eros psql" in result.out

@@ -73,7 +73,9 @@ def test_eros_forget_purges_the_users_stored_recall_results_in_every_scope(
              ("session", _user(engine), lambda s: ["--session", s["session"]]),
              ("sensitive", _user(engine, sensitivity="health"),
               lambda s: [s["user"], "--sensitive", "health"])]
-    start_worker("w1", concurrency=1)
+    # The recall results must outlive the test (30 s by default): on a loaded machine the six
+    # erasures below take longer than that, and an expired key would pass every "purged" check.
+    start_worker("w1", concurrency=1, EROS_RECALL_RESULT_EXPIRES_SECS="3600")
     kept = stored_recall(bystander["user"])
     for scope, seeded, args in cases:
         key = stored_recall(seeded["user"], persona if scope == "persona" else None)

@@ -110,8 +110,13 @@ def _run(engine: Engine, start_worker: Starter, start_beat: Any, worker_url: str
          tmp_path: Path, user: uuid.UUID) -> None:
     """The test's body: ``redis_url`` is the product's, ``worker_url`` the worker's."""
     base_url = llm.url.replace("http://", f"http://eros:{URL_PASSWORD}@")
+    # A permanently failed session is tried again DREAMING_CLAIM_STALE_SECS after its failure,
+    # and a successful retry clears its last_error: the window is made longer than the test so
+    # the stored error fields read below are still the failures' (a slow machine took longer
+    # than stack_env's 20 s before reading them, and the check read nothing).
     env = {"EROS_LOG_FORMAT": "text", "EROS_LOG_LEVEL": "DEBUG", "OPENROUTER_BASE_URL": base_url,
-           "REDIS_URL": worker_url}
+           "REDIS_URL": worker_url, "DREAMING_CLAIM_STALE_SECS": "600",
+           "EROS_VISIBILITY_TIMEOUT_SECS": "1800"}
     worker = start_worker("w1", concurrency=2, loglevel="DEBUG", **env)
     beat = start_beat(loglevel="DEBUG", **env)
 
