@@ -93,6 +93,8 @@ class FusionParams:
     #: within the first this many ranked items, the newer item on a shared specific subject
     #: goes first (:mod:`eros.core.fusion_subject`); 0 = off
     newer_first_depth: int = 0
+    #: a turn that a shorter memory cites is returned as that memory, in the turn's place
+    memory_stands_in: bool = False
 
 
 @dataclass(frozen=True)
@@ -287,14 +289,46 @@ def with_lexical(items: list[FusedItem], query_text: str | None,
                                                                           strict=True)]
 
 
+def stand_ins(items: Sequence[FusedItem], cost: Callable[[FusedItem], int] | None
+              ) -> dict[int, int]:
+    """For each turn of ``items`` (ranked), the index of the best-ranked memory citing it
+    that renders shorter than the turn (no ``cost``: any citing memory) — the memory that
+    takes the turn's place when ``memory_stands_in``."""
+    best: dict[int, int] = {}
+    for index, item in enumerate(items):
+        if item.memory is not None:
+            for seq in cited(item.memory):
+                best.setdefault(seq, index)
+    out: dict[int, int] = {}
+    for item in items:
+        if item.turn is None or item.turn.seq not in best:
+            continue
+        memory = items[best[item.turn.seq]]
+        if cost is None or cost(memory) < cost(item):
+            out[item.turn.seq] = best[item.turn.seq]
+    return out
+
+
+def _remembered(cost: Callable[[FusedItem], int]) -> Callable[[FusedItem], int]:
+    """``cost``, counted once per item (an item's line is rendered to be counted)."""
+    tokens: dict[str, int] = {}
+
+    def cost_of(item: FusedItem) -> int:
+        if item.key not in tokens:
+            tokens[item.key] = cost(item)
+        return tokens[item.key]
+    return cost_of
+
+
 def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
          params: FusionParams, stale: Iterable[int] = (),
-         lifted: Sequence[TurnCandidate] = (), query_text: str | None = None
-         ) -> list[FusedItem]:
+         lifted: Sequence[TurnCandidate] = (), query_text: str | None = None,
+         cost: Callable[[FusedItem], int] | None = None) -> list[FusedItem]:
     """The fused top ``k``: ``memories`` ranked by their strategy (their ``score``),
     ``turns`` from the turn search, ``stale`` the seqs cited only by superseded memories,
     ``lifted`` turns read by seq because a memory cites them (quotes only, never items);
-    ``query_text`` for the lexical term (``params.lexical_weight``)."""
+    ``query_text`` for the lexical term (``params.lexical_weight``); ``cost`` an item's
+    rendered tokens (``params.memory_stands_in``: only a shorter memory stands in)."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     stale_seqs = frozenset(stale)
@@ -314,17 +348,26 @@ def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
         if params.calibration == "z":
             items = standardised(items, params.turn_offset)
         items = with_lexical(items, query_text, params.lexical_weight)
+    if cost is not None:
+        cost = _remembered(cost)
     items.sort(key=_order)
     items = newer_first(items, params.newer_first_depth, query_text,
                         text=lambda i: i.content, dated=_when, cites=_cites)
     by_seq = {t.seq: t for t in (*lifted, *turns)}
+    standing_in = stand_ins(items, cost) if params.memory_stands_in else {}
     out: list[FusedItem] = []
+    placed: set[str] = set()  # keys of the memories already in out
     quoted: dict[int, int] = {}  # seq → index in out of the memory that cites it
     returned: set[int] = set()  # seqs of turns returned as items
     for item in items:
         if len(out) >= k:
             break
+        if item.turn is not None and item.turn.seq not in quoted \
+                and item.turn.seq in standing_in:
+            item = items[standing_in[item.turn.seq]]  # the shorter memory, in its place
         if item.memory is not None:
+            if item.key in placed:
+                continue
             sources = cited(item.memory)
             if sources and sources <= returned:
                 continue  # every turn it came from is already in the list, above it
@@ -333,6 +376,7 @@ def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
                 quoted.setdefault(seq, index)
             quotes = tuple(by_seq[s] for s in sorted(sources) if s in by_seq
                            and quoted.get(s) == index)
+            placed.add(item.key)
             out.append(replace(item, quotes=quotes))
             continue
         assert item.turn is not None

@@ -56,7 +56,8 @@ def fusion_params(cfg: Settings, now: datetime) -> FusionParams:
                         calibration=cfg.recall_fusion_calibration,
                         memory_weight=cfg.recall_fusion_memory_weight,
                         standing_depth=cfg.recall_turn_candidates,
-                        newer_first_depth=cfg.recall_fusion_newer_first_depth)
+                        newer_first_depth=cfg.recall_fusion_newer_first_depth,
+                        memory_stands_in=cfg.recall_fusion_memory_stands_in)
 
 
 def item_tokens(cfg: Settings) -> Callable[[FusedItem], int]:
@@ -106,10 +107,10 @@ def search_fused(conn: Connection, flt: ScopeFilter, query: list[float], n: int,
     stale = prov.stale
     timings["turns"] = (time.perf_counter() - t) * 1000
     params = fusion_params(cfg, rank_params.now)
+    cost = item_tokens(cfg)
     items = fuse(ranked, turns, k=len(ranked) + len(turns), params=params, stale=stale,
-                 lifted=lifted, query_text=query_text)
-    return FusedFound(found, within_budget(items, cfg.recall_token_budget, item_tokens(cfg),
-                                           limit=k))
+                 lifted=lifted, query_text=query_text, cost=cost)
+    return FusedFound(found, within_budget(items, cfg.recall_token_budget, cost, limit=k))
 
 
 def _as_turn(t: TurnCandidate, score: float | None = None) -> RecalledTurn:

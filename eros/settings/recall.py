@@ -89,6 +89,9 @@ class RecallSettings(BaseSettings):
     #: ``fused``: within the first this many ranked items, a newer item on the same specific
     #: subject (a rare word both say) goes before the older one; 0 = off.
     recall_fusion_newer_first_depth: int = Field(default=20, ge=0, le=1000)
+    #: ``fused``: a turn a shorter memory cites is returned as that memory (the turn its
+    #: quote), in the turn's place; off = the turn keeps its place.
+    recall_fusion_memory_stands_in: bool = True
     #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
     recall_labels: Literal["zh", "en"] = "zh"
     #: users with at least this many memories are cut into cells by ``eros.cluster_memories``
