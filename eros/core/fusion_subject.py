@@ -62,8 +62,10 @@ def named(texts: Sequence[str]) -> frozenset[str]:
         for m in _WORD.finditer(text):
             if not m.group()[0].isupper():
                 continue
-            before = text[:m.start()].rstrip()
-            if before and before[-1] not in _OPENERS:
+            at = m.start() - 1  # the last character before the word that is not a space
+            while at >= 0 and text[at].isspace():
+                at -= 1
+            if at >= 0 and text[at] not in _OPENERS:
                 out.add(m.group().casefold())
     return frozenset(out)
 
