@@ -114,7 +114,7 @@ SELECT x.a, x.b
 
 
 # The k nearest same-scope rows of each given memory through HNSW (pgvector 0.8 iterative
-# scan, set per transaction by recall_sql.configure_hnsw), kept when within θ: one index
+# scan, set per transaction by recall_hnsw_sql.configure_hnsw), kept when within θ: one index
 # search per memory, O(log n) each — a very large user's plan.
 KNN_PAIRS = text(f"""
 SELECT a.id AS a, n.id AS b

@@ -15,7 +15,7 @@ from eros.core.consolidation import Memory, Pair, components
 from eros.db import cells_sql
 from eros.db import consolidation_sql as sql
 from eros.db import consolidation_state_sql as state_sql
-from eros.db.recall_sql import HnswParams, configure_hnsw
+from eros.db.recall_hnsw_sql import HnswParams, configure_hnsw
 from eros.db.timeouts import set_statement_timeout
 from eros.settings import Settings
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from eros.core.lexical import rerank
 from eros.core.ranking import Candidate, RankParams, Scored, Strategy, pool_is_exact, rank
-from eros.db.recall_sql import HnswParams
+from eros.db.recall_hnsw_sql import HnswParams
 from eros.settings import Settings
 
 Search = Literal["exact", "quantized", "hnsw"]

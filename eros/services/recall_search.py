@@ -18,6 +18,7 @@ from eros.core.categories import CATEGORIES
 from eros.core.cells import probe_count
 from eros.core.ranking import Candidate
 from eros.db import cells_sql
+from eros.db import recall_hnsw_sql as hnsw_sql
 from eros.db import recall_sql as sql
 from eros.db.recall_sql import ScopeFilter
 from eros.services.recall_plan import choose_search, count_kwargs, hnsw_params, sketches
@@ -78,7 +79,7 @@ def pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cfg: Se
         if how == "quantized":
             rows, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg, size.rows)
             return Found(rows, plan, False)
-        rows = sql.hnsw_pool(conn, flt, query, n, hnsw_params(cfg))
+        rows = hnsw_sql.hnsw_pool(conn, flt, query, n, hnsw_params(cfg))
         if len(rows) >= n:
             return Found(rows, "hnsw", False)
         rows = sql.exact_pool(conn, flt, query, n)  # the scan gave up early: be exact
@@ -113,7 +114,7 @@ def search_grouped(conn: Connection, flt: ScopeFilter, query: list[float], k: in
     if how == "quantized":
         pool, plan = _sketch_pool(conn, flt, query, n, size.cells, cfg, size.rows)
     else:
-        pool = sql.hnsw_pool(conn, flt, query, n, hnsw_params(cfg))
+        pool = hnsw_sql.hnsw_pool(conn, flt, query, n, hnsw_params(cfg))
     if len(pool) < n:  # the scan gave up early: be exact
         found = sql.exact_grouped(conn, flt, query, CATEGORIES, k)
         _timed(timings, "search", t)
@@ -165,7 +166,7 @@ def _complete(conn: Connection, flt: ScopeFilter, query: list[float], missing: l
         found += sql.quantized_grouped(conn, flt, query, quantized, k, sketches(k, cfg))
     fallback = False
     if hnsw:
-        near = sql.hnsw_grouped(conn, flt, query, hnsw, k, hnsw_params(cfg))
+        near = hnsw_sql.hnsw_grouped(conn, flt, query, hnsw, k, hnsw_params(cfg))
         got = Counter(c.category for c in near)
         short = [c for c in hnsw if got[c] < k]
         found += [c for c in near if c.category not in short]

@@ -16,7 +16,7 @@ from eros.core.consolidation_plan import Change
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.db import consolidation_sql as sql
 from eros.db import consolidation_state_sql as state_sql
-from eros.db.recall_sql import HnswParams, configure_hnsw
+from eros.db.recall_hnsw_sql import HnswParams, configure_hnsw
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services import recall_cells

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.db import recall_sql
+from eros.db import recall_hnsw_sql, recall_sql
 from eros.errors import RecallError
 from eros.recall import RecallResult, recall, recall_by_vector, render_prompt
 from eros.settings import Settings, load_settings
@@ -253,9 +253,9 @@ def test_a_tiny_fraction_of_a_large_table_still_gets_k_per_category(
     # the same filtered query without iterative scans: what the reference's index did
     flt = recall_sql.ScopeFilter(user, "profile")
     with engine.connect() as conn, conn.begin():
-        recall_sql.configure_hnsw(conn, recall_sql.HnswParams(ef_search=40), at_least=0)
+        recall_hnsw_sql.configure_hnsw(conn, recall_hnsw_sql.HnswParams(ef_search=40), at_least=0)
         conn.execute(text("SET LOCAL hnsw.iterative_scan = off"))
-        rows = conn.execute(text(recall_sql.hnsw_pool_sql(flt)).bindparams(
+        rows = conn.execute(text(recall_hnsw_sql.hnsw_pool_sql(flt)).bindparams(
             recall_sql.query_param(512)), {**flt.params(), "q": QUERY, "n": 100}).all()
     assert len(rows) < 10
 
@@ -266,12 +266,12 @@ def test_hnsw_is_the_index_the_large_scope_plan_uses(engine: Engine, db_url: str
     _bulk(db_url, user, random_unit(rng, 3_000), CATS)
     flt = recall_sql.ScopeFilter(user, "profile")
     with engine.connect() as conn, conn.begin():
-        recall_sql.configure_hnsw(conn, recall_sql.HnswParams(), at_least=100)
+        recall_hnsw_sql.configure_hnsw(conn, recall_hnsw_sql.HnswParams(), at_least=100)
         assert conn.execute(text("SELECT current_setting('hnsw.iterative_scan'),"
                                  " current_setting('hnsw.ef_search')")).one() == (
             "relaxed_order", "100")
         plan = "\n".join(r[0] for r in conn.execute(text(
-            "EXPLAIN " + recall_sql.hnsw_pool_sql(flt)).bindparams(
+            "EXPLAIN " + recall_hnsw_sql.hnsw_pool_sql(flt)).bindparams(
                 recall_sql.query_param(512)), {**flt.params(), "q": QUERY, "n": 100}))
     assert "ix_companion_memories_embedding_hnsw" in plan
     with engine.connect() as conn:  # SET LOCAL died with the transaction
@@ -308,8 +308,8 @@ def test_history_through_hnsw_is_read_beside_the_graph_of_current_rows(
     for flt in (recall_sql.ScopeFilter(user, "profile"),
                 recall_sql.ScopeFilter(user, "profile", include_replaced=True)):
         with engine.connect() as conn, conn.begin():
-            recall_sql.configure_hnsw(conn, recall_sql.HnswParams(), at_least=10)
-            for sql in (recall_sql.hnsw_pool_sql(flt), recall_sql.hnsw_grouped_sql(flt)):
+            recall_hnsw_sql.configure_hnsw(conn, recall_hnsw_sql.HnswParams(), at_least=10)
+            for sql in (recall_hnsw_sql.hnsw_pool_sql(flt), recall_hnsw_sql.hnsw_grouped_sql(flt)):
                 statement = recall_sql.search_statement("EXPLAIN " + sql, 512,
                                                         categories=":categories" in sql)
                 plan = "\n".join(r[0] for r in conn.execute(statement, {
@@ -325,8 +325,8 @@ def test_a_scan_that_gives_up_falls_back_to_exact(engine: Engine, db_url: str,
     rng = np.random.default_rng(5)
     _bulk(db_url, uuid.uuid4(), near_query(rng, 3_000, 0.9), CATS, label="crowd")
     _bulk(db_url, user, near_query(rng, 300, 0.3), CATS)
-    real_pool = recall_sql.hnsw_pool
-    monkeypatch.setattr(recall_sql, "hnsw_pool", lambda *a, **kw: real_pool(*a, **kw)[:3])
+    real_pool = recall_hnsw_sql.hnsw_pool
+    monkeypatch.setattr(recall_hnsw_sql, "hnsw_pool", lambda *a, **kw: real_pool(*a, **kw)[:3])
     for strategy, want in (("grouped", 10), ("decay", 10)):
         result = run(engine, user, HNSW_ONLY, strategy=strategy)
         assert result.plan == "mixed" and result.fallback, strategy
@@ -341,11 +341,11 @@ def test_grouped_completes_categories_the_pool_lacks(engine: Engine, db_url: str
     rng = np.random.default_rng(6)
     _bulk(db_url, uuid.uuid4(), near_query(rng, 3_000, 0.9), CATS, label="crowd")
     _bulk(db_url, user, near_query(rng, 300, 0.3), CATS)
-    real_pool, real_grouped = recall_sql.hnsw_pool, recall_sql.hnsw_grouped
+    real_pool, real_grouped = recall_hnsw_sql.hnsw_pool, recall_hnsw_sql.hnsw_grouped
     # the pool holds no event (a rare category in real data); the per-category scan of event
     # then also comes back short, so it must end in an exact scan of that category
-    monkeypatch.setattr(recall_sql, "hnsw_pool", _padded(real_pool))
-    monkeypatch.setattr(recall_sql, "hnsw_grouped", lambda *a, **kw: [
+    monkeypatch.setattr(recall_hnsw_sql, "hnsw_pool", _padded(real_pool))
+    monkeypatch.setattr(recall_hnsw_sql, "hnsw_grouped", lambda *a, **kw: [
         c for c in real_grouped(*a, **kw) if c.category != "event"])
     result = run(engine, user, HNSW_ONLY, strategy="grouped")
     assert result.plan == "mixed" and result.fallback and not result.exact
