@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import redis
 from sqlalchemy import Engine, text
 
 from eros.core.names import CLASSIFY_TASK
@@ -201,3 +202,55 @@ def test_database_waits_overlap_on_one_gevent_worker(
         holder.close()
         worker.stop()
 
+
+
+def test_a_full_green_pool_already_holds_its_next_message(
+        engine: Engine, stack_env: dict[str, str], tmp_path: Path) -> None:
+    """A gevent worker runs Celery's blocking loop, which waits up to 2 s on the broker with
+    no fetch registered while its prefetch is full — so with a prefetch of exactly its
+    concurrency, every slot that frees sat idle until that wait ended (a drain of 128 in
+    flight lost a third of its slots). With a multiplier of 2 the worker fetches the next
+    message while its pool is full, and a freed slot starts it at once. Here: 3 slots, 4
+    messages, the first 3 held in PostgreSQL; the 4th must leave the queue for the worker
+    (reserved, not running) before any slot frees."""
+    n = 3
+    with engine.begin() as conn:
+        sids = [add_session(conn, [mem_line("fact", 0.5, f"reserved {i}")])
+                for i in range(n + 1)]
+    env = {**stack_env, "DATABASE_POOL_SIZE": str(n + 2)}
+    settings = load_settings(redis_url=env["REDIS_URL"], database_url=env["DATABASE_URL"])
+    broker = redis.Redis.from_url(env.get("BROKER_URL") or env["REDIS_URL"])
+    queued = settings.eros_classify_queue
+    worker = WorkerProcess(env, name="green-prefetch", pool="gevent", concurrency=n,
+                           log_dir=tmp_path)
+    holder = engine.connect()
+    try:
+        worker.wait_ready()
+        tx = holder.begin()
+        holder.execute(text("SELECT 1 FROM engine.chat_sessions WHERE id = ANY(:ids)"
+                            " FOR UPDATE"), {"ids": sids})
+        holder_pid = holder.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        for sid in sids:
+            _send(env, sid)
+
+        def held() -> int:
+            with engine.connect() as conn:
+                return int(conn.execute(text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND :holder = ANY(pg_blocking_pids(pid))"),
+                    {"holder": holder_pid}).scalar_one())
+
+        wait_until(lambda: held() == n, timeout=15, interval=0.1,
+                   message=f"{n} tasks filling the pool, each waiting on the held rows")
+        wait_until(lambda: broker.llen(queued) == 0, timeout=10, interval=0.1,
+                   message="the 4th message fetched by the worker while its pool is full")
+        assert held() == n, "the pool ran more tasks than its concurrency"
+        tx.rollback()
+        wait_until(lambda: all(_session(engine, s)[2] for s in sids), timeout=30,
+                   message="every session classified once the rows are free")
+        assert sorted(m for s in sids for m in _memories(engine, s)) == sorted(
+            f"reserved {i}" for i in range(n + 1))
+    finally:
+        holder.close()
+        broker.close()
+        worker.stop()
