@@ -221,7 +221,8 @@ def run_ours(args: argparse.Namespace, templates: TemplateDatabases, redis_url: 
             worker = WorkerProcess(worker_env_i, name=f"classify{i}-{run}",
                                    concurrency=args.concurrency,
                                    pool=args.pool, log_dir=log_dir,
-                                   queues=env["EROS_CLASSIFY_QUEUE"])
+                                   queues=env["EROS_CLASSIFY_QUEUE"],
+                                   extra_args=prefetch_args(args))
             cleanup.callback(worker.stop)
             workers.append(worker)
         claimer = WorkerProcess(env, name=f"claim-{run}", concurrency=1, pool="solo",
@@ -259,7 +260,8 @@ def run_ours(args: argparse.Namespace, templates: TemplateDatabases, redis_url: 
     seconds = times[-1] - t0
     label = getattr(args, "label", None) or (
         f"ours: {args.workers}x {args.pool} -c {args.concurrency}"
-        + (f" db {args.db_pool}" if args.db_pool else ""))
+        + (f" db {args.db_pool}" if args.db_pool else "")
+        + (f" prefetch x{args.prefetch}" if getattr(args, "prefetch", 0) else ""))
     return Result(label, args.sessions,
                   seconds, args.sessions / seconds, steady_rate(times), concurrency,
                   llm_calls / args.sessions, embed_calls / args.sessions, peak_rss, peak_pss,
@@ -269,6 +271,13 @@ def run_ours(args: argparse.Namespace, templates: TemplateDatabases, redis_url: 
                                    ideal=(args.llm_ms + args.embed_ms) / 1000) + calls,
                   cpu_ms={k: 1000 * v / args.sessions for k, v in meter.used.items()
                           if k != "wall"})
+
+
+def prefetch_args(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--prefetch-multiplier`` for the classify workers when a run overrides the app's
+    (``gevent:128~1`` in ``--compare``: the multiplier before a gevent worker's became 2)."""
+    multiplier = getattr(args, "prefetch", 0)
+    return (f"--prefetch-multiplier={multiplier}",) if multiplier else ()
 
 
 def unfinished(engine: Engine) -> int:

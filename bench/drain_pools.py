@@ -11,7 +11,8 @@ greenlets in one process (CPU of one core, and time limits we enforce ourselves)
         --llm-ms 2000 --embed-ms 100 [--rounds 8] [--metrics] [--json F]
 
 ``gevent:64x2`` is two gevent worker processes of 64 greenlets (128 in flight); ``@20`` sets
-their DATABASE_POOL_SIZE to 20.
+their DATABASE_POOL_SIZE to 20; ``~1`` starts them with ``--prefetch-multiplier=1`` (the app's
+own is 2 on a gevent worker, 1 elsewhere), so a run compares both in one go.
 """
 
 from __future__ import annotations
@@ -28,33 +29,38 @@ from bench.drain_bench import Result, environment, run_ours
 TARGET_SHARE, TARGET_PSS_MB, TARGET_CPU_MS, TARGET_CONCURRENCY = 0.8, 1024.0, 15.0, 128
 
 
-def parse_specs(text: str) -> list[tuple[str, int, int, int]]:
-    """``prefork:16,gevent:64x2@20`` → [("prefork", 16, 1, 0), ("gevent", 64, 2, 20)]: pool,
-    concurrency per worker process, worker processes, DATABASE_POOL_SIZE (0: the default)."""
+def parse_specs(text: str) -> list[tuple[str, int, int, int, int]]:
+    """``prefork:16,gevent:64x2@20~1`` → [("prefork", 16, 1, 0, 0), ("gevent", 64, 2, 20, 1)]:
+    pool, concurrency per worker process, worker processes, DATABASE_POOL_SIZE and prefetch
+    multiplier (0: the app's)."""
     specs = []
     for part in text.split(","):
         pool, _, size = part.strip().partition(":")
+        size, _, prefetch = size.partition("~")
         size, _, db_pool = size.partition("@")
         count, _, workers = size.partition("x")
         if (pool not in ("prefork", "threads", "gevent") or not count.isdigit()
-                or not (workers or "1").isdigit() or not (db_pool or "0").isdigit()):
-            raise SystemExit(f"--compare: {part!r} is not pool:concurrency[xworkers][@dbpool] "
+                or not (workers or "1").isdigit() or not (db_pool or "0").isdigit()
+                or not (prefetch or "0").isdigit()):
+            raise SystemExit(f"--compare: {part!r} is not "
+                             "pool:concurrency[xworkers][@dbpool][~prefetch] "
                              "(pool prefork, threads or gevent)")
-        specs.append((pool, int(count), int(workers or 1), int(db_pool or 0)))
+        specs.append((pool, int(count), int(workers or 1), int(db_pool or 0),
+                      int(prefetch or 0)))
     return specs
 
 
 def summary(results: list[Result], latency_s: float) -> str:
-    head = (f"{'pool':<22} {'sessions':>8} {'wall s':>7} {'sess/s':>7} {'steady':>7} "
+    head = (f"{'pool':<30} {'sessions':>8} {'wall s':>7} {'sess/s':>7} {'steady':>7} "
             f"{'bound':>6} {'%bound':>6} {'PSS MB':>7} {'worker':>7} {'pg':>6} {'ours':>6} "
             f"{'machine':>7} ok")
-    lines = [head, f"{'':<22} {'':>8} {'':>7} {'':>7} {'':>7} {'':>6} {'':>6} {'':>7} "
+    lines = [head, f"{'':<30} {'':>8} {'':>7} {'':>7} {'':>7} {'':>6} {'':>6} {'':>7} "
                    f"{'CPU ms per session':>29}", "-" * len(head)]
     for r in results:
         bound = r.concurrency / latency_s
         cpu = r.cpu_ms
         lines.append(
-            f"{r.label.removeprefix('ours: '):<22} {r.sessions:>8} {r.seconds:>7.1f} "
+            f"{r.label.removeprefix('ours: '):<30} {r.sessions:>8} {r.seconds:>7.1f} "
             f"{r.sessions_per_s:>7.2f} {r.steady_per_s:>7.2f} {bound:>6.1f} "
             f"{100 * r.sessions_per_s / bound:>5.0f}% {r.pss_mb:>7.0f} "
             f"{cpu.get('classify worker(s)', 0):>7.1f} {cpu.get('postgres', 0):>6.1f} "
@@ -102,10 +108,10 @@ def compare(args: argparse.Namespace) -> int:
     latency_s = (args.llm_ms + args.embed_ms) / 1000
     results: list[Result] = []
     with environment(args) as (templates, redis_url, llm, voyage, log_dir):
-        for pool, concurrency, workers, db_pool in specs:
+        for pool, concurrency, workers, db_pool, prefetch in specs:
             run = argparse.Namespace(**{
                 **vars(args), "pool": pool, "concurrency": concurrency, "workers": workers,
-                "db_pool": db_pool or args.db_pool,
+                "db_pool": db_pool or args.db_pool, "prefetch": prefetch,
                 "sessions": args.rounds * concurrency * workers,
                 # a tick claims enough to keep the pool fed between 1 s ticks
                 "batch": max(args.batch, 2 * concurrency * workers)})

@@ -205,11 +205,12 @@ def test_drain_bench(bench_db: str, redis_url: str, tmp_path: Path,
 def test_drain_bench_compares_pools_in_one_run(bench_db: str, redis_url: str, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """``--compare``: prefork and the gevent pool (one and two processes) drained one after
-    another at the given fake latencies, each checked, with CPU per session per component."""
+    another at the given fake latencies, each checked, with CPU per session per component;
+    ``~1`` starts the gevent workers with the prefetch multiplier they had before it was 2."""
     monkeypatch.setenv("EROS_BENCH_REDIS_URL", redis_url)
     out = tmp_path / "pools.json"
     code = drain_bench.main([
-        "--compare", "prefork:2,gevent:4x2", "--rounds", "1", "--llm-ms", "50",
+        "--compare", "prefork:2,gevent:4x2~1", "--rounds", "1", "--llm-ms", "50",
         "--embed-ms", "10", "--timeout", "60", "--log-dir", str(tmp_path / "logs"),
         "--json", str(out)])
     assert code == 0, "a correctness check failed; logs in " + str(tmp_path / "logs")
@@ -217,7 +218,7 @@ def test_drain_bench_compares_pools_in_one_run(bench_db: str, redis_url: str, tm
     assert (doc["llm_ms"], doc["embed_ms"]) == (50, 10)
     runs = doc["runs"]
     assert [(r["label"], r["sessions"], r["concurrency"]) for r in runs] == [
-        ("ours: 1x prefork -c 2", 2, 2), ("ours: 2x gevent -c 4", 8, 8)]
+        ("ours: 1x prefork -c 2", 2, 2), ("ours: 2x gevent -c 4 prefetch x1", 8, 8)]
     for r in runs:
         n = r["sessions"]
         assert r["verification"] == {"memories": n * drain_bench.MEMORIES_PER_SESSION,
