@@ -146,6 +146,7 @@ def run(suite: Path | None, conversations: int, queries: int, pools: list[int],
                 with engine.begin() as conn:
                     from eros.db import turn_cells_sql
                     turn_cells_sql.set_centre(conn, emb.name, turn_centres.SAMPLE)
+                turn_centres.resketch(engine, emb.name)
             for share in reads:
                 for pool in pools:
                     o50, o10 = overlap(engine, user, query_v, emb.name, pool, share)

@@ -6,9 +6,13 @@ user is clustered, :func:`uncell_user_turns` clears it (-1) when the user's cell
 turn in no cell is always read, so clearing is always safe; a stale cell number would hide it).
 
 A model's sketch centre (``turn_sketch_centres``) is set once, from the mean of a sample of its
-turn vectors, and every turn of the model is re-sketched against it in the same transaction
-(the trigger recomputes the sketch when ``embedding`` is written), so a query's sketch and the
-rows' are always taken against the same centre.
+turn vectors, under an exclusive advisory lock on the model that every turn writer's trigger
+takes shared (0030): setting it waits for writers that read "no centre" to commit, and later
+writers see it. Its turns are then re-sketched in short batches from the top down
+(:func:`resketch_batch`; the trigger recomputes the sketch when ``embedding`` is written);
+``resketch_below`` marks how far the batches have come, and the turn search compares the turns
+below it with the query's uncentred sketch, so a query's sketch and a row's are always taken
+alike.
 """
 
 from __future__ import annotations
@@ -70,26 +74,66 @@ def uncentred_models(conn: Connection, sample: int) -> list[ModelTurns]:
     return [ModelTurns(r.model, int(r.turns), float(r.mean_norm or 0.0)) for r in rows]
 
 
-def set_centre(conn: Connection, model: str, sample: int, *, centred: bool = True) -> int:
-    """Store ``model``'s centre (the mean of ``sample`` of its turn vectors) and re-sketch every
-    turn of the model against it; returns the turns re-sketched (0: another pass set it).
-    ``centred=False``: a row with no centre (the model's sketches are good as they are), no
-    turn rewritten."""
-    conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended('eros.turn_centre:' || :m,"
-                      " 0))"), {"m": model})
+#: the advisory lock of a model's centre; the turns' trigger takes it shared (0030)
+_LOCK = "hashtextextended('eros.turn_centre:' || :m, 0)"
+
+
+def set_centre(conn: Connection, model: str, sample: int, *, centred: bool = True) -> bool:
+    """Store ``model``'s centre (the mean of ``sample`` of its turn vectors), its turns up to
+    the newest one now marked for re-sketching (:func:`resketch_batch`); True when a centre
+    was stored that needs it (False: another pass set it, or ``centred=False`` — a row with
+    no centre, the model's sketches are good as they are). The exclusive lock waits for every
+    open transaction that wrote a turn of the model, so each such turn is below the mark."""
+    conn.execute(text(f"SELECT pg_advisory_xact_lock({_LOCK})"), {"m": model})
     made = conn.execute(text(f"""
-        INSERT INTO {_CENTRES} (embedding_model, centre, turns)
+        INSERT INTO {_CENTRES} (embedding_model, centre, turns, resketch_below)
         SELECT :m, CASE WHEN :centred THEN CAST(avg(CAST(s.embedding AS vector)) AS halfvec)
-                   END, count(*)
+                   END, count(*),
+               CASE WHEN :centred THEN (SELECT max(t.seq) + 1 FROM {T} t
+                                         WHERE t.embedding_model = :m) END
           FROM (SELECT t.embedding FROM {T} t WHERE t.embedding_model = :m
                  ORDER BY t.seq DESC LIMIT :sample) s
         HAVING count(*) > 0
         ON CONFLICT (embedding_model) DO NOTHING"""),
         {"m": model, "sample": sample, "centred": centred}).rowcount
-    if not made or not centred:
-        return 0
-    return conn.execute(text(f"UPDATE {T} SET embedding = embedding WHERE embedding_model = :m"),
-                        {"m": model}).rowcount
+    return bool(made) and centred
+
+
+def resketching_models(conn: Connection) -> list[str]:
+    """The models whose turns are not all sketched against their centre yet."""
+    return list(conn.execute(text(f"SELECT embedding_model FROM {_CENTRES}"
+                                  " WHERE resketch_below IS NOT NULL ORDER BY 1")).scalars())
+
+
+# The ``:n`` turns of the model just below the mark, re-sketched (the trigger recomputes the
+# sketch — and the cell — when ``embedding`` is written), and the mark moved down to the lowest
+# of them; fewer than ``:n`` left: the mark is cleared. The centre's row is locked first, so
+# two passes never re-sketch the same batch.
+_RESKETCH = text(f"""
+WITH b AS MATERIALIZED (
+    SELECT t.seq FROM {T} t WHERE t.embedding_model = :m AND t.seq < :below
+     ORDER BY t.seq DESC LIMIT :n
+), u AS (
+    UPDATE {T} t SET embedding = t.embedding FROM b WHERE t.seq = b.seq RETURNING t.seq
+)
+UPDATE {_CENTRES} c
+   SET resketch_below = CASE WHEN (SELECT count(*) FROM b) < :n THEN NULL
+                             ELSE (SELECT min(b.seq) FROM b) END
+ WHERE c.embedding_model = :m
+RETURNING (SELECT count(*) FROM u) AS done, c.resketch_below AS below
+""")
+
+
+def resketch_batch(conn: Connection, model: str, batch: int) -> tuple[int, bool]:
+    """Re-sketch up to ``batch`` of the model's turns below its mark, in the caller's (short)
+    transaction; returns (turns re-sketched, whether any are left)."""
+    below = conn.execute(text(f"SELECT resketch_below FROM {_CENTRES}"
+                              " WHERE embedding_model = :m FOR UPDATE"), {"m": model}).first()
+    if below is None or below.resketch_below is None:
+        return 0, False
+    row = conn.execute(_RESKETCH, {"m": model, "below": below.resketch_below,
+                                   "n": batch}).one()
+    return int(row.done), row.below is not None
 
 
 def drop_centres(conn: Connection) -> None:

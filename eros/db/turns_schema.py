@@ -81,6 +81,9 @@ turn_sketch_centres = Table(
     #: the turns the mean was taken over
     Column("turns", BigInteger, nullable=False),
     Column("computed_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    #: while set (0030): the model's turns below this seq may still be sketched without the
+    #: centre — the re-sketch runs in batches from the top down; NULL: all are centred
+    Column("resketch_below", BigInteger, nullable=True),
 )
 
 #: ``eros turns backfill``'s cursor (0026): one row per backfill, keyed ``turns``.

@@ -122,14 +122,24 @@ _MODEL = ("coalesce(CAST(:model AS text), (SELECT u.embedding_model FROM engine.
 _QUERY_SKETCH = ("(SELECT binary_quantize(CASE WHEN x.centre IS NULL THEN CAST(:q AS halfvec)"
                  " ELSE CAST(:q AS halfvec) - x.centre END) FROM (SELECT (SELECT c.centre FROM"
                  f" engine.turn_sketch_centres c WHERE c.embedding_model = {_MODEL}) AS centre) x)")
+#: how far the model's re-sketch has come (0030): its turns below this seq may still carry
+#: sketches taken without the centre, compared with the query's own signs; NULL: every turn is
+#: centred (one InitPlan per statement, as the sketches)
+_BELOW = ("(SELECT c.resketch_below FROM engine.turn_sketch_centres c"
+          f" WHERE c.embedding_model = {_MODEL})")
+_PLAIN_SKETCH = "(SELECT binary_quantize(CAST(:q AS halfvec)))"
+_HAMMING = (f"CASE WHEN t.seq < {_BELOW} THEN t.embedding_bq <~> {_PLAIN_SKETCH}"
+            f" ELSE t.embedding_bq <~> {_QUERY_SKETCH} END")
 #: the pool re-ranked exactly: ``:pool`` when the model's sketches are centred, else
-#: ``:plain_pool`` (uncentred sketches rank worse: the pool must be larger for the same recall)
+#: ``:plain_pool`` (uncentred sketches rank worse: the pool must be larger for the same recall;
+#: so while a re-sketch is under way)
 _POOL = ("(SELECT CASE WHEN EXISTS (SELECT 1 FROM engine.turn_sketch_centres c"
-         f" WHERE c.embedding_model = {_MODEL}) THEN :pool ELSE :plain_pool END)")
+         f" WHERE c.embedding_model = {_MODEL} AND c.resketch_below IS NULL)"
+         " THEN :pool ELSE :plain_pool END)")
 _SCOPE = """t.user_id = :user_id AND {persona}
        AND t.status = 'current' AND (:sensitive OR t.sensitivity IS NULL)
        AND (CAST(:model AS text) IS NULL OR t.embedding_model = :model)"""
-_PRESCAN = f"""SELECT t.seq, t.embedding_bq <~> {_QUERY_SKETCH} AS h FROM {T} t
+_PRESCAN = f"""SELECT t.seq, {_HAMMING} AS h FROM {T} t
      WHERE {_SCOPE}"""
 #: a clustered user (0029): the turns of the ``:share`` of their memory cells nearest the query
 #: (the cells the memory side probes) and the turns in no cell (-1), one multi-range scan of

@@ -39,7 +39,8 @@ def cluster_memories(self: ErosTask, user_id: str | None = None) -> dict[str, An
                 cluster_memories.apply_async(args=[str(state.user_id)],
                                              queue=settings.eros_consolidate_queue)
             log.info("recall cells: %d users due, enqueued", len(due))
-            centred = turn_centres.ensure_centres(engine)  # turn sketch centres (0029)
+            centred = turn_centres.ensure_centres(  # turn sketch centres (0029, 0030)
+                engine, max_seconds=turn_centres.FINDER_SECONDS)
             return {"enqueued": len(due), "turn_models_centred": len(centred)}
         try:
             uid = uuid.UUID(str(user_id))

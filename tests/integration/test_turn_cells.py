@@ -11,6 +11,8 @@ query against it, and only a model whose vectors share a direction gets one.
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from datetime import UTC, datetime
 
@@ -227,3 +229,114 @@ def test_fused_reads_the_turns_of_the_probed_cells_when_the_memories_were_probed
         return {t.seq for t in result.turns}
     assert seqs[0] not in turns(0.1)  # its cell is not probed: not read
     assert seqs[0] in turns(1.0)  # every turn read: the nearest one is there
+
+
+def _leaning(rng: np.random.Generator, n: int, spread: float = 0.03) -> np.ndarray:
+    """``n`` unit vectors around one shared direction (a mean of norm ~0.9, as e5's; nearer
+    1 with a smaller ``spread``)."""
+    shared = rng.standard_normal(DIM).astype(np.float32)
+    v = shared / np.linalg.norm(shared) + rng.standard_normal((n, DIM)).astype(
+        np.float32) * spread
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _state(engine: Engine, model: str) -> tuple[object, list[tuple[int, bool]]]:
+    """The model's re-sketch mark and, per turn (by seq), whether it is sketched centred."""
+    with engine.connect() as conn:
+        below = conn.execute(text("SELECT resketch_below FROM engine.turn_sketch_centres"
+                                  " WHERE embedding_model = :m"), {"m": model}).scalar_one()
+        rows = conn.execute(text(
+            "SELECT t.seq, t.embedding_bq = binary_quantize(t.embedding - c.centre) AS centred"
+            " FROM engine.memory_turns t JOIN engine.turn_sketch_centres c"
+            " ON c.embedding_model = t.embedding_model WHERE t.embedding_model = :m"
+            " ORDER BY t.seq"), {"m": model}).all()
+    return below, [(int(r.seq), bool(r.centred)) for r in rows]
+
+
+def test_turns_are_re_sketched_in_batches_and_the_search_reads_both_kinds_meanwhile(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Setting a centre rewrites no turn: the turns below the mark are re-sketched
+    ``BATCH`` a transaction from the top down, and until the mark has passed a turn, the
+    search compares its (uncentred) sketch with the query's uncentred one — so with a pool
+    far smaller than the turns, a turn on either side of the mark is found exactly. (These
+    vectors share their direction so strongly that an uncentred turn compared with the
+    centred query sketch ranks 4th and 13th for turns 0 and 20: a pool of 2 misses them.)"""
+    model = "leaning-batches"
+    vectors = _leaning(np.random.default_rng(21), 60, spread=0.003)
+    user = uuid.uuid4()
+    seqs = _turns(engine, user, vectors, model=model)
+    monkeypatch.setattr(turn_centres, "MIN_TURNS", 10)
+    monkeypatch.setattr(turn_centres, "BATCH", 25)
+    try:
+        assert turn_centres.ensure_centres(engine, max_seconds=0) == {model: 0}
+        below, sketches = _state(engine, model)
+        assert below == max(seqs) + 1 and not any(c for _, c in sketches)
+
+        def top(i: int) -> int:
+            with engine.connect() as conn:
+                got = turns_sql.nearest_turns(conn, user, None, vectors[i].tolist(), 1, True,
+                                              pool=2, embedding_model=model)
+            return got[0].seq
+
+        with engine.begin() as conn:
+            assert turn_cells_sql.resketch_batch(conn, model, 25) == (25, True)
+        below, sketches = _state(engine, model)
+        assert below == seqs[35]
+        assert [c for _, c in sketches] == [False] * 35 + [True] * 25
+        assert [top(i) for i in (0, 20, 34, 35, 50, 59)] == [
+            seqs[i] for i in (0, 20, 34, 35, 50, 59)]
+        assert turn_centres.resketch(engine, model) == (35, False)
+        below, sketches = _state(engine, model)
+        assert below is None and all(c for _, c in sketches)
+        assert [top(i) for i in (0, 34, 59)] == [seqs[i] for i in (0, 34, 59)]
+    finally:
+        with engine.begin() as conn:
+            turn_cells_sql.drop_centres(conn)
+
+
+def test_a_centre_waits_for_a_turn_written_without_it_and_re_sketches_that_turn(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn writer's trigger read "no centre" and its transaction is still open when the
+    centre is set: setting it waits for that writer (the trigger holds the model's lock
+    shared), so the turn is below the mark and re-sketched. Without the lock the centre
+    committed first, its mark below the open turn, and the turn kept its uncentred sketch —
+    ranked against the wrong query sketch for good."""
+    model = "leaning-race"
+    vectors = _leaning(np.random.default_rng(22), 21)
+    user = uuid.uuid4()
+    _turns(engine, user, vectors[:20], model=model)
+    monkeypatch.setattr(turn_centres, "MIN_TURNS", 10)
+    writer = engine.connect()
+    try:
+        tx = writer.begin()
+        sid = add_session(writer, [("user", "written while the centre is set")], user_id=user)
+        late = int(writer.execute(text("SELECT seq FROM engine.chat_messages"
+                                       " WHERE session_id = :s"), {"s": sid}).scalar_one())
+        turns_sql.write_turns(writer, [TurnRow(late, sid, user, None, datetime.now(UTC),
+                                               vectors[20].tolist(), model)])
+        centring = threading.Thread(target=turn_centres.ensure_centres, args=(engine,),
+                                    kwargs={"max_seconds": 0})
+        centring.start()
+
+        def waiting_for_the_writer() -> bool:
+            with engine.connect() as conn:
+                return bool(conn.execute(text(
+                    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'"
+                    " AND mode = 'ExclusiveLock' AND NOT granted)")).scalar_one())
+
+        deadline = time.monotonic() + 15
+        while centring.is_alive() and not waiting_for_the_writer():
+            assert time.monotonic() < deadline, "the centre neither waited nor finished"
+            time.sleep(0.02)
+        tx.commit()
+        centring.join(15)
+        assert not centring.is_alive()
+        turn_centres.resketch(engine, model)
+        below, sketches = _state(engine, model)
+        assert below is None
+        assert dict(sketches)[late], "the turn written meanwhile kept its uncentred sketch"
+        assert all(c for _, c in sketches)
+    finally:
+        writer.close()
+        with engine.begin() as conn:
+            turn_cells_sql.drop_centres(conn)
