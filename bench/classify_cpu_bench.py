@@ -20,10 +20,14 @@ written with the memories): ``turns ok`` says every session's turns were indexed
 Variants run IN THE SAME RUN, each on its own clone seeded alike:
 
 - ``pre-ping``: the engine with ``pool_pre_ping=True`` (what every checkout paid before);
-- ``ours``: the engine ``eros.db.engine.make_engine`` builds.
+- ``ours``: the engine ``eros.db.engine.make_engine`` builds, on a database migrated with the
+  default settings: no HNSW index (0031; no default plan reads it);
+- ``hnsw``: ``ours`` with the memories' HNSW index built, what `eros migrate` keeps for
+  RECALL_QUANTIZED_SCAN=false (and what every database had before 0031): each memory written
+  is inserted into the graph.
 
     python -m bench.classify_cpu_bench [--sessions 500] [--rounds 2] [--profile FILE]
-        [--json FILE]
+        [--variants pre-ping,ours,hnsw] [--json FILE]
 
 ``--profile`` writes a cProfile of the ``ours`` variant (``python -m pstats FILE``).
 ``EROS_BENCH_DATABASE_URL`` (a superuser URL) points at an existing server instead of the
@@ -52,6 +56,7 @@ from bench.drain_support import FakeServer, postmaster_pid, tree_cpu
 from eros.core.prompts import load_prompt
 from eros.db import repo
 from eros.db.engine import make_engine
+from eros.db.schema import hnsw_index_sql
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services.classify import Pipeline, classify, start_attempt
@@ -112,12 +117,14 @@ def _pipeline(engine: Engine, db_url: str, llm: FakeServer, voyage: FakeServer) 
 
 
 def run_variant(label: str, templates: TemplateDatabases, llm: FakeServer, voyage: FakeServer,
-                sessions: int, *, pre_ping: bool | None,
+                sessions: int, *, pre_ping: bool | None, hnsw: bool = False,
                 profile: Path | None = None) -> Measured:
     """Seed, claim (not measured), then classify every claim in this process (measured)."""
     db_url = templates.clone()
     admin = create_engine(db_url, pool_size=1)
     with admin.begin() as conn:
+        if hnsw:
+            conn.execute(text(hnsw_index_sql()))
         conn.execute(SEED_SESSIONS, {"n": sessions})
         conn.execute(SEED_MESSAGES)
         conn.execute(text("ANALYZE"))
@@ -206,7 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="variants alternate per round")
     parser.add_argument("--profile", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
+    parser.add_argument("--variants", default="pre-ping,ours,hnsw",
+                        help="comma-separated, run in this order every round")
     args = parser.parse_args(argv)
+    variants = [v for v in args.variants.split(",") if v]
+    if not variants or set(variants) - {"pre-ping", "ours", "hnsw"}:
+        parser.error("--variants: pre-ping, ours and/or hnsw")
     pg_given = os.environ.get("EROS_BENCH_DATABASE_URL")
     log_dir = Path(tempfile.mkdtemp(prefix="eros-classify-cpu-"))
     results: list[list[Measured]] = []
@@ -217,12 +229,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for i in range(args.rounds):
                 results.append([
-                    run_variant("pre-ping", templates, llm, voyage, args.sessions + 5,
-                                pre_ping=True),
-                    run_variant("ours", templates, llm, voyage, args.sessions + 5,
-                                pre_ping=None,
-                                profile=args.profile if i == args.rounds - 1 else None),
-                ])
+                    run_variant(label, templates, llm, voyage, args.sessions + 5,
+                                pre_ping=True if label == "pre-ping" else None,
+                                hnsw=label == "hnsw",
+                                profile=args.profile if label == "ours"
+                                and i == args.rounds - 1 else None)
+                    for label in variants])
         finally:
             templates.close()
     print(f"machine: {machine()}")

@@ -58,7 +58,7 @@ from bench.consolidation_data import EMBEDDING_MODEL, add_new, load
 from eros.core.consolidation import Pair, cluster
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.db import consolidation_sql as sql
-from eros.db import finder_sql, schema
+from eros.db import finder_sql, hnsw_index, schema
 from eros.providers.base import Completion, Embeddings, InputType
 from eros.providers.offline.heuristic import offline_consolidation_reply
 from eros.services import recall_cells
@@ -118,10 +118,11 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 1)
 
 
-def _fresh_user(engine: Engine, url: str, size: int, seed: int) -> tuple[uuid.UUID, float]:
-    """Empty tables, load one user without the HNSW index, then build it (recall's index;
-    the pass does not read it but pays for it on writes); returns the user and the seconds
-    the build took."""
+def _fresh_user(engine: Engine, url: str, size: int, seed: int,
+                s: Settings) -> tuple[uuid.UUID, float]:
+    """Empty tables, load one user without the HNSW index, then build it where the settings
+    read it (as `eros migrate` does: RECALL_QUANTIZED_SCAN=false or CONSOLIDATION_HNSW_ABOVE;
+    the pass pays for it on writes); returns the user and the seconds the build took."""
     with engine.begin() as conn:
         conn.execute(RESET)
         conn.execute(text(f"DROP INDEX IF EXISTS {HNSW}"))
@@ -130,7 +131,8 @@ def _fresh_user(engine: Engine, url: str, size: int, seed: int) -> tuple[uuid.UU
     started = time.perf_counter()
     with engine.begin() as conn:
         conn.execute(text("SET maintenance_work_mem = '512MB'"))
-        conn.execute(text(schema.hnsw_index_sql()))
+        if hnsw_index.wanted(s):
+            conn.execute(text(schema.hnsw_index_sql()))
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE engine.companion_memories"))
     return user, round(time.perf_counter() - started, 1)
@@ -220,7 +222,7 @@ def scenario(engine: Engine, url: str, c: Consolidator, size: int, *, old: bool,
     check); otherwise only its first chunk is run and the rest of the user is stamped compared
     directly, so the incremental pass still meets a user with no backlog."""
     s = c.settings
-    user, build_secs = _fresh_user(engine, url, size, seed)
+    user, build_secs = _fresh_user(engine, url, size, seed, s)
     # what `eros migrate` does on a deploy: the guard's meaning model for the embedder, made
     # ahead of the passes (without it the passes hold every canonical text back, unscreened)
     ensure_model(c.settings, engine, c.embedder)

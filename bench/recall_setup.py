@@ -145,7 +145,7 @@ def prepare(server_url: str, pop: rd.Population, params: dict[str, Any], mwm: st
     engine = create_engine(url, isolation_level="AUTOCOMMIT")
     timings: dict[str, float] = {}
     with engine.connect() as conn:
-        conn.execute(text("DROP INDEX engine.ix_companion_memories_embedding_hnsw"))
+        conn.execute(text("DROP INDEX IF EXISTS engine.ix_companion_memories_embedding_hnsw"))
         conn.execute(text("DROP INDEX engine.ix_companion_memories_recall_bq"))
         conn.execute(text("DROP INDEX engine.ix_memory_sketches_probe"))
         conn.execute(text("DROP INDEX engine.ix_memory_sketches_category"))

@@ -36,6 +36,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, text
 
 from bench.claim_bench import machine, scratch_database
+from eros.db.schema import hnsw_index_sql
 from eros.providers import make_embedder
 from eros.services.recall import recall
 from eros.services.reembed import Reembedder
@@ -123,9 +124,10 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
                                  reembed_batch=args.batch, provider_max_retries=0,
                                  embedding_timeout_secs=60)
         users = [uuid.uuid4() for _ in range(args.users)]
-        if args.without_hnsw:  # recall's default plans (exact, sketches) never read it
-            with engine.begin() as conn:
-                conn.execute(text("DROP INDEX engine.ix_companion_memories_embedding_hnsw"))
+        with engine.begin() as conn:  # a migrated database has it only where a plan reads it
+            conn.execute(text("DROP INDEX IF EXISTS engine.ix_companion_memories_embedding_hnsw"
+                              if args.without_hnsw else
+                              hnsw_index_sql().replace("INDEX ", "INDEX IF NOT EXISTS ", 1)))
         load_s = load(engine, users, args.memories)
         base = baseline(engine, settings, args.baseline)
         before: list[tuple[float, str]] = []

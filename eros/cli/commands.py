@@ -32,6 +32,10 @@ _PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True,
 def migrate(sql: bool, no_guard_train: bool) -> None:
     """Upgrade the database schema to the latest version (alembic upgrade head).
 
+    Then builds the memories' HNSW index (CONCURRENTLY) when RECALL_QUANTIZED_SCAN=false or
+    CONSOLIDATION_HNSW_ABOVE > 0 reads it, and drops it when nothing does: run it with the
+    same settings as the workers.
+
     Runs against DATABASE_MIGRATE_URL when set (a direct connection past PgBouncer), else
     DATABASE_URL. With neither set this migrates the embedded database (which `eros run` also
     does by itself). Then, for a live embedder (VOYAGE_API_KEY), trains the memory guard's
@@ -43,11 +47,11 @@ def migrate(sql: bool, no_guard_train: bool) -> None:
     settings = load_settings()
     if sql:
         upgrade(settings.database_migrate_url or settings.database_url or _DIALECT_ONLY_URL,
-                sql=True)
+                sql=True, settings=settings)
         return
     if settings.database_url or settings.database_migrate_url:
         url = settings.database_migrate_url or settings.require_database_url()
-        upgrade(url)
+        upgrade(url, settings=settings, echo=lambda line: click.echo(line, err=True))
         click.echo("database schema is up to date", err=True)
         if not no_guard_train:
             _train_guard(settings, url)

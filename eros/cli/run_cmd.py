@@ -127,7 +127,7 @@ def _run(settings: Settings, fields: dict[str, str], overrides: dict[str, str], 
         settings = load_settings(database_url=services.database_url,
                                  redis_url=services.redis_url, **fields)
         if not services.db_embedded:
-            upgrade(settings.migration_url())  # the embedded one was migrated already
+            upgrade(settings.migration_url(), settings=settings)  # the embedded one: already
         engine = make_engine(settings.require_database_url(), pool_size=2, settings=settings)
         check_db(engine, settings, embedded=services.db_embedded)
         check_brokers(settings, embedded=services.redis_embedded)

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Engine, text
 from eros.db.schema import hnsw_index_sql
 
 T = "engine.companion_memories"
+HNSW = "ix_companion_memories_embedding_hnsw"
 NEXT_HNSW = "ix_companion_memories_embedding_next_hnsw"
 
 
@@ -33,13 +34,18 @@ def prepare(conn: Connection, dim: int) -> None:
     conn.execute(text(f"ALTER TABLE {T} ALTER COLUMN embedding_next SET STORAGE MAIN"))
 
 
-def build_index(engine: Engine) -> None:
+def build_index(engine: Engine) -> bool:
     """The new HNSW index (current rows only, as 0028's), built CONCURRENTLY: recall and
-    dreaming are not blocked."""
+    dreaming are not blocked — only when the live column has one (the index exists only where
+    settings read it: eros/db/hnsw_index.py). Returns whether it was built."""
     with engine.connect() as conn:
         conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+        if conn.execute(text("SELECT to_regclass(:n)"), {"n": f"engine.{HNSW}"}).scalar() \
+                is None:
+            return False
         conn.execute(text(hnsw_index_sql(name=NEXT_HNSW, column="embedding_next",
                                          concurrently=True)))
+        return True
 
 
 def missing(conn: Connection, model: str) -> int:
@@ -55,14 +61,14 @@ def switch(conn: Connection, dim: int) -> None:
     d = int(dim)
     for statement in (
         f"LOCK TABLE {T} IN ACCESS EXCLUSIVE MODE",
-        "DROP INDEX engine.ix_companion_memories_embedding_hnsw",
+        f"DROP INDEX IF EXISTS engine.{HNSW}",  # absent where no plan reads it
         "DROP INDEX engine.ix_companion_memories_user_model",
         f"ALTER TABLE {T} DROP COLUMN embedding_bq",  # its covering index goes with it
         f"ALTER TABLE {T} RENAME COLUMN embedding TO embedding_old",
         f"ALTER TABLE {T} RENAME COLUMN embedding_model TO embedding_model_old",
         f"ALTER TABLE {T} RENAME COLUMN embedding_next TO embedding",
         f"ALTER TABLE {T} RENAME COLUMN embedding_next_model TO embedding_model",
-        f"ALTER INDEX engine.{NEXT_HNSW} RENAME TO ix_companion_memories_embedding_hnsw",
+        f"ALTER INDEX IF EXISTS engine.{NEXT_HNSW} RENAME TO {HNSW}",
         f"ALTER TABLE {T} ADD COLUMN embedding_bq bit({d})"
         f" GENERATED ALWAYS AS ((binary_quantize(embedding))::bit({d})) STORED",
         f"CREATE INDEX ix_companion_memories_recall_bq ON {T}"

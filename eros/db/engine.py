@@ -11,7 +11,7 @@ from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from eros.core.green import green_process
-from eros.db import repo
+from eros.db import hnsw_index, repo
 from eros.db.timeouts import connect_options, local_timeouts
 from eros.errors import ConfigError, ServiceUnavailable
 from eros.settings import Settings
@@ -162,6 +162,7 @@ def check_database(engine: Engine, settings: Settings) -> None:
         with engine.connect() as conn:
             dim = repo.embedding_dimension(conn)
             conn.execute(text("SELECT 1"))
+            hnsw = hnsw_index.state(conn)
     except OperationalError as err:
         raise ServiceUnavailable(
             f"cannot connect to DATABASE_URL ({safe_url(str(engine.url))}): "
@@ -175,6 +176,7 @@ def check_database(engine: Engine, settings: Settings) -> None:
     if dim is not None and dim != settings.embedding_dim:
         raise ConfigError(f"EMBEDDING_DIM is {settings.embedding_dim} but "
                           f"engine.companion_memories.embedding is vector({dim})")
+    hnsw_index.require(settings, hnsw)  # a configured plan reads a missing index
 
 
 def safe_url(url: str) -> str:

@@ -2,15 +2,22 @@
 
 The scripts live inside the package (``eros/db/migrations``), so a wheel install migrates
 with no checkout; the checkout's top-level ``alembic/`` is a link to the same folder, for
-``alembic upgrade head`` (the Procfile's ``release``).
+``alembic upgrade head``. After the migrations, :func:`upgrade` builds or drops the memories'
+HNSW index as the settings need (:mod:`eros.db.hnsw_index`): plain ``alembic upgrade head``
+does not.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy import create_engine, pool
+
+from eros.db import hnsw_index
+from eros.settings import Settings, load_settings
 
 #: the alembic scripts: env.py, script.py.mako and versions/.
 SCRIPT_LOCATION = Path(__file__).resolve().parent / "migrations"
@@ -23,5 +30,25 @@ def alembic_config(url: str) -> Config:
     return config
 
 
-def upgrade(url: str, *, sql: bool = False, revision: str = "head") -> None:
+def upgrade(url: str, *, sql: bool = False, revision: str = "head",
+            settings: Settings | None = None,
+            echo: Callable[[str], None] | None = None) -> str | None:
+    """Migrate to ``revision``; at ``head``, then keep the HNSW index in step with
+    ``settings`` (this process's by default). Returns what was done to the index (see
+    :func:`eros.db.hnsw_index.sync`), None when it was not looked at. With ``sql`` the
+    statements are printed, the index's last."""
     command.upgrade(alembic_config(url), revision, sql=sql)
+    if revision != "head":
+        return None
+    settings = settings or load_settings()
+    if sql:
+        print(hnsw_index.sync_sql(settings))
+        return None
+    for prefix in ("postgres://", "postgresql://"):  # as the settings accept it
+        if url.startswith(prefix):
+            url = "postgresql+psycopg://" + url[len(prefix):]
+    engine = create_engine(url, poolclass=pool.NullPool)
+    try:
+        return hnsw_index.sync(engine, settings, echo or hnsw_index.log.info)
+    finally:
+        engine.dispose()

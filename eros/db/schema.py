@@ -114,7 +114,8 @@ chat_messages = Table(
     Index("ix_chat_messages_session_seq", "session_id", "seq"),
 )
 
-#: the memories' HNSW index and its predicate (0028): partial, on current rows only.
+#: the memories' HNSW index and its predicate (0028): partial, on current rows only; not in
+#: the metadata: it exists only where settings read it (0031, eros/db/hnsw_index.py).
 HNSW_INDEX = "ix_companion_memories_embedding_hnsw"
 HNSW_WHERE = "status = 'current'"
 
@@ -198,12 +199,8 @@ companion_memories = Table(
     Index("ix_companion_memories_recall_bq", "user_id", "instance_id", "category", "status",
           postgresql_include=["id", "embedding_bq"]),
     Index("ix_companion_memories_user_model", "user_id", "embedding_model"),
-    # Only current rows are in the graph (0028): a merged or superseded row's new version is
-    # not inserted into it again (a status change is never a HOT update), and every search
-    # that reads the graph asks for current rows (HNSW_WHERE implies the predicate).
-    Index(HNSW_INDEX, "embedding", postgresql_using="hnsw",
-          postgresql_ops={"embedding": "vector_cosine_ops"},
-          postgresql_where=text(HNSW_WHERE)),
+    # The HNSW index (HNSW_INDEX, hnsw_index_sql) is not declared here: it exists only where
+    # a configured plan reads it, built or dropped by `eros migrate` (eros/db/hnsw_index.py).
     # "which memories derive from seq X": source_seqs @> ARRAY[X] (forget --message)
     Index("ix_companion_memories_source_seqs", "source_seqs", postgresql_using="gin"),
 )

@@ -42,10 +42,12 @@ from eros.core.consolidation_search import (
     near_pairs,
     nearest_cells,
 )
+from eros.db import cells_sql
 from eros.db import consolidation_bulk_sql as bulk_sql
 from eros.db import consolidation_sql as sql
 from eros.db import consolidation_state_sql as state_sql
 from eros.db.timeouts import set_statement_timeout
+from eros.services import recall_cells
 from eros.services.consolidate import ConsolidationReport, Consolidator, consolidate
 from eros.services.consolidation_read import PAGE, Read, choose_search, search_pairs
 from eros.settings import Settings
@@ -284,6 +286,20 @@ def bulk_due(conn: Connection, s: Settings, user_id: uuid.UUID) -> bool:
     return choose_search(conn, user_id, s) == "cells"
 
 
+def _cluster_first(engine: Engine, s: Settings, user_id: uuid.UUID) -> None:
+    """A backlog of more than a chunk for a user beat would cut into recall cells
+    (RECALL_CELL_MIN_ROWS) but has not yet: cut it now, so the pass searches in cells, in
+    bulk — without cells a large user was searched through the HNSW index, which nothing
+    else reads with the defaults (issue 34: the index is built only where a plan reads it).
+    A user with cells, a small backlog or too few memories is left as it is."""
+    with engine.connect() as conn:
+        if bulk_sql.backlog_count(conn, user_id, cap=s.consolidation_chunk_size + 1) \
+                <= s.consolidation_chunk_size or cells_sql.has_cells(conn, user_id) or \
+                cells_sql.vector_count(conn, user_id) < s.recall_cell_min_rows:
+            return
+    recall_cells.cluster_user(engine, s, user_id)
+
+
 def combined(reports: Sequence[ConsolidationReport]) -> ConsolidationReport:
     """One report for a run of passes: the last pass's outcome and backlog, the counts summed,
     the share before the first pass and after the last."""
@@ -306,6 +322,7 @@ def first_pass(c: Consolidator, user_id: uuid.UUID, *,
     (``force``: whenever the user is clustered); otherwise one ordinary pass. Each pass keeps
     the claim while a backlog is left (the caller enqueues the rest)."""
     started = time.perf_counter()
+    _cluster_first(c.engine, c.settings, user_id)
     with c.engine.connect() as conn, \
             conn.execution_options(isolation_level="REPEATABLE READ").begin():
         due = (force and choose_search(conn, user_id, c.settings) == "cells") or \

@@ -45,10 +45,11 @@ class ConsolidationSettings(BaseSettings):
     #: users with more current memories than this are searched through the binary sketches
     #: (a Hamming prefilter, then the exact check); up to it, exactly.
     consolidation_exact_below: int = Field(default=2000, ge=0)
-    #: users with more current memories than this are searched through the HNSW index instead
-    #: (the k nearest per memory, an iterative scan): per memory it grows with log n where
-    #: the sketch scan grows with n. 0 = never.
-    consolidation_hnsw_above: int = Field(default=20000, ge=0)
+    #: users with no recall cells and more current memories than this are searched through
+    #: the HNSW index instead (the k nearest per memory, an iterative scan). 0 = never (the
+    #: default since issue 34: a user above RECALL_CELL_MIN_ROWS is cut into cells by beat and
+    #: searched in them; set above 0, `eros migrate` keeps the index this needs).
+    consolidation_hnsw_above: int = Field(default=0, ge=0)
     #: k of the HNSW search: a near twin beyond a memory's k nearest is not found from it.
     consolidation_neighbours: int = Field(default=16, ge=1, le=1000)
     #: a user cut into recall cells is searched in each memory's this many nearest cells.

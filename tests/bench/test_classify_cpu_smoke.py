@@ -1,5 +1,5 @@
-"""Smoke run of ``bench/classify_cpu_bench.py`` at a tiny size (seconds): it exits 0, both
-variants classify every session with its three memories and index its three user turns, and
+"""Smoke run of ``bench/classify_cpu_bench.py`` at a tiny size (seconds): it exits 0, every
+variant classifies every session with its three memories and index its three user turns, and
 the counts it reports are the classify path's (four statements per session — the attempt's on
 an AUTOCOMMIT connection, issue 34, and the write's three, the third indexing the user's
 turns, issue 31 — and one transaction; pings only with pre-ping). Nothing is recorded in
@@ -32,14 +32,15 @@ def test_classify_cpu_bench(pg_server_url: str, tmp_path: Path,
     assert classify_cpu_bench.main(["--sessions", "8", "--rounds", "1",
                                     "--json", str(out)]) == 0
     runs = json.loads(out.read_text())["runs"]
-    assert [m["label"] for m in runs[0]] == ["pre-ping", "ours"]
+    # hnsw: ours with the memories' HNSW index built (RECALL_QUANTIZED_SCAN=false's database)
+    assert [m["label"] for m in runs[0]] == ["pre-ping", "ours", "hnsw"]
     for m in runs[0]:
         assert m["sessions"] == 8
         assert m["memories"] == (8 + 5) * classify_cpu_bench.MEMORIES_PER_SESSION
         assert m["turns"] == (8 + 5) * 3  # every session's three user turns indexed
         assert m["worker_ms"] > 0
         assert (m["statements"], m["transactions"]) == (4.0, 1.0)
-    assert [m["pings"] for m in runs[0]] == [2.0, 0.0]
+    assert [m["pings"] for m in runs[0]] == [2.0, 0.0, 0.0]
     assert RESULTS.read_bytes() == before
 
 

@@ -212,6 +212,29 @@ def test_an_unmigrated_database_says_to_migrate(cli_env, templates) -> None:  # 
     assert run_cli(cli_env(DATABASE_URL=url), "status").code == 0
 
 
+def test_migrate_builds_the_hnsw_index_only_for_settings_that_read_it(cli_env, templates) -> None:  # type: ignore[no-untyped-def]
+    """Issue 34: no plan reads the memories' HNSW index with the defaults; a process that reads
+    it (RECALL_QUANTIZED_SCAN=false) says to run `eros migrate`, which builds it."""
+    url = templates.empty()
+    hnsw = {"DATABASE_URL": url, "RECALL_QUANTIZED_SCAN": "false"}
+    assert run_cli(cli_env(DATABASE_URL=url), "migrate").code == 0
+    result = run_cli(cli_env(**hnsw), "status")
+    assert result.code == 1 and len(result.err.strip().splitlines()) == 1
+    assert "RECALL_QUANTIZED_SCAN=false reads the memories' HNSW index" in result.err
+    assert "run `eros migrate`" in result.err
+    result = run_cli(cli_env(**hnsw), "migrate")
+    assert result.code == 0, result.err
+    assert "building the memories' HNSW index for RECALL_QUANTIZED_SCAN=false" in result.err
+    assert run_cli(cli_env(**hnsw), "status").code == 0
+    result = run_cli(cli_env(DATABASE_URL=url), "migrate")
+    assert result.code == 0 and "dropping the memories' HNSW index" in result.err
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        assert conn.execute(text(
+            "SELECT to_regclass('engine.ix_companion_memories_embedding_hnsw')")).scalar() is None
+    engine.dispose()
+
+
 def test_migrate_takes_the_direct_url_past_the_pooler(cli_env, templates) -> None:  # type: ignore[no-untyped-def]
     """DATABASE_URL names an unreachable pooler; DATABASE_MIGRATE_URL the database itself."""
     url = templates.empty()

@@ -7,9 +7,11 @@ import os
 import subprocess
 import sys
 
+import pytest
 from sqlalchemy import Engine, text
 
 from tests.cli.conftest import ROOT, Cli
+from tests.support.memories import with_hnsw
 
 #: the offline provider with the hash embedder: the seeded rows name it (``local-hash``), and
 #: the mechanics tested here do not depend on which offline model runs
@@ -53,9 +55,15 @@ def test_offline_run_reports_progress_and_moves_every_row(cli: Cli, engine: Engi
                                  " WHERE embedding_model = 'local-hash'")).scalar_one() == 25
 
 
-def test_a_change_of_dimension_beside_switch_drop(cli: Cli, engine: Engine, db_url: str) -> None:
+@pytest.mark.parametrize("hnsw", [False, True])
+def test_a_change_of_dimension_beside_switch_drop(cli: Cli, engine: Engine, db_url: str,
+                                                  hnsw: bool) -> None:
     """--dim fills columns beside the live ones, --switch makes them live (the schema is then
-    the metadata's at the new size: alembic check), --drop-old removes the old ones."""
+    the metadata's at the new size: alembic check), --drop-old removes the old ones. The HNSW
+    index moves to the new column where there is one (RECALL_QUANTIZED_SCAN=false's database,
+    issue 34), and is not made where there is none."""
+    if hnsw:
+        with_hnsw(engine)
     _seed(engine, "local-hash", 30)
     offline = {**OFFLINE, "REEMBED_BATCH": "8"}
     early = cli("reembed", "--switch", env=offline)
@@ -93,6 +101,17 @@ def test_a_change_of_dimension_beside_switch_drop(cli: Cli, engine: Engine, db_u
     after = cli("recall", str(_a_user(engine)), "hello", "--json",
                 env={**offline, "EMBEDDING_DIM": "256"})
     assert after.code == 0, after.err
+    with engine.connect() as conn:
+        definition = conn.execute(text(
+            "SELECT pg_get_indexdef(to_regclass('engine.ix_companion_memories_embedding_hnsw'))"
+        )).scalar()
+        assert conn.execute(text("SELECT to_regclass("
+                                 "'engine.ix_companion_memories_embedding_next_hnsw')")
+                            ).scalar() is None
+    if hnsw:
+        assert "USING hnsw (embedding vector_cosine_ops) WHERE" in definition
+    else:
+        assert definition is None
 
 
 def _a_user(engine: Engine) -> str:

@@ -25,6 +25,10 @@ def _start(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     ({"REDIS_URL": ""}, "REDIS_URL is not set"),
     ({"DREAMING_CLAIM_STALE_SECS": "60", "LLM_TIMEOUT_SECS": "60"},
      "DREAMING_CLAIM_STALE_SECS (60) must exceed"),
+    # issue 34: a plan that reads the HNSW index, which a migrated database has only when
+    # `eros migrate` ran with the settings that read it
+    ({"RECALL_QUANTIZED_SCAN": "false"}, "RECALL_QUANTIZED_SCAN=false reads the memories'"
+                                         " HNSW index"),
 ])
 def test_worker_refuses_to_start(stack_env: dict[str, str], override: dict[str, str],
                                  needle: str) -> None:

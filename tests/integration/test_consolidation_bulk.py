@@ -22,6 +22,7 @@ from sqlalchemy.engine import make_url
 
 from bench.consolidation_data import load
 from eros.core.consolidation_reply import load_consolidation_prompt
+from eros.db import cells_sql
 from eros.db.consolidation_sql import unique_pairs
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
@@ -35,7 +36,7 @@ from eros.services.consolidation_bulk import (
     first_pass,
     read_chunk,
 )
-from eros.services.consolidation_read import search_pairs
+from eros.services.consolidation_read import choose_search, search_pairs
 from eros.settings import Settings, load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer
 from tests.fakes.llm_server import Reply, last_user_text
@@ -254,3 +255,63 @@ def test_a_memory_written_after_the_bulk_read_is_searched_per_memory(engine: Eng
     assert late in read.chunk
     assert tuple(sorted((late, twin_of), key=str)) in read.pairs
     assert vector
+
+
+def test_an_unclustered_large_backlog_is_cut_into_cells_first_without_the_hnsw_index(
+        templates: TemplateDatabases, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+    """Issue 34: the HNSW index exists only where a plan reads it (not with the defaults), so
+    consolidation no longer searches an unclustered large user through it. A first pass of a
+    user beat would cut into cells (RECALL_CELL_MIN_ROWS) but has not yet is cut now and runs
+    in bulk: the same decisions as when beat had clustered the user before the pass."""
+    llm.set_responder(_merge_every_cluster)
+    first_url = templates.clone()
+    load(_conninfo(first_url), [USER], 1200, seed=1000)
+    copy_name = f"eros_b_{uuid.uuid4().hex[:10]}"
+    with templates.admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{copy_name}" TEMPLATE'
+                          f' "{make_url(first_url).database}"'))
+    clustered_url = with_database(templates.server_url, copy_name)
+    templates.created.append(copy_name)
+    engine = create_engine(clustered_url, pool_size=1)
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT to_regclass("
+                                     "'engine.ix_companion_memories_embedding_hnsw')")
+                                ).scalar() is None
+        recall_cells.cluster_user(engine, load_settings(), USER)  # beat came first
+    finally:
+        engine.dispose()
+
+    def run(c: Consolidator) -> list[ConsolidationReport]:
+        s = c.settings.model_copy(update={"recall_cell_min_rows": 1000})
+        return first_pass(Consolidator(s, c.engine, c.llm, c.embedder, c.prompt), USER,
+                          new_id=_ids())
+
+    try:
+        late, late_reports = _run(first_url, llm, voyage, run)
+        beat, beat_reports = _run(clustered_url, llm, voyage, run)
+        engine = create_engine(first_url, pool_size=1)
+        try:
+            with engine.connect() as conn:
+                assert cells_sql.has_cells(conn, USER)
+        finally:
+            engine.dispose()
+    finally:
+        templates.drop(clustered_url)
+        templates.drop(first_url)
+    assert "bulk_read" in late_reports[0].timings and "bulk_read" in beat_reports[0].timings
+    assert {r.search for r in late_reports} == {"cells"}
+    assert sum(r.merged for r in late_reports) >= 120
+    assert late == beat
+
+
+def test_an_unclustered_user_below_the_cells_size_is_searched_by_sketches(
+        engine: Engine) -> None:
+    """Without cells and below RECALL_CELL_MIN_ROWS, above CONSOLIDATION_EXACT_BELOW: the
+    sketches, never HNSW (CONSOLIDATION_HNSW_ABOVE is 0 by default), and no clustering."""
+    load(_conninfo(str(engine.url.render_as_string(hide_password=False))), [USER], 600, seed=3)
+    s = load_settings(consolidation_exact_below=300)
+    assert s.consolidation_hnsw_above == 0
+    with engine.connect() as conn, conn.begin():
+        assert choose_search(conn, USER, s) == "quantised"
+        assert not bulk_due(conn, s.model_copy(update={"consolidation_chunk_size": 100}), USER)

@@ -25,7 +25,7 @@ from eros.services.consolidation_finder import find_and_claim
 from eros.services.consolidation_read import choose_search, search_pairs
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer
-from tests.support.memories import copy_rows
+from tests.support.memories import copy_rows, with_hnsw
 
 DIM = 512
 NOW = datetime.now(UTC)
@@ -101,6 +101,7 @@ def test_the_sketch_search_finds_every_pair_of_the_exact_join(engine: Engine) ->
         sketch = _pairs(sql.quantised_pairs(conn, ids, similarity=0.85))
         by_chunk = _pairs(sql.exact_pairs(conn, user, ids[:20], similarity=0.85)
                           + sql.exact_pairs(conn, user, ids[20:], similarity=0.85))
+    with_hnsw(engine)  # what `eros migrate` builds for CONSOLIDATION_HNSW_ABOVE > 0
     settings = load_settings(consolidation_hnsw_above=10, consolidation_similarity=0.85)
     with engine.connect() as conn, conn.begin():  # a "very large" user: the HNSW plan
         assert choose_search(conn, user, settings) == "hnsw"
@@ -196,6 +197,7 @@ def test_a_merged_member_leaves_the_graph_instead_of_entering_it_again(
     fraction of the same rows' update while they stay current (which still enters it)."""
     rng = np.random.default_rng(41)
     user = uuid.uuid4()
+    with_hnsw(engine)  # where a plan reads it (RECALL_QUANTIZED_SCAN=false)
     vectors = rng.standard_normal((1200, DIM))
     copy_rows(db_url, ((user, None, f"m {i}", "fact", 0.5, NOW - timedelta(days=1),
                         vectors[i] / np.linalg.norm(vectors[i])) for i in range(1200)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from alembic import command
 from sqlalchemy import create_engine, inspect, text
 
@@ -25,10 +26,9 @@ def test_upgrade_check_downgrade_upgrade(templates: TemplateDatabases) -> None:
                 "classification_runs", "memory_history", "consolidation_state"} <= tables
         indexes = {i["name"] for i in inspect(conn).get_indexes("chat_sessions", schema="engine")}
         assert "ix_chat_sessions_claimable" in indexes
-        method = conn.execute(text(
-            "SELECT am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam"
-            " WHERE c.relname = 'ix_companion_memories_embedding_hnsw'")).scalar()
-        assert method == "hnsw"
+        # no plan reads the HNSW index with these settings (0031; eros/db/hnsw_index.py)
+        assert conn.execute(text(
+            "SELECT to_regclass('engine.ix_companion_memories_embedding_hnsw')")).scalar() is None
     engine.dispose()
     templates.drop(url)
 
@@ -109,9 +109,44 @@ def test_0028_keeps_only_current_rows_in_the_graph_and_downgrades(
     command.downgrade(config, "0027")
     with engine.connect() as conn:
         assert "WHERE" not in _hnsw_definition(conn)
-    command.upgrade(config, "head")
+    command.upgrade(config, "0029")
     with engine.connect() as conn:
         assert "WHERE (status = 'current'::text)" in _hnsw_definition(conn)
+    engine.dispose()
+    templates.drop(url)
+
+
+def _hnsw_oid(conn) -> int | None:  # type: ignore[no-untyped-def]
+    return conn.execute(text(  # type: ignore[no-any-return]
+        "SELECT to_regclass('engine.ix_companion_memories_embedding_hnsw')::oid")).scalar()
+
+
+def test_0031_drops_the_hnsw_index_unless_the_settings_read_it(
+        templates: TemplateDatabases, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34: nothing reads the HNSW index with the defaults, so 0031 drops it; a process
+    whose settings read it (RECALL_QUANTIZED_SCAN=false) keeps the graph it has, not rebuilt;
+    the downgrade builds 0028's partial index again."""
+    url = templates.empty()
+    config = alembic_config(url)
+    command.upgrade(config, "0030")
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        before = _hnsw_oid(conn)
+    assert before is not None
+    monkeypatch.setenv("RECALL_QUANTIZED_SCAN", "false")
+    command.upgrade(config, "0031")
+    with engine.connect() as conn:
+        assert _hnsw_oid(conn) == before  # kept, the same index
+    command.downgrade(config, "0030")
+    with engine.connect() as conn:
+        assert _hnsw_oid(conn) == before  # present already: left as it is
+    monkeypatch.delenv("RECALL_QUANTIZED_SCAN")
+    command.upgrade(config, "0031")
+    with engine.connect() as conn:
+        assert _hnsw_oid(conn) is None
+    command.downgrade(config, "0030")
+    with engine.connect() as conn:
+        assert _hnsw_definition(conn).endswith("WHERE (status = 'current'::text)")
     engine.dispose()
     templates.drop(url)
 

@@ -127,8 +127,10 @@ def test_memories_written_before_provenance_have_null_sources(engine: Engine) ->
 def test_recall_returns_each_memory_s_sources(engine: Engine, strategy: str, plan: str) -> None:
     from eros.recall import recall_by_vector
     from eros.settings import load_settings as settings_for
-    from tests.support.memories import QUERY, Mem, add, at_cosine
+    from tests.support.memories import QUERY, Mem, add, at_cosine, with_hnsw
 
+    if plan == "hnsw":  # what `eros migrate` builds for RECALL_QUANTIZED_SCAN=false
+        with_hnsw(engine)
     user, now = uuid.uuid4(), datetime.now(UTC)
     with engine.begin() as conn:
         cited, window, old = add(conn, now, Mem(user, "Lives in Lyon", "fact", at_cosine(0.9, 1)),

@@ -18,7 +18,16 @@ from eros.db import recall_hnsw_sql, recall_sql
 from eros.errors import RecallError
 from eros.recall import RecallResult, recall, recall_by_vector, render_prompt
 from eros.settings import Settings, load_settings
-from tests.support.memories import QUERY, Mem, add, at_cosine, copy_rows, near_query, random_unit
+from tests.support.memories import (
+    QUERY,
+    Mem,
+    add,
+    at_cosine,
+    copy_rows,
+    near_query,
+    random_unit,
+    with_hnsw,
+)
 
 NOW = datetime.now(UTC)
 
@@ -34,6 +43,13 @@ def run(engine: Engine, user: uuid.UUID, settings: Settings | None = None,
 
 def contents(result: RecallResult) -> list[str]:
     return [m.content for m in result.memories]
+
+
+@pytest.fixture(autouse=True)
+def _hnsw(engine: Engine) -> None:
+    """The HNSW plans below read the index `eros migrate` builds for RECALL_QUANTIZED_SCAN=false
+    (a migrated database has none: eros/db/hnsw_index.py)."""
+    with_hnsw(engine)
 
 
 @pytest.fixture

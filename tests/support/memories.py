@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.engine import make_url
 
 from eros.db.schema import hnsw_index_sql
@@ -78,12 +78,15 @@ def copy_rows(db_url: str, rows: Iterable[tuple[uuid.UUID, uuid.UUID | None, str
     """Binary COPY of (user, instance, content, category, importance, created_at, vector)
     rows on a connection of its own (so the vector adapter never reaches a pooled one).
 
-    The HNSW index is dropped for the load and built again afterwards, in one transaction:
-    inserting row by row into the graph is an order of magnitude slower than building it."""
+    The HNSW index, where the database has one (:func:`with_hnsw`), is dropped for the load
+    and built again afterwards, in one transaction: inserting row by row into the graph is an
+    order of magnitude slower than building it."""
     url = make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
     n = 0
     with psycopg.connect(url) as conn:
         register_vector(conn)
+        had = conn.execute("SELECT to_regclass('engine.ix_companion_memories_embedding_hnsw')"
+                           ).fetchone()
         conn.execute("DROP INDEX IF EXISTS engine.ix_companion_memories_embedding_hnsw")
         with conn.cursor() as cur, cur.copy(
                 "COPY engine.companion_memories (user_id, instance_id, content, category,"
@@ -92,10 +95,19 @@ def copy_rows(db_url: str, rows: Iterable[tuple[uuid.UUID, uuid.UUID | None, str
             for row in rows:
                 copy.write_row(row)
                 n += 1
-        conn.execute(HNSW_INDEX)
+        if had is not None and had[0] is not None:
+            conn.execute(HNSW_INDEX)
         conn.commit()
         conn.execute("ANALYZE engine.companion_memories")
     return n
+
+
+def with_hnsw(engine: Engine) -> None:
+    """Build the memories' HNSW index (what `eros migrate` does for RECALL_QUANTIZED_SCAN=false;
+    a migrated test database has none): for the tests of the plans that read it."""
+    with engine.begin() as conn:
+        conn.execute(text(HNSW_INDEX.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1)))
+        conn.execute(text("ANALYZE engine.companion_memories"))
 
 
 def random_unit(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine, pool, text
 
-from eros.db.schema import SCHEMA, metadata
+from eros.db.schema import HNSW_INDEX, SCHEMA, metadata
 from eros.db.timeouts import set_migration_timeouts
 from eros.settings import load_settings
 
@@ -21,10 +21,12 @@ def _url() -> str:
 
 
 def _include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-untyped-def]
-    """Only compare what lives in our schema (the chat product may own other tables)."""
+    """Only compare what lives in our schema (the chat product may own other tables). The
+    memories' HNSW index is not in the schema: `eros migrate` keeps it as the settings need
+    (eros/db/hnsw_index.py, 0031)."""
     if type_ == "table":
         return getattr(obj, "schema", None) == SCHEMA
-    return True
+    return not (type_ == "index" and name == HNSW_INDEX)
 
 
 def _configure(**kwargs: object) -> None:
