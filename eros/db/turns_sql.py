@@ -112,33 +112,44 @@ def write_turns(conn: Connection, rows: Sequence[TurnRow]) -> int:
 
 
 # --- reads ---------------------------------------------------------------------------------
+#: the turns' model and its centre row, read once per statement (a MATERIALIZED CTE the
+#: InitPlans below read): the centre (NULL: none, or the model's vectors share no direction),
+#: how far its re-sketch has come (0030; NULL: every turn is centred) and whether the model has
+#: a row at all. With no model given (a user on one model, whose rows recall does not filter)
+#: the model is read from one of the user's turns: its seq from the user's index range (an
+#: index-only read of one entry), then that row by its key. Asking the table for "a row of
+#: this user" directly let the planner pick a scan of the whole heap in physical order — for a
+#: user whose turns sit at its end (a new or a heavy one) every older turn was read, three
+#: times a recall.
+_CENTRE_CTE = """centre AS MATERIALIZED (
+    SELECT c.centre, c.resketch_below, c.embedding_model IS NOT NULL AS known
+      FROM (SELECT coalesce(CAST(:model AS text),
+                            (SELECT u.embedding_model FROM engine.memory_turns u
+                              WHERE u.seq = (SELECT x.seq FROM engine.memory_turns x
+                                              WHERE x.user_id = :user_id LIMIT 1))) AS name) m
+      LEFT JOIN engine.turn_sketch_centres c ON c.embedding_model = m.name)"""
 #: the query's sketch against its model's centre (0029; none: the query's own signs), computed
 #: once per statement (an InitPlan, as recall_sql.QUERY_SKETCH). The rows' sketches are taken
-#: against the same centre by the ``memory_turns_place`` trigger. With no model given (a user
-#: on one model, whose rows recall does not filter) the model is read from one of the user's
-#: turns (one index entry and heap row).
-_MODEL = ("coalesce(CAST(:model AS text), (SELECT u.embedding_model FROM engine.memory_turns u"
-          " WHERE u.user_id = :user_id LIMIT 1))")
-_QUERY_SKETCH = ("(SELECT binary_quantize(CASE WHEN x.centre IS NULL THEN CAST(:q AS halfvec)"
-                 " ELSE CAST(:q AS halfvec) - x.centre END) FROM (SELECT (SELECT c.centre FROM"
-                 f" engine.turn_sketch_centres c WHERE c.embedding_model = {_MODEL}) AS centre) x)")
-#: how far the model's re-sketch has come (0030): its turns below this seq may still carry
-#: sketches taken without the centre, compared with the query's own signs; NULL: every turn is
-#: centred (one InitPlan per statement, as the sketches)
-_BELOW = ("(SELECT c.resketch_below FROM engine.turn_sketch_centres c"
-          f" WHERE c.embedding_model = {_MODEL})")
+#: against the same centre by the ``memory_turns_place`` trigger.
+_QUERY_SKETCH = ("(SELECT binary_quantize(CASE WHEN k.centre IS NULL THEN CAST(:q AS halfvec)"
+                 " ELSE CAST(:q AS halfvec) - k.centre END) FROM centre k)")
+#: the turns below this seq may still carry sketches taken without the centre (a re-sketch
+#: under way, 0030): compared with the query's own signs
+_BELOW = "(SELECT k.resketch_below FROM centre k)"
 _PLAIN_SKETCH = "(SELECT binary_quantize(CAST(:q AS halfvec)))"
 _HAMMING = (f"CASE WHEN t.seq < {_BELOW} THEN t.embedding_bq <~> {_PLAIN_SKETCH}"
             f" ELSE t.embedding_bq <~> {_QUERY_SKETCH} END")
 #: the pool re-ranked exactly: ``:pool`` when the model's sketches are centred, else
 #: ``:plain_pool`` (uncentred sketches rank worse: the pool must be larger for the same recall;
 #: so while a re-sketch is under way)
-_POOL = ("(SELECT CASE WHEN EXISTS (SELECT 1 FROM engine.turn_sketch_centres c"
-         f" WHERE c.embedding_model = {_MODEL} AND c.resketch_below IS NULL)"
-         " THEN :pool ELSE :plain_pool END)")
+_POOL = ("(SELECT CASE WHEN k.known AND k.resketch_below IS NULL THEN :pool"
+         " ELSE :plain_pool END FROM centre k)")
+#: ``{model}``: ``AND t.embedding_model = :model`` when a model is given (a user mid re-embed),
+#: else nothing — a filter that may be either (``:model IS NULL OR …``) cannot be dropped from
+#: a prepared statement's generic plan, and ``embedding_model`` is not in the index: every
+#: pre-scanned turn was read from the heap (twice the CPU of the index-only scan)
 _SCOPE = """t.user_id = :user_id AND {persona}
-       AND t.status = 'current' AND (:sensitive OR t.sensitivity IS NULL)
-       AND (CAST(:model AS text) IS NULL OR t.embedding_model = :model)"""
+       AND t.status = 'current' AND (:sensitive OR t.sensitivity IS NULL) {model}"""
 _PRESCAN = f"""SELECT t.seq, {_HAMMING} AS h FROM {T} t
      WHERE {_SCOPE}"""
 #: a clustered user (0029): the turns of the ``:share`` of their memory cells nearest the query
@@ -161,7 +172,7 @@ SELECT s.seq FROM ({_PRESCAN}
 # is exact. The persona is matched by ``=`` or ``IS NULL`` (index conditions; ``IS NOT
 # DISTINCT FROM`` would filter every row of the user's range).
 _NEAREST_SQL = f"""
-WITH pre AS MATERIALIZED ({{prescan}}), near AS MATERIALIZED (
+WITH {_CENTRE_CTE}, pre AS MATERIALIZED ({{prescan}}), near AS MATERIALIZED (
     SELECT t.seq, t.session_id, t.said_at, t.sensitivity,
            t.embedding <=> CAST(:q AS halfvec) AS distance
       FROM pre JOIN {T} t ON t.seq = pre.seq
@@ -174,12 +185,13 @@ SELECT near.seq, near.session_id, near.said_at, m.content, m.channel, near.sensi
  ORDER BY near.distance, near.seq
 """
 _EVERY = f"SELECT s.seq FROM ({_PRESCAN} ORDER BY h LIMIT {_POOL}) s"
-_NEAREST = {(persona, probed): text(_NEAREST_SQL.replace(
-                "{prescan}", _PROBED if probed else _EVERY).replace("{persona}", cond))
+_NEAREST = {(persona, probed, by_model): text(_NEAREST_SQL.replace(
+                "{prescan}", _PROBED if probed else _EVERY).replace("{persona}", cond)
+                .replace("{model}", "AND t.embedding_model = :model" if by_model else ""))
             .bindparams(bindparam("q", type_=Vector()))
             for persona, cond in ((True, "t.instance_id = :instance_id"),
                                   (False, "t.instance_id IS NULL"))
-            for probed in (True, False)}
+            for probed in (True, False) for by_model in (True, False)}
 #: the pool a query re-ranks by exact cosine: this many times ``k``, at least ``MIN_POOL`` —
 #: with centred sketches (0029) 6×k keeps more of the exact top 50 than 20×k of uncentred ones
 #: (bench/RESULTS.md); a model with no centre yet keeps the uncentred pool.
@@ -187,9 +199,9 @@ POOL_PER_K, MIN_POOL = 6, 300
 PLAIN_POOL_PER_K, PLAIN_MIN_POOL = 20, 400
 
 
-def nearest_sql(persona: bool, probed: bool) -> str:
+def nearest_sql(persona: bool, probed: bool, by_model: bool = False) -> str:
     """The statement :func:`nearest_turns` runs (exposed so tests and benches can EXPLAIN it)."""
-    return str(_NEAREST[(persona, probed)])
+    return str(_NEAREST[(persona, probed, by_model)])
 
 
 def nearest_turns(conn: Connection, user_id: uuid.UUID, instance_id: uuid.UUID | None,
@@ -215,10 +227,10 @@ def nearest_turns(conn: Connection, user_id: uuid.UUID, instance_id: uuid.UUID |
               "sensitive": include_sensitive, "pool": max(n, k), "plain_pool": max(plain, k),
               "k": k,
               "model": embedding_model, "share": probe_share}
-    persona = instance_id is not None
-    rows = conn.execute(_NEAREST[(persona, probe_share < 1)], params).all()
+    persona, by_model = instance_id is not None, embedding_model is not None
+    rows = conn.execute(_NEAREST[(persona, probe_share < 1, by_model)], params).all()
     if probe_share < 1 and len(rows) < k:
-        rows = conn.execute(_NEAREST[(persona, False)], params).all()
+        rows = conn.execute(_NEAREST[(persona, False, by_model)], params).all()
     return [NearTurn(seq=int(r.seq), session_id=r.session_id, said_at=r.said_at,
                      content=strip_voice_tags(r.content) if r.channel == VOICE else r.content,
                      distance=float(r.distance), sensitivity=r.sensitivity, channel=r.channel)
