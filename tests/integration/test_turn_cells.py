@@ -11,6 +11,7 @@ query against it, and only a model whose vectors share a direction gets one.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
@@ -340,3 +341,32 @@ def test_a_centre_waits_for_a_turn_written_without_it_and_re_sketches_that_turn(
         writer.close()
         with engine.begin() as conn:
             turn_cells_sql.drop_centres(conn)
+
+
+def test_a_prepared_turn_search_with_no_model_reads_the_index_only(engine: Engine) -> None:
+    """Recall passes no model for a user on one model (nearly everyone), and psycopg prepares
+    a statement from its sixth run on a connection: the generic plan must still pre-scan the
+    sketches from the index alone. A scope that may or may not filter by model
+    (``:model IS NULL OR t.embedding_model = :model``) keeps that filter in the generic plan,
+    and ``embedding_model`` is not in the index: every pre-scanned turn was read from the heap
+    (twice the turn search's CPU, bench/RESULTS.md)."""
+    user = uuid.uuid4()
+    _turns(engine, user, _topics(np.random.default_rng(23), 50, 4)[0])
+    sql = turns_sql.nearest_sql(False, False)
+    names = list(dict.fromkeys(re.findall(r"(?<![:\w]):(\w+)", sql)))
+    positional = re.sub(r"(?<![:\w]):(\w+)", lambda m: f"${names.index(m.group(1)) + 1}", sql)
+    values = {"user_id": str(user), "q": str(np.ones(DIM).tolist()), "sensitive": "true",
+              "pool": "300", "plain_pool": "400", "k": "5", "model": None}
+    types = {"user_id": "uuid", "q": "text", "sensitive": "boolean", "pool": "bigint",
+             "plain_pool": "bigint", "k": "bigint", "model": "text"}
+    args = ", ".join("NULL" if values[n] is None else f"'{values[n]}'" for n in names)
+    with engine.begin() as conn:
+        conn.execute(text("SET LOCAL plan_cache_mode = force_generic_plan"))
+        conn.execute(text("SET LOCAL enable_seqscan = off"))  # a small table: seq scans win
+        conn.exec_driver_sql(f"PREPARE nearest_turns_generic ({', '.join(types[n] for n in names)})"
+                             f" AS {positional}")
+        plan = "\n".join(r[0] for r in conn.exec_driver_sql(
+            f"EXPLAIN EXECUTE nearest_turns_generic({args})"))
+        conn.exec_driver_sql("DEALLOCATE nearest_turns_generic")
+    assert "Index Only Scan using ix_memory_turns_recall" in plan, plan
+    assert "embedding_model = $" not in plan, plan
