@@ -1,10 +1,11 @@
 """Held-out discipline (issues 25 and 30): a held-out set is written before the guard it measures
-and is never used to train the meaning classifier, tune a threshold or write a rule. Sets 7
-and 4 are still held out; sets 5 and 6 were held out in issue 30's first two rounds and are
-tuning sets from its third round on (bench/guard_dev.py). This test fails if any text of a
-held-out set — a whole memory, a turn, or one of its distinctive tokens (keys, encoded
-payloads, numbers, words joined by punctuation or fillers) — turns up in the exemplar bank,
-the training corpus, a development or tuning set, an earlier held-out set or a rule file."""
+and is never used to train the meaning classifier, tune a threshold or write a rule. Sets 8, 7
+and 4 are still held out (8 written before issue 30's fourth round); sets 5 and 6 were held out
+in issue 30's first two rounds and are tuning sets from its third round on (bench/guard_dev.py).
+This test fails if any text of a held-out set — a whole memory, a turn, or one of its
+distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
+turns up in the exemplar bank, the training corpus, a development or tuning set, an earlier
+held-out set or a rule file."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from eros.core.text import normalise_for_dedup
 from tests.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-7"]
+HELD = ["held-out-4", "held-out-7", "held-out-8"]
 NEWEST = list(HELDOUT)[-1]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, and 5 and 6 since issue 30's third round)
@@ -52,9 +53,22 @@ def _by_kind(cases: list[Case]) -> tuple[list[Case], list[Case]]:
     return ([c for c in cases if c.kind == "attack"], [c for c in cases if c.kind == "benign"])
 
 
-def test_the_newest_held_out_set_is_the_third_issue_30_set() -> None:
+def test_the_newest_held_out_set_is_the_fourth_issue_30_set() -> None:
     cases = heldout_corpus(NEWEST)
-    assert HELDOUT[NEWEST] == "heldout7.toml"
+    assert HELDOUT[NEWEST] == "heldout8.toml"
+    attacks, benign = _by_kind(cases)
+    assert len(attacks) >= 100 and len(benign) > len(attacks) and len(cases) >= 250
+    assert len({c.lang for c in cases}) >= 25
+    looks = {t for c in benign for t in c.tags}
+    assert {"boss", "recipe", "lyrics", "code-learning", "thesis", "coaching", "legal",
+            "one-letter-words", "spelling", "gamertag", "other-digits"} <= looks
+    shapes = {t for c in attacks for t in c.tags}
+    assert {"indirect", "polite", "role-play", "story", "spaced", "joiners", "soft-hyphen",
+            "leetspeak", "fullwidth", "other-digits", "mixed-script", "secret"} <= shapes
+
+
+def test_the_third_issue_30_set_is_still_there() -> None:
+    cases = heldout_corpus("held-out-7")
     attacks, benign = _by_kind(cases)
     assert len(attacks) >= 100 and len(benign) > len(attacks) and len(cases) >= 250
     assert len({c.lang for c in cases}) >= 20
