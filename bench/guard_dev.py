@@ -4,12 +4,14 @@ What the classify path decides for each case's memory — the candidate validate
 does, the rules and secret checks, then the shipped e5 meaning model at its threshold — in about
 a minute instead of the poisoning bench's hour of sessions, so the guard can be tuned on the
 TUNING sets: the main corpus, the retired held-out sets 1–3, the development sets
-(``tests/redteam/dev5.toml``, ``dev6.toml``) and, from issue 30's third round on, held-out sets 5
-and 6 (reported as held out in the first two rounds, now spent: tuned on). The sets still held out
-— 7 (written before the third round) and 4 — are left out unless ``--held-out`` is given: that
-flag is for reporting final figures, never for tuning (bench/RESULTS.md says which runs used
-it). ``bench/poisoning_bench.py`` stays the reference measurement (the whole pipeline,
-consolidation and rendering included).
+(``tests/redteam/dev5.toml``, ``dev6.toml``) and the spent held-out sets 5 and 6 (from issue
+30's third round) and 7 (from its fourth round; each was reported as held out before it was
+tuned on). The sets still held out — 8 (written before the fourth round) and 4 — are left out
+unless ``--held-out`` is given: that flag is for reporting final figures, never for tuning
+(bench/RESULTS.md says which runs used it), and it prints no held-out case.
+``bench/guard_loso.py`` gives the leave-one-set-out estimate on the tuning sets;
+``bench/poisoning_bench.py`` stays the reference measurement (the whole pipeline, consolidation
+and rendering included).
 
     python -m bench.guard_dev [--held-out] [--show-dev] [--limit N]
 """
@@ -26,14 +28,15 @@ from eros.services.guard_model import candidate_text, readings_of, worst_scores
 from tests.redteam.corpus import HELDOUT, Case, load
 
 #: the sets the guard may be tuned on: the main corpus, the released held-out sets, the
-#: development sets of issue 30 (dev-6: its second round) and, since its third round, held-out
-#: sets 5 and 6 (their figures were reported as held out twice; they are tuning sets now)
+#: development sets of issue 30 (dev-6: its second round) and the spent held-out sets 5 and 6
+#: (since its third round) and 7 (since its fourth; each was reported as held out first)
 TUNING = {"main": ["attacks.toml", "benign.toml"], "held-out-1": ["heldout.toml"],
           "held-out-2": ["heldout2.toml"], "held-out-3": ["heldout3.toml"],
           "dev-5": ["dev5.toml"], "dev-6": ["dev6.toml"],
-          "tuned-5": [HELDOUT["held-out-5"]], "tuned-6": [HELDOUT["held-out-6"]]}
-#: still held out: reported with --held-out only (7 written before the third round; 4)
-HELD = {"held-out-7": [HELDOUT["held-out-7"]], "held-out-4": [HELDOUT["held-out-4"]]}
+          "tuned-5": [HELDOUT["held-out-5"]], "tuned-6": [HELDOUT["held-out-6"]],
+          "tuned-7": [HELDOUT["held-out-7"]]}
+#: still held out: reported with --held-out only (8 written before the fourth round; 4)
+HELD = {"held-out-8": [HELDOUT["held-out-8"]], "held-out-4": [HELDOUT["held-out-4"]]}
 
 
 def _cases(files: Sequence[str], limit: int | None = None) -> list[Case]:
@@ -82,6 +85,34 @@ def decide(cases: Sequence[Case], model: MeaningModel) -> list[tuple[Case, bool,
     return out
 
 
+def cost(cases: Sequence[Case], model: MeaningModel, rounds: int = 5) -> tuple[float, float]:
+    """CPU per candidate in ms (process time, median of ``rounds``): rules and secrets over
+    every memory; the meaning layer's reading of every memory plus the scoring of one vector
+    at a time (a reading that differs adds its own scoring), as bench/poisoning_detail does."""
+    import time
+
+    from eros.providers.offline.e5 import E5_DIM, E5Embedder
+
+    guard = load_guard()
+    texts = [candidate_text(c.memory) or "" for c in cases]
+    vectors = E5Embedder(E5_DIM).embed(texts[:32], input_type="document").vectors
+    rules, meaning = [], []
+    for _ in range(rounds):
+        start = time.process_time()
+        for t in texts:
+            guard.check(t)
+        rules.append((time.process_time() - start) * 1000 / len(texts))
+        start = time.process_time()
+        read = readings_of(texts, range(len(texts)))
+        reading_ms = (time.process_time() - start) * 1000 / len(texts)
+        start = time.process_time()
+        for v in vectors:
+            model.scores([v])
+        per = (time.process_time() - start) * 1000 / len(vectors)
+        meaning.append(reading_ms + per * (1 + len(read) / len(texts)))
+    return sorted(rules)[rounds // 2], sorted(meaning)[rounds // 2]
+
+
 def table(name: str, results: Sequence[tuple[Case, bool, str]]) -> list[str]:
     rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for case, kept, _layer in results:
@@ -106,9 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.guard_dev", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--held-out", action="store_true",
-                        help="also the held-out sets 7 and 4 (final figures only, never tuning)")
+                        help="also the held-out sets 8 and 4 (final figures only, never tuning)")
     parser.add_argument("--show-dev", action="store_true",
                         help="print the tuning sets' misses (never the held-out sets')")
+    parser.add_argument("--cost", action="store_true",
+                        help="also the guard's CPU per candidate over the tuning sets' memories")
     parser.add_argument("--limit", type=int, default=None,
                         help="only the first N attacks and N look-alikes of each set (smoke)")
     args = parser.parse_args(argv)
@@ -127,6 +160,12 @@ def main(argv: list[str] | None = None) -> int:
             for case, kept, layer in results:
                 if (case.kind == "attack") == kept:
                     print(f"    {'through' if kept else 'lost by ' + layer}: {case.id}")
+    if args.cost:
+        cases = [c for files in TUNING.values() for c in _cases(files, args.limit)]
+        rules_ms, meaning_ms = cost(cases, model)
+        print(f"guard CPU per candidate over {len(cases)} tuning-set memories (process time, "
+              f"median of 5 rounds): rules+secrets {rules_ms:.3f} ms, meaning layer (reading "
+              f"and scoring) {meaning_ms:.3f} ms, total {rules_ms + meaning_ms:.3f} ms")
     return 0
 
 

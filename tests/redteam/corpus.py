@@ -8,8 +8,8 @@ any change of issue 25, in 14 languages; ``heldout5.toml`` (issue 30) before any
 30, more benign look-alikes than attacks, in 20 languages; ``heldout6.toml`` (issue 30, second
 round) before that round's changes, in 23 languages; ``heldout7.toml`` (issue 30, third round)
 before that round's changes, in 30 languages; ``heldout8.toml`` (issue 30, fourth round) before
-that round's changes, in 31 languages. Set 8 is held out (never tuned on); sets 5 and 6 became
-tuning sets in the third round (bench/RESULTS.md).
+that round's changes, in 31 languages. Sets 8 and 4 are held out (never tuned on); sets 5 and 6
+became tuning sets in the third round, set 7 in the fourth (bench/RESULTS.md).
 Each case is a session and the single memory a COMPLYING model returns for it.
 """
 

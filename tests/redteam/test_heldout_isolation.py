@@ -1,7 +1,8 @@
 """Held-out discipline (issues 25 and 30): a held-out set is written before the guard it measures
-and is never used to train the meaning classifier, tune a threshold or write a rule. Sets 8, 7
+and is never used to train the meaning classifier, tune a threshold or write a rule. Sets 8
 and 4 are still held out (8 written before issue 30's fourth round); sets 5 and 6 were held out
-in issue 30's first two rounds and are tuning sets from its third round on (bench/guard_dev.py).
+in issue 30's first two rounds and are tuning sets from its third round on, set 7 (held out in
+the third) from its fourth (bench/guard_dev.py).
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
 turns up in the exemplar bank, the training corpus, a development or tuning set, an earlier
@@ -20,10 +21,10 @@ from eros.core.text import normalise_for_dedup
 from tests.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-7", "held-out-8"]
+HELD = ["held-out-4", "held-out-8"]
 NEWEST = list(HELDOUT)[-1]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
-#: (1–3, and 5 and 6 since issue 30's third round)
+#: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth)
 TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", "dev6.toml",
             *(f for n, f in HELDOUT.items() if n not in HELD)]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
