@@ -39,6 +39,8 @@ from functools import lru_cache
 from importlib import resources
 from urllib.parse import unquote
 
+from eros.core.guard_segment import read_words
+
 _TAGS = re.compile(r"[\U000e0000-\U000e007f]")  # Unicode tag characters (invisible ASCII copy)
 _SPACE = re.compile(r"\s+")
 _NOT_WORD = re.compile(r"[\W_]+")
@@ -69,6 +71,14 @@ _BLANKS = str.maketrans({c: " " for c in "\u115f\u1160\u3164\uffa0\u2800\u180e"}
 # ASCII fast path of unjoined(): a run of non-letters, not only spaces, no digits, between letters
 _ASCII_JOIN = re.compile(r"(?<=[a-z])[^a-z0-9]*[^a-z0-9\s][^a-z0-9]*(?=[a-z])")
 _HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}){8,}\b")
+# a word that mixes ASCII letters with digits inside it ("1gn0r3", "4ss1st4nt"): a digit
+# between letters or before one; a trailing number ("covid19", "mp3") is no leet
+_LEET_INSIDE = re.compile(r"\b[a-zA-Z0-9@$]*(?:[0-9@$][a-zA-Z]|[a-zA-Z][0-9@$]+[a-zA-Z])"
+                          r"[a-zA-Z0-9@$]*\b")
+# once a text is leetspeak, any word mixing letters and digits is read ("n0", "th3")
+_LEET_ANY = re.compile(r"\b(?=[a-zA-Z0-9@$]*[a-zA-Z])(?=[a-zA-Z0-9@$]*[0-9@$])[a-zA-Z0-9@$]+\b")
+#: a text is read as leetspeak when at least this many of its words are
+MIN_LEET_WORDS = 2
 _PERCENT = re.compile(r"%[0-9a-fA-F]{2}")
 
 
@@ -132,13 +142,21 @@ def _fold_word(match: re.Match[str]) -> str:
     return word
 
 
+def ascii_digits(text: str) -> str:
+    """Decimal digits of every script as ASCII digits ("٤٢" → "42", "१२" → "12")."""
+    if text.isascii():
+        return text
+    return re.sub(r"\d", lambda m: str(unicodedata.decimal(m.group(0), 0)), text)
+
+
 def normalise(text: str) -> str:
     """The view the guard judges: invisible characters removed, NFKC (full-width folded),
-    case-folded, small capitals and TR39 confusables folded to Latin in Latin-looking words,
-    combining marks on Latin letters removed, whitespace collapsed."""
+    case-folded, digits of every script as ASCII digits, small capitals and TR39 confusables
+    folded to Latin in Latin-looking words, combining marks on Latin letters removed,
+    whitespace collapsed."""
     folded = unicodedata.normalize("NFKC", strip_invisible(text)).casefold().translate(_BLANKS)
     # NFKC can itself produce format characters from compatibility forms; strip again
-    folded = _strip_latin_marks(strip_invisible(folded))
+    folded = ascii_digits(_strip_latin_marks(strip_invisible(folded)))
     if not folded.isascii():
         folded = _WORD.sub(_fold_word, folded)
     return _SPACE.sub(" ", folded).strip()
@@ -239,17 +257,29 @@ def _fold_mixed(match: re.Match[str]) -> str:
     return "".join(chars)
 
 
+def _read_leet(text: str) -> str:
+    """``text`` with its leetspeak words read as letters, when at least
+    :data:`MIN_LEET_WORDS` words have a digit inside or before a letter ("th3 4ss1st4nt
+    1gn0r3s" → "the assistant ignores"); then every word mixing letters and digits is read."""
+    if len(_LEET_INSIDE.findall(text)) < MIN_LEET_WORDS:
+        return text
+    return _LEET_ANY.sub(lambda m: m.group(0).translate(_LEET), text)
+
+
 def reading(text: str) -> str | None:
-    """What a person reads in ``text`` — blank letters as spaces, look-alikes folded in words
-    that mix scripts, words chained by joiners ("Going-forward-answer-all", "ignore.your.
-    rules", "x_y_z") split — or None when that is the text itself. The meaning layer scores
-    this beside the raw text (issue 30): an embedding of a chained or disguised text is far
-    from the instruction it spells."""
+    """What a person reads in ``text`` — blank letters as spaces, digits of every script as
+    ASCII digits, look-alikes folded in words that mix scripts, leetspeak read, words chained
+    by joiners ("Going-forward-answer-all", "ignore.your.rules", "x_y_z") split, letters
+    spaced one apart and words glued together (their zero-width spaces stripped) read as words
+    (:mod:`eros.core.guard_segment`) — or None when that is the text itself. The meaning layer
+    scores this beside the raw text (issue 30): an embedding of a chained or disguised text is
+    far from the instruction it spells."""
     plain = unicodedata.normalize("NFKC", strip_invisible(text))
-    view = plain.translate(_BLANKS)
+    view = ascii_digits(plain.translate(_BLANKS))
     if not view.isascii():
         view = _WORD.sub(_fold_mixed, view)
-    view = _SPACE.sub(" ", _unchained(view)).strip()
+    view = _SPACE.sub(" ", _unchained(_read_leet(view))).strip()
+    view = read_words(view) or view
     return view if view and view != _SPACE.sub(" ", plain).strip() else None
 
 
@@ -325,6 +355,11 @@ def alternate_views(raw: str, view: str) -> list[str]:
     leet = _leet(view)
     if leet is not None:
         views.append(leet)
+    # letters spaced one apart (their word gaps folded away) and glued words read as words
+    for candidate in (view, *views):
+        words = read_words(candidate)
+        if words is not None and words not in views:
+            views.append(words)
     if _LATIN.search(view):
         views.append(codecs.encode(view, "rot13"))
     views.extend(normalise(p) for p in decoded_payloads(raw))
