@@ -13,7 +13,8 @@ and kept in the database keyed by (embedding model, bank hash).
 
 The drop threshold is chosen on out-of-fold scores of the bank itself (k-fold cross-validation:
 the validation split), never on a held-out set: the lowest threshold that keeps at least
-``min_kept`` of the bank's statements out of fold. When the embedding carries no meaning (the
+``min_kept`` of the bank's statements out of fold, as the median over :data:`THRESHOLD_RUNS`
+runs with different folds. When the embedding carries no meaning (the
 hash embedder, a fake) the cross-validated balanced accuracy is low and the layer reports
 itself unusable rather than dropping at random.
 """
@@ -37,7 +38,10 @@ LABELS = ("statement", "instruction")
 #: below this cross-validated balanced accuracy the embedding is taken to carry no meaning.
 MIN_BALANCED_ACCURACY = 0.8
 #: share of the bank's statements the threshold must keep out of fold.
-MIN_KEPT = 0.98
+MIN_KEPT = 0.97
+#: out-of-fold runs (each with its own random folds) whose thresholds' median is the model's
+#: (issue 30, fourth round: one run's threshold moved by 0.035 when 14 lines were added).
+THRESHOLD_RUNS = 5
 #: width of the uncertain band below the threshold (probability units), for the LLM opinion.
 BAND = 0.25
 
@@ -47,6 +51,8 @@ class Exemplar:
     text: str
     label: str
     lang: str
+    #: the red-team tuning set the line was taken from ("" for the bank's own lines)
+    src: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,8 @@ def parse_bank(content: str) -> Bank:
         record = json.loads(line)
         if record.get("label") not in LABELS or not str(record.get("text", "")).strip():
             raise ValueError(f"guard bank line {n}: needs a label in {LABELS} and a text")
-        items.append(Exemplar(str(record["text"]), record["label"], str(record.get("lang", ""))))
+        items.append(Exemplar(str(record["text"]), record["label"], str(record.get("lang", "")),
+                              str(record.get("src", ""))))
     digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
     return Bank(tuple(items), digest)
 
@@ -205,15 +212,17 @@ def balanced_accuracy(scores: Matrix, y: npt.NDArray[np.int64], threshold: float
 
 
 def train(vectors: Sequence[Sequence[float]], labels: npt.NDArray[np.int64]) -> MeaningModel:
-    """Threshold from the bank's out-of-fold scores, weights from the whole bank."""
+    """Threshold from the bank's out-of-fold scores — the median of :data:`THRESHOLD_RUNS`
+    runs with different folds, so a few lines near the boundary do not move it much — weights
+    from the whole bank."""
     raw = np.asarray(vectors, dtype=np.float64)
     mean, scale = raw.mean(axis=0), raw.std(axis=0) + 1e-6
     # dimensions that never vary (e5's zero padding) carry nothing: trained without them
     active = raw.std(axis=0) > 1e-9
     x = ((raw - mean) / scale)[:, active]
-    oof = out_of_fold(x, labels)
-    threshold = choose_threshold(oof, labels)
-    accuracy = balanced_accuracy(oof, labels, threshold)
+    runs = [out_of_fold(x, labels, seed=25 + r) for r in range(THRESHOLD_RUNS)]
+    threshold = float(np.median([choose_threshold(oof, labels) for oof in runs]))
+    accuracy = float(np.mean([balanced_accuracy(oof, labels, threshold) for oof in runs]))
     w_active, b = fit(x, labels)
     w = np.zeros(raw.shape[1])
     w[active] = w_active

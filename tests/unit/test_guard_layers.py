@@ -20,8 +20,10 @@ from stdnum.us import ssn
 from eros.core.guard import load_guard
 from eros.core.guard_meaning import (
     MIN_BALANCED_ACCURACY,
+    THRESHOLD_RUNS,
     choose_threshold,
     load_bank,
+    out_of_fold,
     parse_bank,
     train,
 )
@@ -170,6 +172,17 @@ def test_a_separable_bank_trains_a_usable_model_keeping_its_statements() -> None
     assert (scores[y == 1] >= model.threshold).mean() > 0.95
     assert (scores[y == 0] < model.threshold).mean() >= 0.98
     assert model.band_low < model.threshold
+
+
+def test_the_threshold_is_the_median_of_several_out_of_fold_runs() -> None:
+    # overlapping classes: each run's folds give another threshold; the model takes the median
+    x = np.vstack([_blobs(80, -0.6, 3), _blobs(80, 0.6, 4)])
+    y = np.array([0] * 80 + [1] * 80)
+    model = train(x.tolist(), y)
+    xs = (x - x.mean(axis=0)) / (x.std(axis=0) + 1e-6)
+    runs = [choose_threshold(out_of_fold(xs, y, seed=25 + r), y) for r in range(THRESHOLD_RUNS)]
+    assert THRESHOLD_RUNS == 5 and len(set(runs)) > 1
+    assert model.threshold == pytest.approx(float(np.median(runs)))
 
 
 def test_vectors_without_meaning_give_an_unusable_model() -> None:
