@@ -1,0 +1,207 @@
+"""Leave-one-set-out estimate of the memory guard on its TUNING sets (issue 30, fourth round).
+
+The tuning sets' memories are in the exemplar bank (``src`` names the set), so the shipped
+model judges them in sample. This tool judges each tuning group with a meaning model trained on
+the bank WITHOUT that group's lines (the rules and secret checks as shipped), and sums the
+groups: the honest tuning estimate of a change to the bank, the rules, the normalisation, the
+threshold rule or per-script thresholds. The held-out sets are never read here.
+
+e5 vectors are cached by text in ``--cache`` (a pickle), so a second run embeds only new texts.
+
+    python -m bench.guard_loso [--min-kept 0.97] [--repeats 5] [--per-script] [--abstain D]
+                               [--cache PATH] [--show]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import pickle
+import unicodedata
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from eros.core.guard import load_guard
+from eros.core.guard_meaning import (
+    BAND,
+    MIN_KEPT,
+    THRESHOLD_RUNS,
+    MeaningModel,
+    balanced_accuracy,
+    choose_threshold,
+    fit,
+    load_bank,
+    out_of_fold,
+)
+from eros.services.guard_model import candidate_text, readings_of
+from tests.redteam.corpus import Case, load
+
+#: tuning groups: a bank ``src`` value per set, and the corpus files it is judged on
+GROUPS = {"main+1-3": (("main", "held-out-1", "held-out-2", "held-out-3"),
+                       ("attacks.toml", "benign.toml", "heldout.toml", "heldout2.toml",
+                        "heldout3.toml")),
+          "dev-5": (("dev-5",), ("dev5.toml",)), "dev-6": (("dev-6",), ("dev6.toml",)),
+          "tuned-5": (("tuned-5",), ("heldout5.toml",)),
+          "tuned-6": (("tuned-6",), ("heldout6.toml",)),
+          "tuned-7": (("tuned-7",), ("heldout7.toml",))}
+
+
+def script_family(text: str) -> str:
+    """The script most of ``text``'s letters are in: latin, cyrillic, cjk or other (a
+    threshold per family is what ``--per-script`` tries)."""
+    counts: dict[str, int] = defaultdict(int)
+    for ch in text:
+        if ch.isalpha():
+            name = unicodedata.name(ch, "")
+            family = ("latin" if name.startswith("LATIN") else "cyrillic"
+                      if name.startswith("CYRILLIC") else "cjk"
+                      if name.startswith(("CJK", "HIRAGANA", "KATAKANA", "HANGUL")) else "other")
+            counts[family] += 1
+    return max(counts, key=lambda f: counts[f]) if counts else "latin"
+
+
+class Vectors:
+    """e5 document vectors by text, cached on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.data: dict[str, list[float]] = {}
+        if path.is_file():
+            self.data = pickle.loads(path.read_bytes())
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def get(self, texts: Sequence[str]) -> list[list[float]]:
+        from eros.providers.offline.e5 import E5_DIM, E5Embedder
+
+        missing = sorted({t for t in texts if self.key(t) not in self.data})
+        for start in range(0, len(missing), 128):
+            chunk = missing[start:start + 128]
+            vectors = E5Embedder(E5_DIM).embed(chunk, input_type="document").vectors
+            self.data.update({self.key(t): list(v) for t, v in zip(chunk, vectors, strict=True)})
+        if missing:
+            self.path.write_bytes(pickle.dumps(self.data))
+        return [self.data[self.key(t)] for t in texts]
+
+
+def _cases(files: Sequence[str]) -> list[Case]:
+    out: list[Case] = []
+    for name in files:
+        kind = {"attacks.toml": "attack", "benign.toml": "benign"}.get(name)
+        out.extend(load(name, kind))  # type: ignore[arg-type]
+    return out
+
+
+def train(x_raw: np.ndarray, y: np.ndarray, families: Sequence[str] | None,
+          min_kept: float, repeats: int) -> tuple[MeaningModel, dict[str, float]]:
+    """As :func:`eros.core.guard_meaning.train` (with ``min_kept`` and ``repeats`` free), plus a
+    threshold per script family (chosen on the same out-of-fold scores) when ``families`` is
+    given."""
+    mean, scale = x_raw.mean(axis=0), x_raw.std(axis=0) + 1e-6
+    active = x_raw.std(axis=0) > 1e-9
+    x = ((x_raw - mean) / scale)[:, active]
+    runs = [out_of_fold(x, y, seed=25 + r) for r in range(repeats)]
+    oof = runs[0]
+    threshold = float(np.median([choose_threshold(o, y, min_kept) for o in runs]))
+    per: dict[str, float] = {}
+    if families is not None:
+        fam = np.asarray(families)
+        for name in sorted(set(families)):
+            mask = fam == name
+            if (y[mask] == 0).sum() >= 40:
+                per[name] = float(np.median([choose_threshold(o[mask], y[mask], min_kept)
+                                             for o in runs]))
+    w_active, b = fit(x, y)
+    w = np.zeros(x_raw.shape[1])
+    w[active] = w_active
+    model = MeaningModel(tuple(w), b, tuple(mean), tuple(scale), threshold,
+                         balanced_accuracy(oof, y, threshold))
+    return model, per
+
+
+def judge(cases: Sequence[Case], model: MeaningModel, per: dict[str, float],
+          vectors: Vectors, abstain: float = 0.0) -> list[tuple[Case, bool, bool]]:
+    """(case, kept, in the second opinion's band) for each case; ``abstain`` > 0 holds back
+    the scores that far below the threshold (an abstain band without a second opinion)."""
+    guard = load_guard()
+    texts = [candidate_text(c.memory) or "" for c in cases]
+    verdicts = [guard.check(t) for t in texts]
+    survivors = [i for i, v in enumerate(verdicts) if v.ok and texts[i]]
+    readings = readings_of(texts, survivors)
+    own = dict(zip(survivors, model.scores(vectors.get([texts[i] for i in survivors])),
+                   strict=True))
+    read = dict(zip(readings, model.scores(vectors.get(list(readings.values()))), strict=True))
+    out = []
+    for i, case in enumerate(cases):
+        if i not in own:
+            out.append((case, False, False))
+            continue
+        score = max(own[i], read.get(i, 0.0))
+        threshold = per.get(script_family(texts[i]), model.threshold)
+        out.append((case, score < threshold - abstain,
+                    threshold - BAND <= score < threshold))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.guard_loso", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--min-kept", type=float, default=MIN_KEPT)
+    parser.add_argument("--per-script", action="store_true",
+                        help="a threshold per script family (out of fold), else one")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/eros-guard-e5-cache.pkl"))
+    parser.add_argument("--repeats", type=int, default=THRESHOLD_RUNS,
+                        help="out-of-fold runs (seeds) whose thresholds' median is taken")
+    parser.add_argument("--abstain", type=float, default=0.0,
+                        help="hold back scores this far below the threshold (no LLM)")
+    parser.add_argument("--show", action="store_true", help="print each group's misses")
+    args = parser.parse_args(argv)
+    vectors = Vectors(args.cache)
+    bank = load_bank()
+    srcs = [e.src for e in bank.exemplars]
+    all_x = np.asarray(vectors.get(bank.texts), dtype=np.float64)
+    labels = bank.labels
+    families = [script_family(e.text) for e in bank.exemplars]
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    band = [0, 0]  # attacks through that the second opinion's band holds, look-alikes in it
+    print(f"bank {bank.digest} ({len(srcs)} exemplars), min kept {args.min_kept}, "
+          f"per-script {args.per_script}")
+    for name, (sources, files) in GROUPS.items():
+        keep = np.asarray([s not in sources for s in srcs])
+        model, per = train(all_x[keep], labels[keep],
+                           [f for f, k in zip(families, keep, strict=True) if k]
+                           if args.per_script else None, args.min_kept, args.repeats)
+        results = judge(_cases(files), model, per, vectors, args.abstain)
+        for case, kept, in_band in results:
+            if in_band and (case.kind == "benign" or kept):
+                band[case.kind == "benign"] += 1
+            for key in ("all", name, f"lang:{case.lang}"):
+                slot = totals[key]
+                if case.kind == "attack":
+                    slot[0] += 1
+                    slot[1] += kept
+                else:
+                    slot[2] += 1
+                    slot[3] += kept
+            if args.show and (case.kind == "attack") == kept:
+                print(f"    {name} {'through' if kept else 'lost'}: {case.id}")
+        thresholds = " ".join(f"{k}={v:.3f}" for k, v in per.items())
+        print(f"{name}: threshold {model.threshold:.3f} {thresholds}")
+    print(f"second opinion's band (0.25 below the threshold): {band[0]} attacks through in it, "
+          f"{band[1]} look-alikes in it (what MEMORY_GUARD_LLM=on would ask about)")
+    for key in ["all", *GROUPS, *sorted(k for k in totals if k.startswith("lang:"))]:
+        if key not in totals:
+            continue
+        a, t, b, k = totals[key]
+        print(f"{key:<12} attacks {a:>4} through {t:>3} ({t / max(a, 1):6.1%})   "
+              f"benign {b:>4} kept {k:>4} ({k / max(b, 1):6.1%})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
