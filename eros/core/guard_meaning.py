@@ -38,7 +38,7 @@ LABELS = ("statement", "instruction")
 #: below this cross-validated balanced accuracy the embedding is taken to carry no meaning.
 MIN_BALANCED_ACCURACY = 0.8
 #: share of the bank's statements the threshold must keep out of fold.
-MIN_KEPT = 0.97
+MIN_KEPT = 0.98
 #: out-of-fold runs (each with its own random folds) whose thresholds' median is the model's
 #: (issue 30, fourth round: one run's threshold moved by 0.035 when 14 lines were added).
 THRESHOLD_RUNS = 5
