@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -69,11 +70,14 @@ def _load(path: Path | None, fmt: str) -> Suite:
 @click.option("--progress/--no-progress", default=None,
               help="Progress per phase on stderr: a bar on a terminal, else a line every 15 s "
                    "(default: on; --no-progress: none).")
+@click.option("--jobs", type=click.IntRange(min=1),
+              help="Worker processes asking the questions, one user at a time each (default: "
+                   "the CPUs, at most 4); figures are the same for any number.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write every figure (and each answer's score) to this file.")
 def eval_command(suite_path: Path | None, fmt: str, judge: str, answers: bool,
                  judge_floor: float | None, users: int | None, no_consolidation: bool,
-                 extractor: str, cache: bool, progress: bool | None,
+                 extractor: str, cache: bool, progress: bool | None, jobs: int | None,
                  json_path: Path | None) -> None:
     """Replay a suite through the real pipeline and score recall.
 
@@ -103,7 +107,8 @@ def eval_command(suite_path: Path | None, fmt: str, judge: str, answers: bool,
     try:
         result = _run(suite, root, judge, answers, judge_floor, not no_consolidation,
                       extractor, "off" if progress is False
-                      else "bars" if sys.stderr.isatty() else "lines", cache)
+                      else "bars" if sys.stderr.isatty() else "lines", cache,
+                      jobs or min(os.cpu_count() or 1, 4))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     _print(result)
@@ -122,15 +127,15 @@ def _bar(phase: str, total: int) -> Iterator[Callable[[int], None]]:
 
 def _run(suite: Suite, root: Path, judge_name: str, answers: bool, floor: float | None,
          consolidation: bool, extractor_name: str = "configured",
-         progress: str = "off", cache: bool = False) -> EvalResult:
+         progress: str = "off", cache: bool = False, jobs: int = 1) -> EvalResult:
     from eros.db.engine import make_engine
     from eros.devstack.embedded import EmbeddedStack
     from eros.providers import make_providers
     from eros.providers.base import ChatCompleter
-    from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge, Judge, LLMJudge
     from eros.services.evaluation.observations import ObservationReplay
     from eros.services.evaluation.progress import lines, silent
     from eros.services.evaluation.run import evaluate
+    from eros.services.evaluation.setup import AskSetup, JudgeName, cached, make_judge
     from eros.settings import load_settings
 
     stack = EmbeddedStack(None, None, need_db=True, need_broker=False, root=root)
@@ -138,33 +143,30 @@ def _run(suite: Suite, root: Path, judge_name: str, answers: bool, floor: float 
         services = stack.start()
         settings = load_settings(database_url=services.database_url)
         llm, embedder = make_providers(settings)
+        cache_path = None
         if cache:
-            from eros.db.eval_cache import VectorCache
             from eros.devstack.embedded import data_dir
-            from eros.services.evaluation.cached_embedder import CachedEmbedder
 
-            embedder = CachedEmbedder(embedder, VectorCache(
-                data_dir() / "eval-embeddings.sqlite3"))
-        judge: Judge
-        if judge_name == "llm":
-            judge = LLMJudge(llm, answers=answers)
-        else:
-            judge = EmbeddingJudge(embedder, floor if floor is not None
-                                   else DEFAULT_FLOORS.get(embedder.name, 0.5))
+            cache_path = data_dir() / "eval-embeddings.sqlite3"
+        embedder = cached(embedder, cache_path)
+        which: JudgeName = "llm" if judge_name == "llm" else "embedding"
+        judge = make_judge(which, llm, embedder, floor, answers)
+        setup = AskSetup(settings.require_database_url(), cache_path, which, floor, answers)
         extractor: ChatCompleter | None = ObservationReplay(suite) \
             if extractor_name == "observations" else None
         click.echo(f"eval: {suite.name}: {len(suite.users)} users, "
                    f"{sum(len(u.sessions) for u in suite.users)} sessions, "
                    f"{len(suite.questions)} questions; extractor "
                    f"{(extractor or llm).name}, LLM {llm.name}, embeddings "
-                   f"{embedder.name}, judge {judge.name}", err=True)
+                   f"{embedder.name}, judge {judge.name}; {jobs} "
+                   f"job{'s' if jobs > 1 else ''}", err=True)
         engine = make_engine(settings.require_database_url(), pool_size=2)
         try:
             return evaluate(engine, settings, suite, llm, embedder, judge,
                             consolidation=consolidation, extractor=extractor,
                             progress=_bar if progress == "bars" else lines(
                                 lambda line: click.echo(line, err=True))
-                            if progress == "lines" else silent)
+                            if progress == "lines" else silent, jobs=jobs, setup=setup)
         finally:
             engine.dispose()
     finally:

@@ -1,0 +1,62 @@
+"""What ``eros eval`` builds from its options — the embedder (behind its cache) and the judge —
+in one place, so that a worker process of the ask phase (:mod:`.parallel`) builds the same
+ones the command does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from eros.providers.base import ChatCompleter, Embedder
+from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge, Judge, LLMJudge
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from eros.settings import Settings
+
+JudgeName = Literal["embedding", "llm"]
+
+
+@dataclass(frozen=True)
+class AskSetup:
+    """How a worker process rebuilds what the ask phase is given (picklable): the scratch
+    database, the embedding cache's file (None: no cache), the judge and its options."""
+
+    database_url: str
+    cache: Path | None = None
+    judge: JudgeName = "embedding"
+    floor: float | None = None
+    answers: bool = False
+
+
+def cached(embedder: Embedder, cache: Path | None) -> Embedder:
+    """``embedder`` behind the embedding cache in ``cache`` (None: as it is)."""
+    if cache is None:
+        return embedder
+    from eros.db.eval_cache import VectorCache
+    from eros.services.evaluation.cached_embedder import CachedEmbedder
+
+    return CachedEmbedder(embedder, VectorCache(cache))
+
+
+def make_judge(name: JudgeName, llm: ChatCompleter, embedder: Embedder, floor: float | None,
+               answers: bool) -> Judge:
+    """The embedding judge (``floor``: its minimum similarity, default per embedder) or the
+    LLM judge (``answers``: also answer and grade)."""
+    if name == "llm":
+        return LLMJudge(llm, answers=answers)
+    return EmbeddingJudge(embedder, floor if floor is not None
+                          else DEFAULT_FLOORS.get(embedder.name, 0.5))
+
+
+def build(setup: AskSetup, settings: Settings) -> tuple[Engine, Embedder, Judge]:
+    """A worker's engine on the scratch database, embedder and judge, as the command's."""
+    from eros.db.engine import make_engine
+    from eros.providers import make_providers
+
+    llm, embedder = make_providers(settings)
+    embedder = cached(embedder, setup.cache)
+    return (make_engine(setup.database_url, pool_size=2), embedder,
+            make_judge(setup.judge, llm, embedder, setup.floor, setup.answers))
