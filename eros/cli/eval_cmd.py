@@ -71,7 +71,8 @@ def _load(path: Path | None, fmt: str) -> Suite:
               help="Progress per phase on stderr: a bar on a terminal, else a line every 15 s "
                    "(default: on; --no-progress: none).")
 @click.option("--jobs", type=click.IntRange(min=1),
-              help="Worker processes asking the questions, one user at a time each (default: "
+              help="Worker processes classifying the sessions and asking the questions, one user "
+                   "at a time each (default: "
                    "the CPUs, at most 4); figures are the same for any number.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write every figure (and each answer's score) to this file.")
@@ -135,7 +136,7 @@ def _run(suite: Suite, root: Path, judge_name: str, answers: bool, floor: float 
     from eros.services.evaluation.observations import ObservationReplay
     from eros.services.evaluation.progress import lines, silent
     from eros.services.evaluation.run import evaluate
-    from eros.services.evaluation.setup import AskSetup, JudgeName, cached, make_judge
+    from eros.services.evaluation.setup import JudgeName, WorkerSetup, cached, make_judge
     from eros.settings import load_settings
 
     stack = EmbeddedStack(None, None, need_db=True, need_broker=False, root=root)
@@ -151,7 +152,7 @@ def _run(suite: Suite, root: Path, judge_name: str, answers: bool, floor: float 
         embedder = cached(embedder, cache_path)
         which: JudgeName = "llm" if judge_name == "llm" else "embedding"
         judge = make_judge(which, llm, embedder, floor, answers)
-        setup = AskSetup(settings.require_database_url(), cache_path, which, floor, answers)
+        setup = WorkerSetup(settings.require_database_url(), cache_path, which, floor, answers)
         extractor: ChatCompleter | None = ObservationReplay(suite) \
             if extractor_name == "observations" else None
         click.echo(f"eval: {suite.name}: {len(suite.users)} users, "

@@ -17,9 +17,9 @@ from eros.core.evaluation.scoring import BASELINE, render_table
 from eros.core.evaluation.suite import Suite
 from eros.db import replay_sql
 from eros.providers import make_providers
+from eros.services.evaluation.ids import as_uuid
 from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge
 from eros.services.evaluation.observations import ObservationReplay
-from eros.services.evaluation.replay import as_uuid
 from eros.services.evaluation.run import EvalResult, evaluate
 from eros.settings import load_settings
 from tests.support.services import TemplateDatabases

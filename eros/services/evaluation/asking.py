@@ -30,8 +30,8 @@ from eros.core.fusion import FUSED, RecallStrategy
 from eros.core.render import EN, quote_note
 from eros.db import replay_sql, turns_sql
 from eros.providers.base import Embedder
+from eros.services.evaluation.ids import as_uuid
 from eros.services.evaluation.judges import EmbeddingJudge, Judge
-from eros.services.evaluation.replay import as_uuid
 from eros.services.recall import RecalledMemory, RecalledTurn, recall_by_vector
 from eros.settings import Settings
 

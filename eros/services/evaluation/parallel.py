@@ -1,13 +1,16 @@
-"""The ask phase of ``eros eval`` in worker processes, one user at a time each (``--jobs``).
+"""``eros eval`` in worker processes (``--jobs``): the classify and ask phases, one user at a
+time each worker.
 
-A full LoCoMo run asks ~2,000 questions, eight recalls each; a recall spends most of its wall
-time waiting on round trips to PostgreSQL, so while one process waits another computes.
-Users are independent: each worker rebuilds the engine, the embedder (behind the same
-embedding cache) and the judge from an :class:`~.setup.AskSetup`, asks whole users with
-:func:`~.run.ask_user` and sends back their scores; the parent puts them back in the suite's
-order, so every figure is the one a single process computes. Workers are started with
-``spawn`` (a fresh interpreter: no inherited connection, SQLite handle or model thread
-pool), and each says when it has answered a question, for the progress line.
+A full LoCoMo run classifies 544 sessions and asks ~2,000 questions, eight recalls each; both
+spend most of their wall time waiting on round trips to PostgreSQL, so while one process waits
+another computes. Users are independent: a user's memories come from that user's sessions,
+classified in the order they were claimed, and a question is asked of its own user. Each
+worker rebuilds the engine, the providers (the embedder behind the same embedding cache) and
+the judge from a :class:`~.setup.WorkerSetup`, works through whole users and sends back what
+they gave; the parent puts the results back in the suite's order, so every figure is the one
+a single process computes. Workers are started with ``spawn`` (a fresh interpreter: no
+inherited connection, SQLite handle or model thread pool), and each says when it has done a
+session or a question, for the progress line.
 """
 
 from __future__ import annotations
@@ -18,27 +21,47 @@ import queue as queues
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Any
+from typing import Any, TypeVar
 
 from eros.core.evaluation.scoring import Scored
 from eros.core.evaluation.suite import Question, User
 from eros.core.fusion import RecallStrategy
-from eros.services.evaluation.setup import AskSetup
+from eros.db.repo import Claim
+from eros.providers.base import ChatCompleter
+from eros.services.evaluation.setup import WorkerSetup
 from eros.settings import Settings
 
 Asked = tuple[list[Scored], int]
+R = TypeVar("R")
 _WORKER: dict[str, Any] = {}
 
 
-def _start(setup: AskSetup, settings: Settings, ticks: Any) -> None:
-    """A worker's start: its own engine, embedder and judge (the providers announced once,
-    by the parent)."""
+def _start(setup: WorkerSetup, settings: Settings, ticks: Any) -> None:
+    """A worker's start: its own engine, providers and judge (the providers were announced
+    once, by the parent)."""
     from eros.services.evaluation.setup import build
 
     logging.getLogger("eros.providers").setLevel(logging.ERROR)
-    engine, embedder, judge = build(setup, settings)
-    _WORKER.update(engine=engine, embedder=embedder, judge=judge, settings=settings,
-                   ticks=ticks)
+    _WORKER.update(built=build(setup, settings), settings=settings, ticks=ticks)
+
+
+def _ticker(index: int) -> Callable[[int], None]:
+    ticks = _WORKER["ticks"]
+    return lambda steps: ticks.put((index, steps))
+
+
+def _classify(index: int, claims: Sequence[Claim], extractor: ChatCompleter | None
+              ) -> tuple[int, int]:
+    """One user's claimed sessions classified in a worker: memories written, sessions
+    classified."""
+    from eros.core.prompts import load_prompt
+    from eros.services.classify import Pipeline
+    from eros.services.evaluation.classifying import classify_claims
+
+    built, settings = _WORKER["built"], _WORKER["settings"]
+    pipeline = Pipeline(settings, built.engine, extractor or built.llm, built.embedder,
+                        load_prompt(settings.dreaming_prompt_file))
+    return classify_claims(pipeline, claims, _ticker(index))
 
 
 def _ask(index: int, user: User, questions: Sequence[Question],
@@ -47,28 +70,27 @@ def _ask(index: int, user: User, questions: Sequence[Question],
     calls for this user."""
     from eros.services.evaluation.asking import ask_user
 
-    judge, ticks = _WORKER["judge"], _WORKER["ticks"]
-    calls = judge.llm_calls
-    asked = ask_user(_WORKER["engine"], _WORKER["settings"], user, questions,
-                     _WORKER["embedder"], judge, strategies, persona,
-                     lambda steps: ticks.put((index, steps)))
-    return asked, judge.llm_calls - calls
+    built = _WORKER["built"]
+    calls = built.judge.llm_calls
+    asked = ask_user(built.engine, _WORKER["settings"], user, questions, built.embedder,
+                     built.judge, strategies, persona, _ticker(index))
+    return asked, built.judge.llm_calls - calls
 
 
-def ask_in_workers(setup: AskSetup, settings: Settings,
-                   work: Sequence[tuple[User, Sequence[Question]]],
-                   strategies: Sequence[RecallStrategy], persona: uuid.UUID, jobs: int,
-                   advance: Callable[[int], None]) -> tuple[list[Asked], int]:
-    """Each user of ``work`` asked by one of ``jobs`` worker processes: the per-user results
-    in ``work``'s order, and the judge's LLM calls in all."""
+def _in_workers(setup: WorkerSetup, settings: Settings, jobs: int,
+                tasks: Sequence[tuple[Callable[..., R], tuple[Any, ...], int]],
+                advance: Callable[[int], None]) -> list[R]:
+    """Each task ``(function, arguments, steps)`` run by one of ``jobs`` workers (its first
+    argument is its index); the results in ``tasks``' order. ``advance`` gets each task's
+    steps as its worker reports them, and what is left of them when it ends."""
     context = multiprocessing.get_context("spawn")
     ticks = context.Queue()
-    counted = [0] * len(work)  # questions already reported per user
+    counted = [0] * len(tasks)  # steps already reported per task
 
     def tick(index: int, steps: int) -> None:
-        if counted[index] + steps <= len(work[index][1]):
-            counted[index] += steps
-            advance(steps)
+        steps = min(steps, tasks[index][2] - counted[index])
+        counted[index] += steps
+        advance(steps)
 
     def drain() -> None:
         try:
@@ -77,12 +99,11 @@ def ask_in_workers(setup: AskSetup, settings: Settings,
         except queues.Empty:
             pass
 
-    results: list[tuple[Asked, int] | None] = [None] * len(work)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=context,
+    results: dict[int, R] = {}
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context,
                              initializer=_start, initargs=(setup, settings, ticks)) as pool:
-        futures: dict[Future[tuple[Asked, int]], int] = {
-            pool.submit(_ask, i, user, questions, strategies, persona): i
-            for i, (user, questions) in enumerate(work)}
+        futures: dict[Future[R], int] = {pool.submit(fn, i, *args): i
+                                         for i, (fn, args, _) in enumerate(tasks)}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
@@ -90,7 +111,29 @@ def ask_in_workers(setup: AskSetup, settings: Settings,
             for future in done:
                 index = futures[future]
                 results[index] = future.result()
-                tick(index, len(work[index][1]) - counted[index])  # ticks still in flight
+                tick(index, tasks[index][2])  # what is still in flight, or was never said
     ticks.close()
-    finished = [r for r in results if r is not None]
-    return [asked for asked, _ in finished], sum(calls for _, calls in finished)
+    return [results[i] for i in range(len(tasks))]
+
+
+def classify_in_workers(setup: WorkerSetup, settings: Settings,
+                        extractor: ChatCompleter | None, claims: Sequence[Sequence[Claim]],
+                        jobs: int, advance: Callable[[int], None]) -> tuple[int, int]:
+    """Each user's claims (in claim order) classified by one of ``jobs`` workers, with
+    ``extractor`` (None: the worker's configured model): memories written and sessions
+    classified in all."""
+    done = _in_workers(setup, settings, jobs,
+                       [(_classify, (mine, extractor), len(mine)) for mine in claims], advance)
+    return sum(m for m, _ in done), sum(c for _, c in done)
+
+
+def ask_in_workers(setup: WorkerSetup, settings: Settings,
+                   work: Sequence[tuple[User, Sequence[Question]]],
+                   strategies: Sequence[RecallStrategy], persona: uuid.UUID, jobs: int,
+                   advance: Callable[[int], None]) -> tuple[list[Asked], int]:
+    """Each user of ``work`` asked by one of ``jobs`` workers: the per-user results in
+    ``work``'s order, and the judge's LLM calls in all."""
+    done = _in_workers(setup, settings, jobs,
+                       [(_ask, (user, questions, strategies, persona), len(questions))
+                        for user, questions in work], advance)
+    return [asked for asked, _ in done], sum(calls for _, calls in done)

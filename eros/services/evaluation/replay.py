@@ -21,21 +21,14 @@ from eros.db.replay_sql import classification_usage, date_memories_by_session
 from eros.errors import PermanentError
 from eros.providers.base import ChatCompleter, Embedder
 from eros.services import turn_centres
-from eros.services.classify import Pipeline, classify, start_attempt
+from eros.services.classify import Pipeline
 from eros.services.consolidate import Consolidator, consolidate, start_pass
+from eros.services.evaluation.classifying import claim_next, classify_claims
+from eros.services.evaluation.ids import as_uuid, persona_of
 from eros.services.evaluation.progress import Progress, silent
+from eros.services.evaluation.setup import WorkerSetup
 from eros.services.ingest import ingest
 from eros.settings import Settings
-
-_NS = uuid.UUID("9a1d4c57-7f0e-4f4b-b0f6-4e2e2a8e5a19")
-
-
-def as_uuid(value: str) -> uuid.UUID:
-    """Suite ids are UUIDs when they can be; anything else maps to a stable one."""
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        return uuid.uuid5(_NS, value)
 
 
 @dataclass
@@ -52,11 +45,6 @@ class ReplayReport:
     superseded: int = 0
     shifted_by_days: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
-
-
-def persona_of(suite: Suite) -> uuid.UUID:
-    """The persona every replayed session of ``suite`` is said to."""
-    return uuid.uuid5(_NS, f"persona/{suite.name}")
 
 
 def _lines(suite: Suite) -> list[bytes]:
@@ -76,11 +64,15 @@ def _lines(suite: Suite) -> list[bytes]:
 def replay(engine: Engine, settings: Settings, suite: Suite, llm: ChatCompleter,
            embedder: Embedder, *, consolidation: bool = True,
            now: datetime | None = None, extractor: ChatCompleter | None = None,
-           progress: Progress = silent) -> ReplayReport:
+           progress: Progress = silent, jobs: int = 1,
+           setup: WorkerSetup | None = None) -> ReplayReport:
     """Ingest, classify and consolidate ``suite`` into ``engine`` (a scratch database).
 
     ``extractor`` answers the extraction calls instead of ``llm`` (which still consolidates):
-    ``--extractor observations`` passes the suite's observations (``observations.py``)."""
+    ``--extractor observations`` passes the suite's observations (``observations.py``).
+    ``jobs`` above 1 with a ``setup``: the sessions are classified by that many worker
+    processes (:mod:`.parallel`), each user's sessions by one worker in the order they were
+    claimed — the memories a user gets do not depend on another user's."""
     report = ReplayReport()
     started = time.perf_counter()
     lines = _lines(suite)
@@ -96,19 +88,24 @@ def replay(engine: Engine, settings: Settings, suite: Suite, llm: ChatCompleter,
     pipeline = Pipeline(settings, engine, extractor or llm, embedder,
                         load_prompt(settings.dreaming_prompt_file))
     with progress("classify", report.sessions) as advance:
-        while True:
-            with engine.begin() as conn:
-                claims = repo.claim_idle(conn, idle_secs=settings.dreaming_idle_secs,
-                                         stale_secs=settings.dreaming_claim_stale_secs,
-                                         batch=500)
-            if not claims:
-                break
-            for claim in claims:
-                attempt = start_attempt(pipeline, claim.session_id, claim.token)
-                if attempt is not None:
-                    report.memories += classify(pipeline, attempt).memories_written
-                    report.classified += 1
-                advance(1)
+        if jobs > 1 and setup is not None and len(suite.users) > 1:
+            from eros.services.evaluation.parallel import classify_in_workers
+
+            claims = []
+            while batch := claim_next(engine, settings):
+                claims += batch
+            by_user: dict[uuid.UUID, list[repo.Claim]] = {}
+            for claim in claims:  # each user's sessions in the order they were claimed
+                by_user.setdefault(claim.user_id, []).append(claim)
+            memories, classified = classify_in_workers(setup, settings, extractor,
+                                                       list(by_user.values()), jobs, advance)
+            report.memories += memories
+            report.classified += classified
+        else:
+            while batch := claim_next(engine, settings):
+                memories, classified = classify_claims(pipeline, batch, advance)
+                report.memories += memories
+                report.classified += classified
     with engine.begin() as conn:
         date_memories_by_session(conn)
         usage = classification_usage(conn)

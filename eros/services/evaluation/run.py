@@ -26,10 +26,11 @@ from eros.core.evaluation.suite import Suite
 from eros.core.fusion import RECALL_STRATEGIES, RecallStrategy
 from eros.providers.base import ChatCompleter, Embedder
 from eros.services.evaluation.asking import ask_user
+from eros.services.evaluation.ids import persona_of
 from eros.services.evaluation.judges import Judge
 from eros.services.evaluation.progress import Progress, silent
-from eros.services.evaluation.replay import ReplayReport, persona_of, replay
-from eros.services.evaluation.setup import AskSetup
+from eros.services.evaluation.replay import ReplayReport, replay
+from eros.services.evaluation.setup import WorkerSetup
 from eros.settings import Settings
 
 
@@ -72,7 +73,7 @@ def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatComplete
              strategies: Sequence[RecallStrategy] = RECALL_STRATEGIES,
              consolidation: bool = True, extractor: ChatCompleter | None = None,
              progress: Progress = silent, jobs: int = 1,
-             setup: AskSetup | None = None) -> EvalResult:
+             setup: WorkerSetup | None = None) -> EvalResult:
     """Replay ``suite`` into ``engine`` (a scratch database), ask, judge and score.
 
     Where a question names its evidence turns, every system is also scored exactly, by
@@ -80,7 +81,7 @@ def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatComplete
     and ``setup``: the questions asked by worker processes (:func:`ask`)."""
     started = time.perf_counter()
     replayed = replay(engine, settings, suite, llm, embedder, consolidation=consolidation,
-                      extractor=extractor, progress=progress)
+                      extractor=extractor, progress=progress, jobs=jobs, setup=setup)
     mark = time.perf_counter()
     scored, baseline_tokens = ask(engine, settings, suite, embedder, judge,
                                   strategies=strategies, progress=progress, jobs=jobs,
@@ -97,7 +98,7 @@ def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatComplete
 def ask(engine: Engine, settings: Settings, suite: Suite, embedder: Embedder, judge: Judge, *,
         strategies: Sequence[RecallStrategy] = RECALL_STRATEGIES,
         progress: Progress = silent, jobs: int = 1,
-        setup: AskSetup | None = None) -> tuple[list[Scored], int]:
+        setup: WorkerSetup | None = None) -> tuple[list[Scored], int]:
     """Ask every question of an already replayed ``suite`` and score each system's answer
     (and the baseline's); the baseline's embedding tokens. Separate from the replay so a
     calibration study (``bench/fusion_dev.py``) can ask one replay under several settings.

@@ -1,6 +1,6 @@
 """What ``eros eval`` builds from its options — the embedder (behind its cache) and the judge —
-in one place, so that a worker process of the ask phase (:mod:`.parallel`) builds the same
-ones the command does."""
+in one place, so that a worker process (:mod:`.parallel`: classify, ask) builds the same ones
+the command does."""
 
 from __future__ import annotations
 
@@ -8,20 +8,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from sqlalchemy import Engine
+
 from eros.providers.base import ChatCompleter, Embedder
 from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge, Judge, LLMJudge
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
-
     from eros.settings import Settings
 
 JudgeName = Literal["embedding", "llm"]
 
 
 @dataclass(frozen=True)
-class AskSetup:
-    """How a worker process rebuilds what the ask phase is given (picklable): the scratch
+class WorkerSetup:
+    """How a worker process rebuilds what the command built (picklable): the scratch
     database, the embedding cache's file (None: no cache), the judge and its options."""
 
     database_url: str
@@ -51,12 +51,22 @@ def make_judge(name: JudgeName, llm: ChatCompleter, embedder: Embedder, floor: f
                           else DEFAULT_FLOORS.get(embedder.name, 0.5))
 
 
-def build(setup: AskSetup, settings: Settings) -> tuple[Engine, Embedder, Judge]:
-    """A worker's engine on the scratch database, embedder and judge, as the command's."""
+@dataclass(frozen=True)
+class Built:
+    """A worker's own engine on the scratch database, providers and judge."""
+
+    engine: Engine
+    llm: ChatCompleter
+    embedder: Embedder
+    judge: Judge
+
+
+def build(setup: WorkerSetup, settings: Settings) -> Built:
+    """What a worker needs, built as the command builds it."""
     from eros.db.engine import make_engine
     from eros.providers import make_providers
 
     llm, embedder = make_providers(settings)
     embedder = cached(embedder, setup.cache)
-    return (make_engine(setup.database_url, pool_size=2), embedder,
-            make_judge(setup.judge, llm, embedder, setup.floor, setup.answers))
+    return Built(make_engine(setup.database_url, pool_size=2), llm, embedder,
+                 make_judge(setup.judge, llm, embedder, setup.floor, setup.answers))
