@@ -23,6 +23,7 @@ from eros.core.evaluation.scoring import Scored
 from eros.core.evaluation.suite import Suite
 from eros.providers import make_providers
 from eros.services.evaluation.observations import ObservationReplay
+from eros.services.evaluation.parallel import Workers
 from eros.services.evaluation.progress import Progress
 from eros.services.evaluation.replay import ReplayReport, replay
 from eros.services.evaluation.run import ask
@@ -58,16 +59,23 @@ def _run(templates: TemplateDatabases, cache: Path, suite: Suite, settings: Sett
         setup = WorkerSetup(url, cache)
         embedder = cached(plain, setup.cache)
         steps: dict[str, list[int]] = {}
-        replayed = replay(engine, settings, suite, llm, embedder,
-                          extractor=ObservationReplay(suite), jobs=jobs, setup=setup,
-                          progress=_counting(steps))
+        replay_workers = Workers(setup, settings, jobs) if jobs > 1 else None
+        try:
+            replayed = replay(engine, settings, suite, llm, embedder,
+                              extractor=ObservationReplay(suite), workers=replay_workers,
+                              progress=_counting(steps))
+        finally:
+            if replay_workers is not None:
+                replay_workers.close()
         alone, alone_tokens = ask(engine, settings, suite, embedder,
                                   make_judge("embedding", llm, embedder, None, False))
         judge = make_judge("embedding", llm, embedder, None, False)
-        workers, worker_tokens = ask(engine, settings, suite, embedder, judge, jobs=2,
-                                     setup=setup, progress=_counting(steps))
+        with Workers(setup, settings, 2) as workers:
+            workers.run([], steps.setdefault("none", []).append)  # a run of nothing
+            workers_scored, worker_tokens = ask(engine, settings, suite, embedder, judge,
+                                                workers=workers, progress=_counting(steps))
         assert judge.llm_calls == 0
-        return Run(replayed, alone, workers, (alone_tokens, worker_tokens), steps)
+        return Run(replayed, alone, workers_scored, (alone_tokens, worker_tokens), steps)
     finally:
         engine.dispose()
         templates.drop(url)

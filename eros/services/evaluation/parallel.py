@@ -45,12 +45,16 @@ def _start(setup: WorkerSetup, settings: Settings, ticks: Any) -> None:
     _WORKER.update(built=build(setup, settings), settings=settings, ticks=ticks)
 
 
-def _ticker(index: int) -> Callable[[int], None]:
+def _ready() -> None:
+    """Nothing: submitted once per worker so that every worker starts at once."""
+
+
+def _ticker(run: int, index: int) -> Callable[[int], None]:
     ticks = _WORKER["ticks"]
-    return lambda steps: ticks.put((index, steps))
+    return lambda steps: ticks.put((run, index, steps))
 
 
-def _classify(index: int, claims: Sequence[Claim], extractor: ChatCompleter | None
+def _classify(run: int, index: int, claims: Sequence[Claim], extractor: ChatCompleter | None
               ) -> tuple[int, int]:
     """One user's claimed sessions classified in a worker: memories written, sessions
     classified."""
@@ -61,10 +65,10 @@ def _classify(index: int, claims: Sequence[Claim], extractor: ChatCompleter | No
     built, settings = _WORKER["built"], _WORKER["settings"]
     pipeline = Pipeline(settings, built.engine, extractor or built.llm, built.embedder,
                         load_prompt(settings.dreaming_prompt_file))
-    return classify_claims(pipeline, claims, _ticker(index))
+    return classify_claims(pipeline, claims, _ticker(run, index))
 
 
-def _ask(index: int, user: User, questions: Sequence[Question],
+def _ask(run: int, index: int, user: User, questions: Sequence[Question],
          strategies: Sequence[RecallStrategy], persona: uuid.UUID) -> tuple[Asked, int]:
     """One user asked in a worker: the scores, the baseline's tokens and the judge's LLM
     calls for this user."""
@@ -73,36 +77,62 @@ def _ask(index: int, user: User, questions: Sequence[Question],
     built = _WORKER["built"]
     calls = built.judge.llm_calls
     asked = ask_user(built.engine, _WORKER["settings"], user, questions, built.embedder,
-                     built.judge, strategies, persona, _ticker(index))
+                     built.judge, strategies, persona, _ticker(run, index))
     return asked, built.judge.llm_calls - calls
 
 
-def _in_workers(setup: WorkerSetup, settings: Settings, jobs: int,
-                tasks: Sequence[tuple[Callable[..., R], tuple[Any, ...], int]],
-                advance: Callable[[int], None]) -> list[R]:
-    """Each task ``(function, arguments, steps)`` run by one of ``jobs`` workers (its first
-    argument is its index); the results in ``tasks``' order. ``advance`` gets each task's
-    steps as its worker reports them, and what is left of them when it ends."""
-    context = multiprocessing.get_context("spawn")
-    ticks = context.Queue()
-    counted = [0] * len(tasks)  # steps already reported per task
+class Workers:
+    """``jobs`` worker processes, started at once (they build their engine and providers
+    while the caller ingests), for the classify and the ask phase in turn. Close it (or use
+    it as a context manager) before the database stops."""
 
-    def tick(index: int, steps: int) -> None:
-        steps = min(steps, tasks[index][2] - counted[index])
-        counted[index] += steps
-        advance(steps)
+    def __init__(self, setup: WorkerSetup, settings: Settings, jobs: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.jobs = jobs
+        self._ticks = context.Queue()
+        self._runs = 0
+        self._pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context,
+                                         initializer=_start,
+                                         initargs=(setup, settings, self._ticks))
+        for _ in range(jobs):  # a spawned pool starts a worker per task it cannot place
+            self._pool.submit(_ready)
 
-    def drain() -> None:
-        try:
-            while True:
-                tick(*ticks.get_nowait())
-        except queues.Empty:
-            pass
+    def __enter__(self) -> Workers:
+        return self
 
-    results: dict[int, R] = {}
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context,
-                             initializer=_start, initargs=(setup, settings, ticks)) as pool:
-        futures: dict[Future[R], int] = {pool.submit(fn, i, *args): i
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._ticks.close()
+
+    def run(self, tasks: Sequence[tuple[Callable[..., R], tuple[Any, ...], int]],
+            advance: Callable[[int], None]) -> list[R]:
+        """Each task ``(function, arguments, steps)`` run by a worker (called with this run's
+        number and the task's index first); the results in ``tasks``' order. ``advance`` gets
+        each task's steps as its worker reports them, and what is left of them when it
+        ends."""
+        self._runs += 1
+        run = self._runs
+        counted = [0] * len(tasks)  # steps already reported per task
+
+        def tick(index: int, steps: int) -> None:
+            steps = min(steps, tasks[index][2] - counted[index])
+            counted[index] += steps
+            advance(steps)
+
+        def drain() -> None:
+            try:
+                while True:
+                    said, index, steps = self._ticks.get_nowait()
+                    if said == run:  # a late tick of an earlier run is dropped
+                        tick(index, steps)
+            except queues.Empty:
+                pass
+
+        results: dict[int, R] = {}
+        futures: dict[Future[R], int] = {self._pool.submit(fn, run, i, *args): i
                                          for i, (fn, args, _) in enumerate(tasks)}
         pending = set(futures)
         while pending:
@@ -112,28 +142,21 @@ def _in_workers(setup: WorkerSetup, settings: Settings, jobs: int,
                 index = futures[future]
                 results[index] = future.result()
                 tick(index, tasks[index][2])  # what is still in flight, or was never said
-    ticks.close()
-    return [results[i] for i in range(len(tasks))]
+        return [results[i] for i in range(len(tasks))]
 
+    def classify(self, extractor: ChatCompleter | None, claims: Sequence[Sequence[Claim]],
+                 advance: Callable[[int], None]) -> tuple[int, int]:
+        """Each user's claims (in claim order) classified by a worker, with ``extractor``
+        (None: the worker's configured model): memories written and sessions classified."""
+        done = self.run([(_classify, (mine, extractor), len(mine)) for mine in claims],
+                        advance)
+        return sum(m for m, _ in done), sum(c for _, c in done)
 
-def classify_in_workers(setup: WorkerSetup, settings: Settings,
-                        extractor: ChatCompleter | None, claims: Sequence[Sequence[Claim]],
-                        jobs: int, advance: Callable[[int], None]) -> tuple[int, int]:
-    """Each user's claims (in claim order) classified by one of ``jobs`` workers, with
-    ``extractor`` (None: the worker's configured model): memories written and sessions
-    classified in all."""
-    done = _in_workers(setup, settings, jobs,
-                       [(_classify, (mine, extractor), len(mine)) for mine in claims], advance)
-    return sum(m for m, _ in done), sum(c for _, c in done)
-
-
-def ask_in_workers(setup: WorkerSetup, settings: Settings,
-                   work: Sequence[tuple[User, Sequence[Question]]],
-                   strategies: Sequence[RecallStrategy], persona: uuid.UUID, jobs: int,
-                   advance: Callable[[int], None]) -> tuple[list[Asked], int]:
-    """Each user of ``work`` asked by one of ``jobs`` workers: the per-user results in
-    ``work``'s order, and the judge's LLM calls in all."""
-    done = _in_workers(setup, settings, jobs,
-                       [(_ask, (user, questions, strategies, persona), len(questions))
-                        for user, questions in work], advance)
-    return [asked for asked, _ in done], sum(calls for _, calls in done)
+    def ask(self, work: Sequence[tuple[User, Sequence[Question]]],
+            strategies: Sequence[RecallStrategy], persona: uuid.UUID,
+            advance: Callable[[int], None]) -> tuple[list[Asked], int]:
+        """Each user of ``work`` asked by a worker: the per-user results in ``work``'s
+        order, and the judge's LLM calls in all."""
+        done = self.run([(_ask, (user, questions, strategies, persona), len(questions))
+                         for user, questions in work], advance)
+        return [asked for asked, _ in done], sum(calls for _, calls in done)

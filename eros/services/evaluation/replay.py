@@ -11,6 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
@@ -26,9 +27,11 @@ from eros.services.consolidate import Consolidator, consolidate, start_pass
 from eros.services.evaluation.classifying import claim_next, classify_claims
 from eros.services.evaluation.ids import as_uuid, persona_of
 from eros.services.evaluation.progress import Progress, silent
-from eros.services.evaluation.setup import WorkerSetup
 from eros.services.ingest import ingest
 from eros.settings import Settings
+
+if TYPE_CHECKING:
+    from eros.services.evaluation.parallel import Workers
 
 
 @dataclass
@@ -64,15 +67,14 @@ def _lines(suite: Suite) -> list[bytes]:
 def replay(engine: Engine, settings: Settings, suite: Suite, llm: ChatCompleter,
            embedder: Embedder, *, consolidation: bool = True,
            now: datetime | None = None, extractor: ChatCompleter | None = None,
-           progress: Progress = silent, jobs: int = 1,
-           setup: WorkerSetup | None = None) -> ReplayReport:
+           progress: Progress = silent, workers: Workers | None = None) -> ReplayReport:
     """Ingest, classify and consolidate ``suite`` into ``engine`` (a scratch database).
 
     ``extractor`` answers the extraction calls instead of ``llm`` (which still consolidates):
     ``--extractor observations`` passes the suite's observations (``observations.py``).
-    ``jobs`` above 1 with a ``setup``: the sessions are classified by that many worker
-    processes (:mod:`.parallel`), each user's sessions by one worker in the order they were
-    claimed — the memories a user gets do not depend on another user's."""
+    With ``workers`` (:mod:`.parallel`) the sessions are classified by worker processes, each
+    user's sessions by one worker in the order they were claimed — the memories a user gets
+    do not depend on another user's."""
     report = ReplayReport()
     started = time.perf_counter()
     lines = _lines(suite)
@@ -88,17 +90,14 @@ def replay(engine: Engine, settings: Settings, suite: Suite, llm: ChatCompleter,
     pipeline = Pipeline(settings, engine, extractor or llm, embedder,
                         load_prompt(settings.dreaming_prompt_file))
     with progress("classify", report.sessions) as advance:
-        if jobs > 1 and setup is not None and len(suite.users) > 1:
-            from eros.services.evaluation.parallel import classify_in_workers
-
+        if workers is not None:
             claims = []
             while batch := claim_next(engine, settings):
                 claims += batch
             by_user: dict[uuid.UUID, list[repo.Claim]] = {}
             for claim in claims:  # each user's sessions in the order they were claimed
                 by_user.setdefault(claim.user_id, []).append(claim)
-            memories, classified = classify_in_workers(setup, settings, extractor,
-                                                       list(by_user.values()), jobs, advance)
+            memories, classified = workers.classify(extractor, list(by_user.values()), advance)
             report.memories += memories
             report.classified += classified
         else:

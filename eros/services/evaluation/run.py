@@ -17,7 +17,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
@@ -32,6 +32,9 @@ from eros.services.evaluation.progress import Progress, silent
 from eros.services.evaluation.replay import ReplayReport, replay
 from eros.services.evaluation.setup import WorkerSetup
 from eros.settings import Settings
+
+if TYPE_CHECKING:
+    from eros.services.evaluation.parallel import Workers
 
 
 @dataclass
@@ -78,15 +81,27 @@ def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatComplete
 
     Where a question names its evidence turns, every system is also scored exactly, by
     provenance, at every K of ``KS`` and within every token budget of ``BUDGETS``. ``jobs``
-    and ``setup``: the questions asked by worker processes (:func:`ask`)."""
+    above 1 with a ``setup`` (how a worker rebuilds the engine, providers and judge): the
+    sessions are classified and the questions asked by that many worker processes
+    (:mod:`.parallel`, started before the ingest) — every figure the same, in the same
+    order."""
     started = time.perf_counter()
-    replayed = replay(engine, settings, suite, llm, embedder, consolidation=consolidation,
-                      extractor=extractor, progress=progress, jobs=jobs, setup=setup)
-    mark = time.perf_counter()
-    scored, baseline_tokens = ask(engine, settings, suite, embedder, judge,
-                                  strategies=strategies, progress=progress, jobs=jobs,
-                                  setup=setup)
-    replayed.timings["ask"] = time.perf_counter() - mark
+    workers = None
+    if jobs > 1 and setup is not None and len(suite.users) > 1:
+        from eros.services.evaluation.parallel import Workers
+
+        workers = Workers(setup, settings, min(jobs, len(suite.users)))
+    try:
+        replayed = replay(engine, settings, suite, llm, embedder, consolidation=consolidation,
+                          extractor=extractor, progress=progress, workers=workers)
+        mark = time.perf_counter()
+        scored, baseline_tokens = ask(engine, settings, suite, embedder, judge,
+                                      strategies=strategies, progress=progress,
+                                      workers=workers)
+        replayed.timings["ask"] = time.perf_counter() - mark
+    finally:
+        if workers is not None:
+            workers.close()
     return EvalResult(suite=suite.name, users=len(suite.users), questions=len(suite.questions),
                       k=settings.recall_k, judge=judge.name, embedder=embedder.name,
                       llm=llm.name, replay=replayed, baseline_embedding_tokens=baseline_tokens,
@@ -97,15 +112,14 @@ def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatComplete
 
 def ask(engine: Engine, settings: Settings, suite: Suite, embedder: Embedder, judge: Judge, *,
         strategies: Sequence[RecallStrategy] = RECALL_STRATEGIES,
-        progress: Progress = silent, jobs: int = 1,
-        setup: WorkerSetup | None = None) -> tuple[list[Scored], int]:
+        progress: Progress = silent, workers: Workers | None = None
+        ) -> tuple[list[Scored], int]:
     """Ask every question of an already replayed ``suite`` and score each system's answer
     (and the baseline's); the baseline's embedding tokens. Separate from the replay so a
     calibration study (``bench/fusion_dev.py``) can ask one replay under several settings.
 
-    ``jobs`` above 1 with a ``setup`` (how a worker process rebuilds the engine, embedder and
-    judge): the users are asked by that many worker processes (:mod:`.parallel`) — every
-    figure the same as asked here, in the same order; the judge's LLM calls are added to
+    With ``workers`` (:mod:`.parallel`) the users are asked by worker processes — every figure
+    the same as asked here, in the same order; the judge's LLM calls are added to
     ``judge.llm_calls``."""
     by_user = defaultdict(list)
     for q in suite.questions:
@@ -113,11 +127,8 @@ def ask(engine: Engine, settings: Settings, suite: Suite, embedder: Embedder, ju
     work = [(user, by_user[user.id]) for user in suite.users if by_user.get(user.id)]
     persona = persona_of(suite)
     with progress("ask", len(suite.questions)) as advance:
-        if jobs > 1 and setup is not None and len(work) > 1:
-            from eros.services.evaluation.parallel import ask_in_workers
-
-            asked, calls = ask_in_workers(setup, settings, work, strategies, persona, jobs,
-                                          advance)
+        if workers is not None:
+            asked, calls = workers.ask(work, strategies, persona, advance)
             judge.llm_calls += calls
         else:
             asked = [ask_user(engine, settings, user, questions, embedder, judge,
