@@ -110,7 +110,8 @@ class Workers:
     def run(self, tasks: Sequence[tuple[Callable[..., R], tuple[Any, ...], int]],
             advance: Callable[[int], None]) -> list[R]:
         """Each task ``(function, arguments, steps)`` run by a worker (called with this run's
-        number and the task's index first); the results in ``tasks``' order. ``advance`` gets
+        number and the task's index first), the most steps first; the results in ``tasks``'
+        order. ``advance`` gets
         each task's steps as its worker reports them, and what is left of them when it
         ends."""
         self._runs += 1
@@ -132,8 +133,10 @@ class Workers:
                 pass
 
         results: dict[int, R] = {}
-        futures: dict[Future[R], int] = {self._pool.submit(fn, run, i, *args): i
-                                         for i, (fn, args, _) in enumerate(tasks)}
+        # the largest first, so that no worker is left with a large one at the end
+        largest = sorted(range(len(tasks)), key=lambda i: -tasks[i][2])
+        futures: dict[Future[R], int] = {
+            self._pool.submit(tasks[i][0], run, i, *tasks[i][1]): i for i in largest}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
