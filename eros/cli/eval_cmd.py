@@ -71,9 +71,8 @@ def _load(path: Path | None, fmt: str) -> Suite:
               help="Progress per phase on stderr: a bar on a terminal, else a line every 15 s "
                    "(default: on; --no-progress: none).")
 @click.option("--jobs", type=click.IntRange(min=1),
-              help="Worker processes classifying the sessions and asking the questions, one user "
-                   "at a time each (default: "
-                   "the CPUs, at most 4); figures are the same for any number.")
+              help="Worker processes asking the questions, one user at a time each (default: "
+                   "the CPUs, at most 4); the figures are the same for any number.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write every figure (and each answer's score) to this file.")
 def eval_command(suite_path: Path | None, fmt: str, judge: str, answers: bool,

@@ -1,16 +1,16 @@
-"""``eros eval`` in worker processes (``--jobs``): the classify and ask phases, one user at a
-time each worker.
+"""``eros eval``'s ask phase in worker processes (``--jobs``), one user at a time each worker.
 
-A full LoCoMo run classifies 544 sessions and asks ~2,000 questions, eight recalls each; both
-spend most of their wall time waiting on round trips to PostgreSQL, so while one process waits
-another computes. Users are independent: a user's memories come from that user's sessions,
-classified in the order they were claimed, and a question is asked of its own user. Each
-worker rebuilds the engine, the providers (the embedder behind the same embedding cache) and
-the judge from a :class:`~.setup.WorkerSetup`, works through whole users and sends back what
-they gave; the parent puts the results back in the suite's order, so every figure is the one
-a single process computes. Workers are started with ``spawn`` (a fresh interpreter: no
-inherited connection, SQLite handle or model thread pool), and each says when it has done a
-session or a question, for the progress line.
+A full LoCoMo run asks ~2,000 questions, eight recalls each (a recall is several statements),
+and spends most of its wall time waiting on round trips to PostgreSQL: while one process
+waits another computes. The users are independent once the replay is done — a question is
+asked of its own user, reading only that user's rows — so each worker rebuilds the engine,
+the providers (the embedder behind the same embedding cache) and the judge from a
+:class:`~.setup.WorkerSetup`, asks whole users and sends back their scores; the parent puts
+them back in the suite's order, so every figure is the one a single process computes.
+Workers are started with ``spawn`` (a fresh interpreter: no inherited connection, SQLite
+handle or model thread pool) when the run starts, so they are ready when the replay ends, and
+each says when it has answered a question, for the progress line. (Classification stays in
+the command's process: see :func:`~.replay.replay`.)
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ from typing import Any, TypeVar
 from eros.core.evaluation.scoring import Scored
 from eros.core.evaluation.suite import Question, User
 from eros.core.fusion import RecallStrategy
-from eros.db.repo import Claim
-from eros.providers.base import ChatCompleter
 from eros.services.evaluation.setup import WorkerSetup
 from eros.settings import Settings
 
@@ -54,20 +52,6 @@ def _ticker(run: int, index: int) -> Callable[[int], None]:
     return lambda steps: ticks.put((run, index, steps))
 
 
-def _classify(run: int, index: int, claims: Sequence[Claim], extractor: ChatCompleter | None
-              ) -> tuple[int, int]:
-    """One user's claimed sessions classified in a worker: memories written, sessions
-    classified."""
-    from eros.core.prompts import load_prompt
-    from eros.services.classify import Pipeline
-    from eros.services.evaluation.classifying import classify_claims
-
-    built, settings = _WORKER["built"], _WORKER["settings"]
-    pipeline = Pipeline(settings, built.engine, extractor or built.llm, built.embedder,
-                        load_prompt(settings.dreaming_prompt_file))
-    return classify_claims(pipeline, claims, _ticker(run, index))
-
-
 def _ask(run: int, index: int, user: User, questions: Sequence[Question],
          strategies: Sequence[RecallStrategy], persona: uuid.UUID) -> tuple[Asked, int]:
     """One user asked in a worker: the scores, the baseline's tokens and the judge's LLM
@@ -83,8 +67,8 @@ def _ask(run: int, index: int, user: User, questions: Sequence[Question],
 
 class Workers:
     """``jobs`` worker processes, started at once (they build their engine and providers
-    while the caller ingests), for the classify and the ask phase in turn. Close it (or use
-    it as a context manager) before the database stops."""
+    while the caller replays). Close it (or use it as a context manager) before the database
+    stops."""
 
     def __init__(self, setup: WorkerSetup, settings: Settings, jobs: int) -> None:
         context = multiprocessing.get_context("spawn")
@@ -146,14 +130,6 @@ class Workers:
                 results[index] = future.result()
                 tick(index, tasks[index][2])  # what is still in flight, or was never said
         return [results[i] for i in range(len(tasks))]
-
-    def classify(self, extractor: ChatCompleter | None, claims: Sequence[Sequence[Claim]],
-                 advance: Callable[[int], None]) -> tuple[int, int]:
-        """Each user's claims (in claim order) classified by a worker, with ``extractor``
-        (None: the worker's configured model): memories written and sessions classified."""
-        done = self.run([(_classify, (mine, extractor), len(mine)) for mine in claims],
-                        advance)
-        return sum(m for m, _ in done), sum(c for _, c in done)
 
     def ask(self, work: Sequence[tuple[User, Sequence[Question]]],
             strategies: Sequence[RecallStrategy], persona: uuid.UUID,

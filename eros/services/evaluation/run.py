@@ -82,8 +82,8 @@ def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatComplete
     Where a question names its evidence turns, every system is also scored exactly, by
     provenance, at every K of ``KS`` and within every token budget of ``BUDGETS``. ``jobs``
     above 1 with a ``setup`` (how a worker rebuilds the engine, providers and judge): the
-    sessions are classified and the questions asked by that many worker processes
-    (:mod:`.parallel`, started before the ingest) — every figure the same, in the same
+    questions are asked by that many worker processes (:mod:`.parallel`, started before the
+    ingest, so they are ready when the replay ends) — every figure the same, in the same
     order."""
     started = time.perf_counter()
     workers = None
@@ -93,7 +93,7 @@ def evaluate(engine: Engine, settings: Settings, suite: Suite, llm: ChatComplete
         workers = Workers(setup, settings, min(jobs, len(suite.users)))
     try:
         replayed = replay(engine, settings, suite, llm, embedder, consolidation=consolidation,
-                          extractor=extractor, progress=progress, workers=workers)
+                          extractor=extractor, progress=progress)
         mark = time.perf_counter()
         scored, baseline_tokens = ask(engine, settings, suite, embedder, judge,
                                       strategies=strategies, progress=progress,
