@@ -56,14 +56,23 @@ SELECT a.id AS a, b.id AS b
 # A pass compares only memories not yet compared (their rows in ``consolidation_backlog``,
 # 0013) with their neighbours, oldest first, one keyset page of the backlog's index at a
 # time: O(new × k), never the user's all pairs.
+# The next :n backlog rows in the index's order (ix_consolidation_backlog_user), each with
+# whether its memory is still current (a correlated scalar subquery: a primary-key lookup
+# per row of the page, never a join or hashed scan of the memories). Joined to the memories
+# before the LIMIT, the planner (which expects a backlog of a few rows: it fills and empties
+# between autovacuum's analyses) read the user's whole backlog and looked every row up, then
+# sorted: ~30 ms a page at 50k, the largest statement of a first pass (issue 34, profile).
 UNCOMPARED_PAGE = text("""
-SELECT q.memory_id AS id, q.created_at
-  FROM engine.consolidation_backlog q
-  JOIN engine.companion_memories m ON m.id = q.memory_id AND m.status = 'current'
- WHERE q.user_id = :user_id
-   AND (q.created_at, q.memory_id) > (CAST(:after_at AS timestamptz), CAST(:after_id AS uuid))
+SELECT q.memory_id AS id, q.created_at,
+       coalesce((SELECT m.status = 'current' FROM engine.companion_memories m
+                  WHERE m.id = q.memory_id), false) AS current
+  FROM (SELECT memory_id, created_at FROM engine.consolidation_backlog
+         WHERE user_id = :user_id
+           AND (created_at, memory_id) > (CAST(:after_at AS timestamptz),
+                                          CAST(:after_id AS uuid))
+         ORDER BY created_at, memory_id
+         LIMIT :n) q
  ORDER BY q.created_at, q.memory_id
- LIMIT :n
 """)
 
 # capped: the plan choice needs "more than N", never the exact count of a huge user.
@@ -253,11 +262,21 @@ def near_pairs(conn: Connection, user_id: uuid.UUID, *, similarity: float) -> li
 
 def uncompared_page(conn: Connection, user_id: uuid.UUID, n: int,
                     after: tuple[datetime, uuid.UUID] | None) -> list[tuple[uuid.UUID, datetime]]:
-    """The next ``n`` not-yet-compared memories, oldest first, after the keyset ``after``."""
+    """The next ``n`` not-yet-compared memories still current, oldest first, after the keyset
+    ``after``: backlog pages in index order until ``n`` are current or the backlog ends (a
+    row no longer current — rare: a pass removes its members from the backlog — is stepped
+    over, as the join did)."""
     at, last = after or (datetime(1, 1, 1, tzinfo=UTC), uuid.UUID(int=0))
-    rows = conn.execute(UNCOMPARED_PAGE, {"user_id": user_id, "n": n, "after_at": at,
-                                          "after_id": last})
-    return [(r.id, r.created_at) for r in rows]
+    found: list[tuple[uuid.UUID, datetime]] = []
+    while len(found) < n:
+        want = n - len(found)
+        rows = conn.execute(UNCOMPARED_PAGE, {"user_id": user_id, "n": want, "after_at": at,
+                                              "after_id": last}).all()
+        found += [(r.id, r.created_at) for r in rows if r.current]
+        if len(rows) < want:
+            break
+        at, last = rows[-1].created_at, rows[-1].id
+    return found
 
 
 def current_count(conn: Connection, user_id: uuid.UUID, *, cap: int) -> int:

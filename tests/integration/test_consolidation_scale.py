@@ -231,3 +231,35 @@ def test_a_merged_member_leaves_the_graph_instead_of_entering_it_again(
         found = sql.knn_pairs(conn, ids[300:400], similarity=-1.0, k=16)
     assert found and not {i for p in found for i in p} & set(ids[:300])
 
+
+
+def test_a_backlog_page_is_the_next_current_rows_in_order_and_reads_only_a_page(
+        engine: Engine) -> None:
+    """Issue 34: a backlog page reads the backlog's index in order and stops after the page
+    (it read the user's whole backlog and looked every row up: ~30 ms a page at 50k); rows
+    no longer current are stepped over, across pages, as the join did."""
+    user = uuid.uuid4()
+    ids = [add(engine, user, f"m {i}", unit(np.eye(DIM)[i % DIM]), days_ago=40 - i)
+           for i in range(40)]
+    gone = set(ids[2:9]) | {ids[12], ids[30]}  # merged meanwhile, still in the backlog
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE engine.companion_memories SET status = 'merged'"
+                          " WHERE id = ANY(:ids)"), {"ids": list(gone)})
+    current = [i for i in ids if i not in gone]
+    with engine.connect() as conn:
+        walked: list[uuid.UUID] = []
+        after = None
+        while page := sql.uncompared_page(conn, user, 3, after):
+            assert len(page) == 3 or len(walked) + len(page) == len(current)
+            walked += [i for i, _ in page]
+            after = (page[-1][1], page[-1][0])
+        assert walked == current
+        assert [i for i, _ in sql.uncompared_page(conn, user, 100, None)] == current
+        plan = "\n".join(r[0] for r in conn.execute(text(
+            "EXPLAIN (ANALYZE, COSTS OFF) " + str(sql.UNCOMPARED_PAGE)),
+            {"user_id": user, "n": 3, "after_at": datetime(1, 1, 1, tzinfo=UTC),
+             "after_id": uuid.UUID(int=0)}))
+    # the memories are looked up for the page's rows only (3), never for the whole backlog
+    lookups = plan[plan.index("companion_memories_pkey"):]
+    assert "loops=3)" in lookups.splitlines()[0], plan  # a lookup per row of the page
+    assert "ix_companion_memories_current" not in plan
