@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, RootTransaction, text
 
 from eros.core.names import CLASSIFY_TASK
 from eros.settings import load_settings
@@ -114,6 +114,22 @@ def _memories(engine: Engine, sid: uuid.UUID) -> list[str]:
                                  {"i": sid}).scalars())
 
 
+def _lock_sessions(holder: Connection, sids: list[uuid.UUID]) -> tuple[RootTransaction, int]:
+    """Lock the sessions' rows in an open transaction on ``holder``: (it, its backend pid)."""
+    tx = holder.begin()
+    holder.execute(text("SELECT 1 FROM engine.chat_sessions WHERE id = ANY(:ids) FOR UPDATE"),
+                   {"ids": sids})
+    return tx, int(holder.execute(text("SELECT pg_backend_pid()")).scalar_one())
+
+
+def _waiting_on(engine: Engine, holder_pid: int) -> int:
+    """Backends waiting for a lock that ``holder_pid`` holds."""
+    with engine.connect() as conn:
+        return int(conn.execute(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            " AND :holder = ANY(pg_blocking_pids(pid))"), {"holder": holder_pid}).scalar_one())
+
+
 def test_soft_time_limit_fires_on_gevent_and_the_session_is_retried(
         engine: Engine, stack_env: dict[str, str], trickling_llm: TricklingLLM,
         tmp_path: Path) -> None:
@@ -175,23 +191,10 @@ def test_database_waits_overlap_on_one_gevent_worker(
     holder = engine.connect()
     try:
         worker.wait_ready()
-        with engine.connect() as conn:
-            app_pid = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
-        tx = holder.begin()
-        holder.execute(text("SELECT 1 FROM engine.chat_sessions WHERE id = ANY(:ids)"
-                            " FOR UPDATE"), {"ids": sids})
-        holder_pid = holder.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        tx, holder_pid = _lock_sessions(holder, sids)
         for sid in sids:
             _send(env, sid)
-
-        def waiting() -> int:
-            with engine.connect() as conn:
-                return int(conn.execute(text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                    " AND :holder = ANY(pg_blocking_pids(pid)) AND pid <> :me"),
-                    {"holder": holder_pid, "me": app_pid}).scalar_one())
-
-        wait_until(lambda: waiting() == n, timeout=8, interval=0.1,
+        wait_until(lambda: _waiting_on(engine, holder_pid) == n, timeout=8, interval=0.1,
                    message=f"{n} tasks of one gevent process waiting on the lock together")
         tx.rollback()
         wait_until(lambda: all(_session(engine, s)[2] for s in sids), timeout=30,
@@ -226,25 +229,14 @@ def test_a_full_green_pool_already_holds_its_next_message(
     holder = engine.connect()
     try:
         worker.wait_ready()
-        tx = holder.begin()
-        holder.execute(text("SELECT 1 FROM engine.chat_sessions WHERE id = ANY(:ids)"
-                            " FOR UPDATE"), {"ids": sids})
-        holder_pid = holder.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        tx, holder_pid = _lock_sessions(holder, sids)
         for sid in sids:
             _send(env, sid)
-
-        def held() -> int:
-            with engine.connect() as conn:
-                return int(conn.execute(text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                    " AND :holder = ANY(pg_blocking_pids(pid))"),
-                    {"holder": holder_pid}).scalar_one())
-
-        wait_until(lambda: held() == n, timeout=15, interval=0.1,
+        wait_until(lambda: _waiting_on(engine, holder_pid) == n, timeout=15, interval=0.1,
                    message=f"{n} tasks filling the pool, each waiting on the held rows")
         wait_until(lambda: broker.llen(queued) == 0, timeout=10, interval=0.1,
                    message="the 4th message fetched by the worker while its pool is full")
-        assert held() == n, "the pool ran more tasks than its concurrency"
+        assert _waiting_on(engine, holder_pid) == n, "the pool ran more tasks than its concurrency"
         tx.rollback()
         wait_until(lambda: all(_session(engine, s)[2] for s in sids), timeout=30,
                    message="every session classified once the rows are free")
