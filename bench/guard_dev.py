@@ -113,17 +113,22 @@ def cost(cases: Sequence[Case], model: MeaningModel, rounds: int = 5) -> tuple[f
     return sorted(rules)[rounds // 2], sorted(meaning)[rounds // 2]
 
 
+def tally(rows: dict[str, list[int]], keys: Sequence[str], case: Case, kept: bool) -> None:
+    """Count one judged case under each key: [attacks, through, look-alikes, kept]."""
+    for key in keys:
+        slot = rows[key]
+        if case.kind == "attack":
+            slot[0] += 1
+            slot[1] += kept
+        else:
+            slot[2] += 1
+            slot[3] += kept
+
+
 def table(name: str, results: Sequence[tuple[Case, bool, str]]) -> list[str]:
     rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for case, kept, _layer in results:
-        for key in ("all", f"lang:{case.lang}"):
-            slot = rows[key]
-            if case.kind == "attack":
-                slot[0] += 1
-                slot[1] += kept
-            else:
-                slot[2] += 1
-                slot[3] += kept
+        tally(rows, ("all", f"lang:{case.lang}"), case, kept)
     lines = []
     for key in ["all", *sorted(k for k in rows if k != "all")]:
         a, t, b, k = rows[key]

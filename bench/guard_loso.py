@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.guard_dev import tally
 from eros.core.guard import load_guard
 from eros.core.guard_meaning import (
     BAND,
@@ -180,14 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         for case, kept, in_band in results:
             if in_band and (case.kind == "benign" or kept):
                 band[case.kind == "benign"] += 1
-            for key in ("all", name, f"lang:{case.lang}"):
-                slot = totals[key]
-                if case.kind == "attack":
-                    slot[0] += 1
-                    slot[1] += kept
-                else:
-                    slot[2] += 1
-                    slot[3] += kept
+            tally(totals, ("all", name, f"lang:{case.lang}"), case, kept)
             if args.show and (case.kind == "attack") == kept:
                 print(f"    {name} {'through' if kept else 'lost'}: {case.id}")
         thresholds = " ".join(f"{k}={v:.3f}" for k, v in per.items())

@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -130,6 +131,26 @@ def _waiting_on(engine: Engine, holder_pid: int) -> int:
             " AND :holder = ANY(pg_blocking_pids(pid))"), {"holder": holder_pid}).scalar_one())
 
 
+@contextmanager
+def _green_worker_on_held_rows(engine: Engine, env: dict[str, str], sids: list[uuid.UUID], *,
+                               name: str, concurrency: int,
+                               log_dir: Path) -> Iterator[tuple[RootTransaction, int]]:
+    """A gevent worker of ``concurrency`` started, the sessions' rows locked by an open
+    transaction, and one classify message sent for each: (that transaction, its pid)."""
+    worker = WorkerProcess(env, name=name, pool="gevent", concurrency=concurrency,
+                           log_dir=log_dir)
+    holder = engine.connect()
+    try:
+        worker.wait_ready()
+        tx, holder_pid = _lock_sessions(holder, sids)
+        for sid in sids:
+            _send(env, sid)
+        yield tx, holder_pid
+    finally:
+        holder.close()
+        worker.stop()
+
+
 def test_soft_time_limit_fires_on_gevent_and_the_session_is_retried(
         engine: Engine, stack_env: dict[str, str], trickling_llm: TricklingLLM,
         tmp_path: Path) -> None:
@@ -186,14 +207,8 @@ def test_database_waits_overlap_on_one_gevent_worker(
     with engine.begin() as conn:
         sids = [add_session(conn, [mem_line("fact", 0.5, f"overlap {i}")]) for i in range(n)]
     env = {**stack_env, "DATABASE_POOL_SIZE": str(n), "DATABASE_MAX_OVERFLOW": "2"}
-    worker = WorkerProcess(env, name="green-db", pool="gevent", concurrency=n,
-                           log_dir=tmp_path)
-    holder = engine.connect()
-    try:
-        worker.wait_ready()
-        tx, holder_pid = _lock_sessions(holder, sids)
-        for sid in sids:
-            _send(env, sid)
+    with _green_worker_on_held_rows(engine, env, sids, name="green-db", concurrency=n,
+                                    log_dir=tmp_path) as (tx, holder_pid):
         wait_until(lambda: _waiting_on(engine, holder_pid) == n, timeout=8, interval=0.1,
                    message=f"{n} tasks of one gevent process waiting on the lock together")
         tx.rollback()
@@ -201,10 +216,6 @@ def test_database_waits_overlap_on_one_gevent_worker(
                    message="every session classified once the lock is gone")
         assert sorted(m for s in sids for m in _memories(engine, s)) == sorted(
             f"overlap {i}" for i in range(n))
-    finally:
-        holder.close()
-        worker.stop()
-
 
 
 def test_a_full_green_pool_already_holds_its_next_message(
@@ -224,25 +235,19 @@ def test_a_full_green_pool_already_holds_its_next_message(
     settings = load_settings(redis_url=env["REDIS_URL"], database_url=env["DATABASE_URL"])
     broker = redis.Redis.from_url(env.get("BROKER_URL") or env["REDIS_URL"])
     queued = settings.eros_classify_queue
-    worker = WorkerProcess(env, name="green-prefetch", pool="gevent", concurrency=n,
-                           log_dir=tmp_path)
-    holder = engine.connect()
     try:
-        worker.wait_ready()
-        tx, holder_pid = _lock_sessions(holder, sids)
-        for sid in sids:
-            _send(env, sid)
-        wait_until(lambda: _waiting_on(engine, holder_pid) == n, timeout=15, interval=0.1,
-                   message=f"{n} tasks filling the pool, each waiting on the held rows")
-        wait_until(lambda: broker.llen(queued) == 0, timeout=10, interval=0.1,
-                   message="the 4th message fetched by the worker while its pool is full")
-        assert _waiting_on(engine, holder_pid) == n, "the pool ran more tasks than its concurrency"
-        tx.rollback()
-        wait_until(lambda: all(_session(engine, s)[2] for s in sids), timeout=30,
-                   message="every session classified once the rows are free")
-        assert sorted(m for s in sids for m in _memories(engine, s)) == sorted(
-            f"reserved {i}" for i in range(n + 1))
+        with _green_worker_on_held_rows(engine, env, sids, name="green-prefetch",
+                                        concurrency=n, log_dir=tmp_path) as (tx, holder_pid):
+            wait_until(lambda: _waiting_on(engine, holder_pid) == n, timeout=15, interval=0.1,
+                       message=f"{n} tasks filling the pool, each waiting on the held rows")
+            wait_until(lambda: broker.llen(queued) == 0, timeout=10, interval=0.1,
+                       message="the 4th message fetched by the worker while its pool is full")
+            assert _waiting_on(engine, holder_pid) == n, \
+                "the pool ran more tasks than its concurrency"
+            tx.rollback()
+            wait_until(lambda: all(_session(engine, s)[2] for s in sids), timeout=30,
+                       message="every session classified once the rows are free")
+            assert sorted(m for s in sids for m in _memories(engine, s)) == sorted(
+                f"reserved {i}" for i in range(n + 1))
     finally:
-        holder.close()
         broker.close()
-        worker.stop()
