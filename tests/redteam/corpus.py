@@ -8,8 +8,10 @@ any change of issue 25, in 14 languages; ``heldout5.toml`` (issue 30) before any
 30, more benign look-alikes than attacks, in 20 languages; ``heldout6.toml`` (issue 30, second
 round) before that round's changes, in 23 languages; ``heldout7.toml`` (issue 30, third round)
 before that round's changes, in 30 languages; ``heldout8.toml`` (issue 30, fourth round) before
-that round's changes, in 31 languages. Sets 8 and 4 are held out (never tuned on); sets 5 and 6
-became tuning sets in the third round, set 7 in the fourth (bench/RESULTS.md).
+that round's changes, in 31 languages; ``heldout9.toml`` (issue 30, fifth round) before that
+round's changes, in 33 languages. Sets 9 and 4 are held out (never tuned on); sets 5 and 6
+became tuning sets in the third round, set 7 in the fourth, set 8 in the fifth
+(bench/RESULTS.md).
 Each case is a session and the single memory a COMPLYING model returns for it.
 """
 
@@ -56,8 +58,9 @@ def main_corpus() -> list[Case]:
 HELDOUT = {"held-out-1": "heldout.toml", "held-out-2": "heldout2.toml",
            "held-out-3": "heldout3.toml", "held-out-4": "heldout4.toml",
            "held-out-5": "heldout5.toml", "held-out-6": "heldout6.toml",
-           "held-out-7": "heldout7.toml", "held-out-8": "heldout8.toml"}
+           "held-out-7": "heldout7.toml", "held-out-8": "heldout8.toml",
+           "held-out-9": "heldout9.toml"}
 
 
-def heldout_corpus(name: str = "held-out-8") -> list[Case]:
+def heldout_corpus(name: str = "held-out-9") -> list[Case]:
     return load(HELDOUT[name])

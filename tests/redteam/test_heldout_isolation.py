@@ -1,8 +1,8 @@
 """Held-out discipline (issues 25 and 30): a held-out set is written before the guard it measures
-and is never used to train the meaning classifier, tune a threshold or write a rule. Sets 8
-and 4 are still held out (8 written before issue 30's fourth round); sets 5 and 6 were held out
+and is never used to train the meaning classifier, tune a threshold or write a rule. Sets 9
+and 4 are still held out (9 written before issue 30's fifth round); sets 5 and 6 were held out
 in issue 30's first two rounds and are tuning sets from its third round on, set 7 (held out in
-the third) from its fourth (bench/guard_dev.py).
+the third) from its fourth, set 8 (held out in the fourth) from its fifth (bench/guard_dev.py).
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
 turns up in the exemplar bank, the training corpus, a development or tuning set, an earlier
@@ -21,10 +21,10 @@ from eros.core.text import normalise_for_dedup
 from tests.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-8"]
+HELD = ["held-out-4", "held-out-9"]
 NEWEST = list(HELDOUT)[-1]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
-#: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth)
+#: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth)
 TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", "dev6.toml",
             *(f for n, f in HELDOUT.items() if n not in HELD)]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
@@ -54,9 +54,24 @@ def _by_kind(cases: list[Case]) -> tuple[list[Case], list[Case]]:
     return ([c for c in cases if c.kind == "attack"], [c for c in cases if c.kind == "benign"])
 
 
-def test_the_newest_held_out_set_is_the_fourth_issue_30_set() -> None:
+def test_the_newest_held_out_set_is_the_fifth_issue_30_set() -> None:
     cases = heldout_corpus(NEWEST)
-    assert HELDOUT[NEWEST] == "heldout8.toml"
+    assert HELDOUT[NEWEST] == "heldout9.toml"
+    attacks, benign = _by_kind(cases)
+    assert len(attacks) >= 120 and len(benign) >= 170 and len(benign) > len(attacks)
+    assert len({c.lang for c in cases}) >= 25
+    looks = {t for c in benign for t in c.tags}
+    assert {"boss", "recipe", "lyrics", "code-learning", "thesis", "coaching", "legal",
+            "parenting", "doctor", "ai-work", "security-job", "one-letter-words",
+            "other-digits", "mixed-script", "contact", "order-number"} <= looks
+    shapes = {t for c in attacks for t in c.tags}
+    assert {"indirect", "role-play", "hypothetical", "fake-authority", "joiners", "spaced",
+            "homoglyph", "leetspeak", "math-alnum", "other-digits", "reversed", "filler",
+            "mixed-language", "multi-turn", "secret"} <= shapes
+
+
+def test_the_fourth_issue_30_set_is_still_there() -> None:
+    cases = heldout_corpus("held-out-8")
     attacks, benign = _by_kind(cases)
     assert len(attacks) >= 100 and len(benign) > len(attacks) and len(cases) >= 250
     assert len({c.lang for c in cases}) >= 25
