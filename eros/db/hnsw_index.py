@@ -9,10 +9,11 @@ each classified memory, each canonical row of a pass — paid its insert into th
 of a classified session's ~15 ms of machine CPU, and 130 of a 50k first pass's ~190 s
 (bench/RESULTS.md).
 
-So the index is not part of the alembic schema (0031 drops it unless the migrating process's
-settings read it); ``eros migrate`` (and ``eros run``) keep it in step with the settings after
-the migrations: built ``CONCURRENTLY`` (writes go on) when a reader is configured, dropped
-``CONCURRENTLY`` when none is. A worker or CLI process configured to read it refuses to start
+So the index is not part of the alembic schema from 0031 on (the migrations leave it as it
+is; they read no settings); ``eros migrate`` (and ``eros run``) keep it in step with the
+settings after the migrations, the same on a fresh database and an upgraded one: built
+``CONCURRENTLY`` (writes go on) when a reader is configured, dropped ``CONCURRENTLY`` when none
+is. A worker or CLI process configured to read it refuses to start
 while it is missing (:func:`check`), naming the variable and the command that builds it.
 """
 

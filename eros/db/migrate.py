@@ -2,9 +2,10 @@
 
 The scripts live inside the package (``eros/db/migrations``), so a wheel install migrates
 with no checkout; the checkout's top-level ``alembic/`` is a link to the same folder, for
-``alembic upgrade head``. After the migrations, :func:`upgrade` builds or drops the memories'
-HNSW index as the settings need (:mod:`eros.db.hnsw_index`): plain ``alembic upgrade head``
-does not.
+``alembic upgrade head``. The migrations read nothing from the environment: :func:`upgrade`
+hands them the settings' EMBEDDING_DIM (``config.attributes["embedding_dim"]``; env.py). After
+the migrations it builds or drops the memories' HNSW index as the settings need
+(:mod:`eros.db.hnsw_index`): plain ``alembic upgrade head`` does not.
 """
 
 from __future__ import annotations
@@ -23,10 +24,14 @@ from eros.settings import Settings, load_settings
 SCRIPT_LOCATION = Path(__file__).resolve().parent / "migrations"
 
 
-def alembic_config(url: str) -> Config:
+def alembic_config(url: str, embedding_dim: int | None = None) -> Config:
+    """``embedding_dim``: the vector size the migrations create columns with (None: env.py
+    takes the process's settings)."""
     config = Config()
     config.set_main_option("script_location", str(SCRIPT_LOCATION))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    if embedding_dim is not None:
+        config.attributes["embedding_dim"] = embedding_dim
     return config
 
 
@@ -36,11 +41,12 @@ def upgrade(url: str, *, sql: bool = False, revision: str = "head",
     """Migrate to ``revision``; at ``head``, then keep the HNSW index in step with
     ``settings`` (this process's by default). Returns what was done to the index (see
     :func:`eros.db.hnsw_index.sync`), None when it was not looked at. With ``sql`` the
-    statements are printed, the index's last."""
-    command.upgrade(alembic_config(url), revision, sql=sql)
+    statements are printed, the index's last. The vector columns a migration creates take
+    ``settings.embedding_dim``."""
+    settings = settings or load_settings()
+    command.upgrade(alembic_config(url, settings.embedding_dim), revision, sql=sql)
     if revision != "head":
         return None
-    settings = settings or load_settings()
     if sql:
         print(hnsw_index.sync_sql(settings))
         return None

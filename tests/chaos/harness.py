@@ -18,7 +18,7 @@ from tests.chaos.servers import RestartablePostgres, RestartableRedis
 from tests.fakes import FakeLLMServer, FakeVoyageServer
 from tests.support.guard import seed_template
 from tests.support.rabbit import RabbitVhost
-from tests.support.services import alembic_config, with_database
+from tests.support.services import with_database
 from tests.support.workers import BeatProcess, WorkerProcess, worker_env
 
 CATEGORIES = ("fact", "preference", "event", "emotion", "relation")
@@ -158,7 +158,7 @@ class Servers:
     database cloned from a migrated template and a flushed Redis."""
 
     def __init__(self) -> None:
-        from alembic import command
+        from eros.db.migrate import upgrade
 
         self.pg = RestartablePostgres()
         self.redis = RestartableRedis()
@@ -166,7 +166,8 @@ class Servers:
                                    isolation_level="AUTOCOMMIT", pool_pre_ping=True)
         with self.admin.connect() as conn:
             conn.execute(text("CREATE DATABASE chaos_template"))
-        command.upgrade(alembic_config(with_database(self.pg.url, "chaos_template")), "head")
+        # as `eros migrate` does: the migrations, then the HNSW index as the settings need
+        upgrade(with_database(self.pg.url, "chaos_template"))
         # the guard's meaning model for the fake Voyage server, as a migrated deployment has it
         # (issue 30): trained once here, not by each scenario's fleet
         seed_template(with_database(self.pg.url, "chaos_template"), None)

@@ -93,19 +93,33 @@ def test_a_process_that_reads_a_missing_index_refuses_to_start(
 
 def test_upgrade_keeps_the_index_in_step_after_the_migrations(
         templates: TemplateDatabases, capsys: pytest.CaptureFixture[str]) -> None:
-    url = templates.empty()
+    url, fresh_url = templates.empty(), templates.empty()
     engine = create_engine(url)
     try:
         assert upgrade(url, revision="0030", settings=DEFAULTS) is None  # not at head
-        assert _definition(engine) is not None  # 0028's, untouched
-        assert upgrade(url, settings=READS) == "built"  # 0031 dropped it (this env's defaults)
-        assert _definition(engine) is not None
+        kept = _definition(engine)
+        assert kept is not None  # 0028's, untouched
+        # 0031 leaves it: a deployment that reads it keeps its graph, not rebuilt
+        assert upgrade(url, settings=READS) == "present"
+        assert _definition(engine) == kept
         assert upgrade(url, settings=READS) == "present"
         assert upgrade(url, settings=DEFAULTS) == "dropped"
         assert _definition(engine) is None
+        assert upgrade(url, settings=READS) == "built"
+        assert _definition(engine) == kept
+        # a fresh database ends in the same state as the upgraded one
+        fresh = create_engine(fresh_url)
+        try:
+            assert upgrade(fresh_url, settings=READS) == "present"
+            assert _definition(fresh) == kept
+            assert upgrade(fresh_url, settings=DEFAULTS) == "dropped"
+            assert _definition(fresh) is None
+        finally:
+            fresh.dispose()
     finally:
         engine.dispose()
         templates.drop(url)
+        templates.drop(fresh_url)
     capsys.readouterr()
     upgrade("postgresql+psycopg://localhost/eros", sql=True, settings=READS)
     printed = capsys.readouterr().out

@@ -6,6 +6,8 @@ import pytest
 from alembic import command
 from sqlalchemy import create_engine, inspect, text
 
+from eros.db.migrate import upgrade
+from eros.settings import load_settings
 from tests.support.services import TemplateDatabases, alembic_config
 
 
@@ -19,7 +21,7 @@ def test_upgrade_check_downgrade_upgrade(templates: TemplateDatabases) -> None:
     with engine.connect() as conn:
         tables = inspect(conn).get_table_names(schema="engine")
         assert set(tables) <= {"alembic_version"}
-    command.upgrade(config, "head")
+    upgrade(url)  # as `eros migrate`: the migrations, then the HNSW index as the settings need
     with engine.connect() as conn:
         tables = set(inspect(conn).get_table_names(schema="engine"))
         assert {"chat_sessions", "chat_messages", "companion_memories",
@@ -121,11 +123,13 @@ def _hnsw_oid(conn) -> int | None:  # type: ignore[no-untyped-def]
         "SELECT to_regclass('engine.ix_companion_memories_embedding_hnsw')::oid")).scalar()
 
 
-def test_0031_drops_the_hnsw_index_unless_the_settings_read_it(
+def test_0031_leaves_the_hnsw_index_to_eros_migrate(
         templates: TemplateDatabases, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 34: nothing reads the HNSW index with the defaults, so 0031 drops it; a process
-    whose settings read it (RECALL_QUANTIZED_SCAN=false) keeps the graph it has, not rebuilt;
-    the downgrade builds 0028's partial index again."""
+    """Issue 34: 0031 takes the HNSW index out of the alembic schema and changes nothing
+    itself, whatever the environment says (a migration reads none): the graph a deployment has
+    is kept, not rebuilt; `eros migrate` then drops it when no plan reads it (the defaults) and
+    keeps it when one does. The downgrade builds 0028's partial index again when it is
+    missing."""
     url = templates.empty()
     config = alembic_config(url)
     command.upgrade(config, "0030")
@@ -143,10 +147,15 @@ def test_0031_drops_the_hnsw_index_unless_the_settings_read_it(
     monkeypatch.delenv("RECALL_QUANTIZED_SCAN")
     command.upgrade(config, "0031")
     with engine.connect() as conn:
+        assert _hnsw_oid(conn) == before  # the environment changes nothing
+    assert upgrade(url, settings=load_settings(recall_quantized_scan=False)) == "present"
+    with engine.connect() as conn:
+        assert _hnsw_oid(conn) == before
+    assert upgrade(url, settings=load_settings()) == "dropped"  # nothing reads it
+    with engine.connect() as conn:
         assert _hnsw_oid(conn) is None
     command.downgrade(config, "0030")
     with engine.connect() as conn:
         assert _hnsw_definition(conn).endswith("WHERE (status = 'current'::text)")
     engine.dispose()
     templates.drop(url)
-

@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from eros.db.migrate import upgrade
 from tests.support.redis_process import RestartableRedis
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,7 +129,8 @@ class TemplateDatabases:
         self.template = f"eros_tpl_{uuid.uuid4().hex[:8]}"
         with self.admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{self.template}"'))
-        command.upgrade(alembic_config(with_database(server_url, self.template)), "head")
+        # as `eros migrate` does: the migrations, then the HNSW index as the settings need
+        upgrade(with_database(server_url, self.template))
         if seed is not None:
             seed(with_database(server_url, self.template))
         self.created: list[str] = [self.template]

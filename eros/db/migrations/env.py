@@ -1,4 +1,12 @@
-"""Alembic environment: migrations for schema ``engine``, version table kept inside it."""
+"""Alembic environment: migrations for schema ``engine``, version table kept inside it.
+
+The migrations themselves are self-contained (no import of eros, no environment read: an old
+migration gives the same result whatever today's code says). What a run needs from outside —
+the vector size, EMBEDDING_DIM — is read here once and handed to them as the migration
+context's ``embedding_dim`` option: ``config.attributes["embedding_dim"]`` when the caller set
+it (:func:`eros.db.migrate.upgrade`, from its validated settings), else this process's
+settings (a plain ``alembic upgrade head``).
+"""
 
 from __future__ import annotations
 
@@ -20,6 +28,11 @@ def _url() -> str:
     return load_settings().migration_url()
 
 
+def _embedding_dim() -> int:
+    given = config.attributes.get("embedding_dim")
+    return int(given) if given else load_settings(database_url=_url()).embedding_dim
+
+
 def _include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-untyped-def]
     """Only compare what lives in our schema (the chat product may own other tables). The
     memories' HNSW index is not in the schema: `eros migrate` keeps it as the settings need
@@ -36,6 +49,7 @@ def _configure(**kwargs: object) -> None:
         include_schemas=True,
         include_object=_include_object,
         compare_type=True,
+        embedding_dim=_embedding_dim(),
         **kwargs,
     )
 

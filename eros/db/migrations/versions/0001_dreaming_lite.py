@@ -11,12 +11,15 @@ from alembic import op
 from pgvector.sqlalchemy import Vector
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 
-from eros.db.schema import CATEGORIES, EMBEDDING_DIM
-
 revision = "0001"
 down_revision = None
 branch_labels = None
 depends_on = None
+
+
+def _dim() -> int:
+    """This run's vector size (EMBEDDING_DIM), handed over by env.py: not read here."""
+    return int(op.get_context().opts["embedding_dim"])
 
 S = "engine"
 NOW = sa.text("now()")
@@ -107,11 +110,11 @@ def upgrade() -> None:
         sa.Column("category", sa.Text, nullable=False),
         sa.Column("importance", sa.Float, nullable=True),
         sa.Column("metadata", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
-        sa.Column("embedding", Vector(EMBEDDING_DIM), nullable=True),
+        sa.Column("embedding", Vector(_dim()), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
         sa.Column("dedup_key", sa.Text, nullable=True, unique=True),
         sa.Column("model", sa.Text),
-        sa.CheckConstraint(f"category IN {CATEGORIES!r}", name="ck_companion_memories_category"),
+        sa.CheckConstraint(f"category IN ('fact', 'preference', 'event', 'emotion', 'relation')", name="ck_companion_memories_category"),
         sa.CheckConstraint("importance IS NULL OR (importance >= 0 AND importance <= 1)",
                            name="ck_companion_memories_importance"),
         schema=S,

@@ -25,20 +25,23 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import BIT
 
-from eros.db.schema import EMBEDDING_DIM
-
 revision = "0006"
 down_revision = "0005"
 branch_labels = None
 depends_on = None
+
+
+def _dim() -> int:
+    """This run's vector size (EMBEDDING_DIM), handed over by env.py: not read here."""
+    return int(op.get_context().opts["embedding_dim"])
 
 S = "engine"
 
 
 def upgrade() -> None:
     op.add_column("companion_memories", sa.Column(
-        "embedding_bq", BIT(EMBEDDING_DIM),
-        sa.Computed(f"(binary_quantize(embedding))::bit({EMBEDDING_DIM})", persisted=True)),
+        "embedding_bq", BIT(_dim()),
+        sa.Computed(f"(binary_quantize(embedding))::bit({_dim()})", persisted=True)),
         schema=S)
     op.create_index("ix_companion_memories_recall_bq", "companion_memories",
                     ["user_id", "category", "instance_id"], schema=S,

@@ -34,12 +34,15 @@ from alembic import op
 from pgvector.sqlalchemy import Vector
 from sqlalchemy.dialects.postgresql import BIT, UUID
 
-from eros.db.schema import EMBEDDING_DIM
-
 revision = "0008"
 down_revision = "0007"
 branch_labels = None
 depends_on = None
+
+
+def _dim() -> int:
+    """This run's vector size (EMBEDDING_DIM), handed over by env.py: not read here."""
+    return int(op.get_context().opts["embedding_dim"])
 
 S = "engine"
 
@@ -94,7 +97,7 @@ def upgrade() -> None:
         "memory_cells",
         sa.Column("user_id", UUID(as_uuid=True), primary_key=True),
         sa.Column("cell", sa.Integer, primary_key=True),
-        sa.Column("centroid", Vector(EMBEDDING_DIM), nullable=False),
+        sa.Column("centroid", Vector(_dim()), nullable=False),
         sa.Column("size", sa.Integer, nullable=False, server_default=sa.text("0")),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False,
                   server_default=sa.text("now()")),
@@ -109,7 +112,7 @@ def upgrade() -> None:
         sa.Column("instance_id", UUID(as_uuid=True), nullable=True),
         sa.Column("status", sa.Text, nullable=False),
         sa.Column("cell", sa.Integer, nullable=True),
-        sa.Column("sketch", BIT(EMBEDDING_DIM), nullable=True),
+        sa.Column("sketch", BIT(_dim()), nullable=True),
         schema=S)
     op.execute(f"INSERT INTO {S}.memory_sketches (memory_id, user_id, instance_id, status,"
                f" sketch) SELECT id, user_id, instance_id, status, embedding_bq"

@@ -17,12 +17,15 @@ from alembic import op
 from pgvector.sqlalchemy import HALFVEC
 from sqlalchemy.dialects.postgresql import BIT, UUID
 
-from eros.db.schema import EMBEDDING_DIM
-
 revision = "0025"
 down_revision = "0024"
 branch_labels = None
 depends_on = None
+
+
+def _dim() -> int:
+    """This run's vector size (EMBEDDING_DIM), handed over by env.py: not read here."""
+    return int(op.get_context().opts["embedding_dim"])
 
 S = "engine"
 LABELS = "('health', 'crisis', 'sexuality', 'beliefs', 'ethnicity', 'biometric')"
@@ -38,10 +41,10 @@ def upgrade() -> None:
         sa.Column("user_id", UUID(as_uuid=True), nullable=False),
         sa.Column("instance_id", UUID(as_uuid=True), nullable=True),
         sa.Column("said_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("embedding", HALFVEC(EMBEDDING_DIM), nullable=False),
+        sa.Column("embedding", HALFVEC(_dim()), nullable=False),
         sa.Column("embedding_model", sa.Text, nullable=False),
-        sa.Column("embedding_bq", BIT(EMBEDDING_DIM), sa.Computed(
-            f"(binary_quantize(embedding))::bit({EMBEDDING_DIM})", persisted=True)),
+        sa.Column("embedding_bq", BIT(_dim()), sa.Computed(
+            f"(binary_quantize(embedding))::bit({_dim()})", persisted=True)),
         sa.Column("sensitivity", sa.Text, nullable=True),
         sa.Column("status", sa.Text, nullable=False, server_default=sa.text("'current'")),
         sa.Column("indexed_at", sa.DateTime(timezone=True), nullable=False,

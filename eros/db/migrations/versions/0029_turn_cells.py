@@ -32,12 +32,15 @@ from alembic import op
 from pgvector.sqlalchemy import HALFVEC
 from sqlalchemy.dialects.postgresql import BIT
 
-from eros.db.schema import EMBEDDING_DIM
-
 revision = "0029"
 down_revision = "0028"
 branch_labels = None
 depends_on = None
+
+
+def _dim() -> int:
+    """This run's vector size (EMBEDDING_DIM), handed over by env.py: not read here."""
+    return int(op.get_context().opts["embedding_dim"])
 
 S = "engine"
 
@@ -64,7 +67,7 @@ def upgrade() -> None:
     op.create_table(
         "turn_sketch_centres",
         sa.Column("embedding_model", sa.Text, primary_key=True),
-        sa.Column("centre", HALFVEC(EMBEDDING_DIM), nullable=True),
+        sa.Column("centre", HALFVEC(_dim()), nullable=True),
         sa.Column("turns", sa.BigInteger, nullable=False),
         sa.Column("computed_at", sa.DateTime(timezone=True), nullable=False,
                   server_default=sa.text("now()")),
@@ -93,8 +96,8 @@ def downgrade() -> None:
     op.drop_column("memory_turns", "cell", schema=S)
     # the generated sketch again (uncentred): dropped and recomputed
     op.drop_column("memory_turns", "embedding_bq", schema=S)
-    op.add_column("memory_turns", sa.Column("embedding_bq", BIT(EMBEDDING_DIM), sa.Computed(
-        f"(binary_quantize(embedding))::bit({EMBEDDING_DIM})",
+    op.add_column("memory_turns", sa.Column("embedding_bq", BIT(_dim()), sa.Computed(
+        f"(binary_quantize(embedding))::bit({_dim()})",
                                     persisted=True)), schema=S)
     op.create_index("ix_memory_turns_recall", "memory_turns",
                     ["user_id", "instance_id", "status"], schema=S,
