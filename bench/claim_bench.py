@@ -41,7 +41,7 @@ from sqlalchemy import Connection, Engine, TextClause, create_engine, text
 
 from eros.db.migrate import upgrade
 from eros.db.repo import CLAIM_IDLE
-from tests.support.services import postgres_server, with_database
+from testkit.services import postgres_server, with_database
 
 IDLE_SECS = 1800  # the reference's defaults
 STALE_SECS = 600

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import create_engine, text
 
-from tests.chaos.harness import Disruption, Result, Servers, Stack, run
-from tests.chaos.scenarios import sigkill_one, wait_for_progress
+from testkit.chaos.harness import Disruption, Result, Servers, Stack, run
+from testkit.chaos.scenarios import sigkill_one, wait_for_progress
 
 VARIANTS: tuple[tuple[str, dict[str, str]], ...] = (("layer on, no model yet", {}),
             ("layer off", {"MEMORY_GUARD_CLASSIFIER": "off"}))

@@ -32,9 +32,9 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 
 from bench.claim_bench import machine
-from bench.drain_bench import BENCH_APP, Result, environment, run_ours
-from tests.support.services import with_database
-from tests.support.topology import PgBouncer, pgbouncer
+from bench.drain_run import BENCH_APP, Result, environment, run_ours
+from testkit.services import with_database
+from testkit.topology import PgBouncer, pgbouncer
 
 #: the issue's target: the drain through PgBouncer at most this much slower than direct
 TARGET_SLOWDOWN = 0.10

@@ -22,7 +22,7 @@ import json
 from dataclasses import asdict
 
 from bench.claim_bench import machine
-from bench.drain_bench import Result, environment, run_ours
+from bench.drain_run import Result, environment, run_ours
 
 #: the issue's targets: ≥ 80 % of the bound at 128 in flight within 1 GB of worker PSS,
 #: machine CPU ≤ 15 ms per session

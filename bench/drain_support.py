@@ -24,7 +24,7 @@ _TICK = os.sysconf("SC_CLK_TCK")
 
 
 class FakeServer:
-    """A fake provider API as a separate process (``python -m tests.fakes.<module>``).
+    """A fake provider API as a separate process (``python -m testkit.fakes.<module>``).
 
     Started by the constructor; ``wait_ready`` waits for its port (start several, then wait)."""
 
@@ -33,7 +33,7 @@ class FakeServer:
         self._port_file = log_dir / f"{module}.port"
         self._log = open(log_dir / f"{module}.log", "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", f"tests.fakes.{module}", "--port", "0",
+            [sys.executable, "-m", f"testkit.fakes.{module}", "--port", "0",
              "--latency-ms", str(latency_ms), "--port-file", str(self._port_file)],
             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=self._log,
             stderr=subprocess.STDOUT, start_new_session=True)

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from bench.drain_bench import environment, run_ours
-from tests.support.services import with_database
+from bench.drain_run import environment, run_ours
+from testkit.services import with_database
 
 
 def _cold(server_url: str) -> object:
@@ -57,7 +57,7 @@ def e5_first_availability() -> tuple[int, float]:
     from eros.providers.offline.e5 import E5Embedder
     from eros.services.guard_model import forget_models, meaning_layer
     from eros.settings import load_settings
-    from tests.support.services import TemplateDatabases, postgres_server
+    from testkit.services import TemplateDatabases, postgres_server
 
     class Counting(E5Embedder):
         calls = 0

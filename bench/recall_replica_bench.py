@@ -54,7 +54,7 @@ from eros.db.engine import get_replica_engine, make_engine
 from eros.recall import recall_by_vector
 from eros.services import read_route
 from eros.settings import Settings, load_settings
-from tests.support.topology import replica_heartbeat, streaming_replica
+from testkit.topology import replica_heartbeat, streaming_replica
 
 ROOT = Path(__file__).resolve().parent
 MODES = ("primary", "replica")

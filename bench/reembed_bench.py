@@ -8,7 +8,7 @@ over a sample (``--baseline``), as its rate is all that is compared.
 Recall: before the re-embed (every row on the old model: one search) and during it (users whose
 rows are on both models get one exact search per model, interleaved by rank), from a thread that
 keeps recalling random users (``eros.services.recall.recall``, strategy ``decay``, K 10) while
-the re-embed runs in the main thread. Both talk to the fake Voyage server (tests/fakes, the
+the re-embed runs in the main thread. Both talk to the fake Voyage server (testkit/fakes, the
 real voyageai SDK over HTTP, no added latency: what is measured is our side — JSON of 1000×512
 floats each way, the UPDATE, the fake's hashing) in this process, on the same 2 cores.
 
@@ -41,7 +41,7 @@ from eros.providers import make_embedder
 from eros.services.recall import recall
 from eros.services.reembed import Reembedder
 from eros.settings import Settings, load_settings
-from tests.fakes import FakeVoyageServer
+from testkit.fakes import FakeVoyageServer
 
 OLD, NEW = "voyage-3.5-lite", "voyage-4-lite"
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"

@@ -11,9 +11,9 @@ import redis
 from sqlalchemy import Engine, create_engine
 
 import eros  # noqa: F401 - before anything imports numpy: the shipped BLAS thread defaults
-from tests.fakes import FakeLLMServer, FakeVoyageServer
-from tests.support.guard import seed_template
-from tests.support.services import (
+from testkit.fakes import FakeLLMServer, FakeVoyageServer
+from testkit.guard import seed_template
+from testkit.services import (
     TemplateDatabases,
     postgres_server,
     redis_server,
@@ -27,7 +27,7 @@ for _name in ("OPENROUTER_API_KEY", "VOYAGE_API_KEY", "DATABASE_URL", "REDIS_URL
 os.environ.setdefault("EMBEDDING_DIM", "512")
 # The guard's meaning layer runs with the shipped defaults (issue 30): e5's model ships in the
 # package, and the template database holds the one trained for the fake Voyage server's
-# vectors (tests/support/guard.py), so no test process embeds the exemplar bank.
+# vectors (testkit/guard.py), so no test process embeds the exemplar bank.
 
 
 @pytest.fixture(scope="session")

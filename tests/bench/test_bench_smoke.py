@@ -21,7 +21,14 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from bench import consolidation_bench, drain_bench, poisoning_bench, privacy_bench, recall_bench
+from bench import (
+    consolidation_bench,
+    drain_bench,
+    drain_run,
+    poisoning_bench,
+    privacy_bench,
+    recall_bench,
+)
 from bench.claim_bench import scratch_database
 from tests.redteam.corpus import HELDOUT, heldout_corpus
 
@@ -188,8 +195,8 @@ def test_drain_bench(bench_db: str, redis_url: str, tmp_path: Path,
     ours, base = doc["ours"], doc["baseline"]
     assert (ours["sessions"], base["sessions"]) == (sessions, baseline)
     for r, n in ((ours, sessions), (base, baseline)):
-        assert r["verification"] == {"memories": n * drain_bench.MEMORIES_PER_SESSION,
-                                     "expected": n * drain_bench.MEMORIES_PER_SESSION,
+        assert r["verification"] == {"memories": n * drain_run.MEMORIES_PER_SESSION,
+                                     "expected": n * drain_run.MEMORIES_PER_SESSION,
                                      "duplicates": 0, "unfinished": 0, "wrong_sessions": 0}
         assert r["seconds"] > 0 and r["sessions_per_s"] > 0
         assert r["llm_calls_per_session"] >= 1
@@ -197,7 +204,7 @@ def test_drain_bench(bench_db: str, redis_url: str, tmp_path: Path,
     assert ours["concurrency"] == 2 and doc["bound"] == pytest.approx(2 / 0.33)
     # ours embeds a session's candidates in one call; the reference one call per candidate
     assert ours["embed_calls_per_session"] == pytest.approx(1.0)
-    assert base["embed_calls_per_session"] == pytest.approx(drain_bench.MEMORIES_PER_SESSION)
+    assert base["embed_calls_per_session"] == pytest.approx(drain_run.MEMORIES_PER_SESSION)
     assert ours["tasks"].startswith(f"{sessions} tasks, duration median")
     assert "classify worker(s)" in ours["cpu"]
 
@@ -221,8 +228,8 @@ def test_drain_bench_compares_pools_in_one_run(bench_db: str, redis_url: str, tm
         ("ours: 1x prefork -c 2", 2, 2), ("ours: 2x gevent -c 4 prefetch x1", 8, 8)]
     for r in runs:
         n = r["sessions"]
-        assert r["verification"] == {"memories": n * drain_bench.MEMORIES_PER_SESSION,
-                                     "expected": n * drain_bench.MEMORIES_PER_SESSION,
+        assert r["verification"] == {"memories": n * drain_run.MEMORIES_PER_SESSION,
+                                     "expected": n * drain_run.MEMORIES_PER_SESSION,
                                      "duplicates": 0, "unfinished": 0, "wrong_sessions": 0}
         assert r["pss_mb"] > 0 and r["embed_calls_per_session"] == pytest.approx(1.0)
         assert r["cpu_ms"]["classify worker(s)"] > 0

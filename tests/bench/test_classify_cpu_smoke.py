@@ -17,7 +17,7 @@ from bench import classify_cpu_bench
 from eros.db import repo
 from eros.db.engine import make_engine
 from eros.services.classify import classify, start_attempt
-from tests.fakes import FakeLLMServer, FakeVoyageServer
+from testkit.fakes import FakeLLMServer, FakeVoyageServer
 
 pytestmark = pytest.mark.bench
 

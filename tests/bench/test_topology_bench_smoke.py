@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from bench import drain_bench, drain_bouncer, recall_replica_bench
+from bench import drain_bouncer, drain_run, recall_replica_bench
+from testkit.topology import Unavailable, pgbouncer_binary
 from tests.bench.test_bench_smoke import nothing_recorded  # noqa: F401 - autouse fixture
-from tests.support.topology import Unavailable, pgbouncer_binary
 
 pytestmark = pytest.mark.bench
 
@@ -44,8 +44,8 @@ def test_drain_through_pgbouncer_against_direct(bench_db: str, redis_url: str, t
     assert [r["mode"] for r in runs] == ["direct", "pgbouncer, no client pool"]
     for r in runs:
         assert r["sessions"] == 4 and r["sessions_per_s"] > 0
-        assert r["verification"] == {"memories": 4 * drain_bench.MEMORIES_PER_SESSION,
-                                     "expected": 4 * drain_bench.MEMORIES_PER_SESSION,
+        assert r["verification"] == {"memories": 4 * drain_run.MEMORIES_PER_SESSION,
+                                     "expected": 4 * drain_run.MEMORIES_PER_SESSION,
                                      "duplicates": 0, "unfinished": 0, "wrong_sessions": 0}
         assert r["pg_connections_peak"] >= 1
     # through the pooler PostgreSQL never saw more than PgBouncer's pool

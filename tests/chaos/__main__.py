@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tests.chaos.harness import Servers, run, table
-from tests.chaos.scenarios import SCENARIOS
-from tests.support.rabbit import RabbitVhost, unavailable_reason
+from testkit.chaos.harness import Servers, run, table
+from testkit.chaos.scenarios import SCENARIOS
+from testkit.rabbit import RabbitVhost, unavailable_reason
 
 
 def main(argv: list[str] | None = None) -> int:

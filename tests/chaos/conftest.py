@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.chaos.harness import Servers, table
+from testkit.chaos.harness import Servers, table
 
 
 @pytest.fixture(scope="session")

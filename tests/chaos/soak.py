@@ -27,10 +27,10 @@ from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, text
 
-from tests.chaos.harness import CHAOS_ENV, Servers
-from tests.fakes import FakeLLMServer, FakeVoyageServer
-from tests.fakes.llm_server import Reply, echo_memories_responder
-from tests.support.workers import BeatProcess, WorkerProcess, worker_env
+from testkit.chaos.harness import CHAOS_ENV, Servers
+from testkit.fakes import FakeLLMServer, FakeVoyageServer
+from testkit.fakes.llm_server import Reply, echo_memories_responder
+from testkit.workers import BeatProcess, WorkerProcess, worker_env
 
 SOAK_ENV = {**CHAOS_ENV, "DREAMING_IDLE_SECS": "2", "DREAMING_TICK_SECS": "1",
             "DREAMING_MAX_MEMORIES": "50", "DREAMING_MAX_IN_FLIGHT": "400"}

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chaos.harness import Result, Servers, run
-from tests.chaos.scenarios import SCENARIOS
+from testkit.chaos.harness import Result, Servers, run
+from testkit.chaos.scenarios import SCENARIOS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos]
 RESULTS: list[Result] = []

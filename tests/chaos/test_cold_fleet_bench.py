@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from bench import cold_fleet_bench
-from tests.chaos.harness import Servers
+from testkit.chaos.harness import Servers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos]
 

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from eros.core.names import CLASSIFY_TASK
-from tests.chaos.harness import CHAOS_ENV, Servers, Stack, run
-from tests.chaos.scenarios import wait_for_progress
+from testkit.chaos.harness import CHAOS_ENV, Servers, Stack, run
+from testkit.chaos.scenarios import wait_for_progress
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos]
 DOWNTIME = 60.0

@@ -29,12 +29,12 @@ from celery import Celery
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from tests.chaos.harness import CHAOS_ENV, Servers, seed, verify
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.chaos.harness import CHAOS_ENV, Servers, seed, verify
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.services import with_database
+from testkit.topology import PgBouncer, Unavailable, pgbouncer
+from testkit.workers import BeatProcess, WorkerProcess, wait_until, worker_env
 from tests.support.memories import copy_rows, random_unit
-from tests.support.services import with_database
-from tests.support.topology import PgBouncer, Unavailable, pgbouncer
-from tests.support.workers import BeatProcess, WorkerProcess, wait_until, worker_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos]
 SESSIONS = 1000

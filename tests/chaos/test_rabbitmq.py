@@ -21,13 +21,13 @@ from eros.ops import health
 from eros.ops.metrics import queue_depths
 from eros.settings import load_settings
 from eros.tasks.app import create_app
-from tests.chaos.harness import Servers, run
-from tests.chaos.scenarios import broker_restart_sigkill
+from testkit.chaos.harness import Servers, run
+from testkit.chaos.scenarios import broker_restart_sigkill
+from testkit.data import add_session, mem_line
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Fault
+from testkit.rabbit import RabbitVhost, unavailable_reason
+from testkit.workers import BeatProcess, WorkerProcess, wait_until, worker_env
 from tests.chaos.test_chaos import RESULTS
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Fault
-from tests.support.data import add_session, mem_line
-from tests.support.rabbit import RabbitVhost, unavailable_reason
-from tests.support.workers import BeatProcess, WorkerProcess, wait_until, worker_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chaos.harness import Servers
+from testkit.chaos.harness import Servers
 from tests.chaos.soak import soak
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.workers import BLAS_THREADS
+from testkit.workers import BLAS_THREADS
 
 ROOT = Path(__file__).resolve().parents[2]
 _KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", *BLAS_THREADS)

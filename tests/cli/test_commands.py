@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, create_engine, text
 
+from testkit.data import add_session
 from tests.cli.conftest import Cli, run_cli
-from tests.support.data import add_session
 
 CORPUS_SESSIONS, CORPUS_MESSAGES = 40, 353
 STATUS_KEYS = {"backlog", "in_flight", "outcomes", "dead_letters", "recent_errors", "totals",

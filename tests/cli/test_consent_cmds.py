@@ -9,10 +9,10 @@ import uuid
 from sqlalchemy import Engine, text
 
 from eros.db import consent_sql
+from testkit.data import add_session
+from testkit.fakes import FakeLLMServer, Reply
 from tests.cli.conftest import Cli
-from tests.fakes import FakeLLMServer, Reply
 from tests.integration.test_turns_erasure import _index
-from tests.support.data import add_session
 
 
 def test_consent_lists_and_lifts_and_relabel_reports_progress(cli: Cli,

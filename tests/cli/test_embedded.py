@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from eros.devstack.embedded import EmbeddedStack
+from testkit.data import add_session
 from tests.cli.conftest import base_env, run_cli
-from tests.support.data import add_session
 
 TURNS = [("user", "I live in Shanghai."), ("user", "I love jazz.")]
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
+from testkit.data import add_session
 from tests.cli.conftest import Cli
-from tests.support.data import add_session
 from tests.support.privacy import wait_for_lock_wait
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine, text
 
+from testkit.data import add_session
 from tests.cli.conftest import Cli
-from tests.support.data import add_session
 
 
 def _seed(engine: Engine, user: uuid.UUID) -> dict[str, uuid.UUID]:

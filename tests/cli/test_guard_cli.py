@@ -113,7 +113,7 @@ def test_rescreen_takes_turns_the_rules_reject_out_of_the_index_and_restores_a_t
     layer off here: the rules decide, see above); --restore-turn makes a quarantined turn
     recallable again."""
     from eros.db import turns_sql
-    from tests.support.data import add_session
+    from testkit.data import add_session
 
     user = uuid.uuid4()
     said = ["Lives in Oslo and sings in a choir",

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from sqlalchemy import Engine, text
 
 from eros.cli import main
+from testkit.redis_process import free_port
 from tests.cli.conftest import ROOT, Cli
-from tests.support.redis_process import free_port
 
 
 def test_refuses_a_public_address_without_a_token() -> None:

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, text
 
+from testkit.data import add_session
 from tests.cli.conftest import Cli
-from tests.support.data import add_session
 
 NOW = datetime.now(UTC)
 

@@ -9,8 +9,8 @@ import uuid
 
 from sqlalchemy import Engine, text
 
+from testkit.data import add_session
 from tests.cli.conftest import Cli
-from tests.support.data import add_session
 
 
 def _seed(engine: Engine, user: uuid.UUID) -> tuple[list[int], list[uuid.UUID]]:

@@ -84,7 +84,7 @@ def test_a_change_of_dimension_beside_switch_drop(cli: Cli, engine: Engine, db_u
     assert "EMBEDDING_DIM=256" in switched.out
     check = subprocess.run(
         [sys.executable, "-c", "import sys; from alembic import command;"
-         " from tests.support.services import alembic_config;"
+         " from testkit.services import alembic_config;"
          " command.check(alembic_config(sys.argv[1]))", db_url],
         env={**os.environ, "EMBEDDING_DIM": "256"}, cwd=ROOT, capture_output=True, text=True,
         timeout=120)

@@ -8,8 +8,8 @@ import uuid
 
 from sqlalchemy import Engine, text
 
+from testkit.data import add_session
 from tests.cli.conftest import Cli
-from tests.support.data import add_session
 
 TURNS = ["I moved to Tokyo last week", "The garden is full of tulips",
          "My sister visits in May"]

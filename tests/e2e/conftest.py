@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes import FakeLLMServer, FakeVoyageServer
-from tests.support.workers import BeatProcess, WorkerProcess, worker_env
+from testkit.fakes import FakeLLMServer, FakeVoyageServer
+from testkit.workers import BeatProcess, WorkerProcess, worker_env
 
 
 @pytest.fixture

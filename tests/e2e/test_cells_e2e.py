@@ -12,9 +12,9 @@ from sqlalchemy import Engine, text
 
 from eros.recall import recall_by_vector
 from eros.settings import load_settings
+from testkit.workers import wait_until
 from tests.e2e.conftest import Starter
 from tests.support.memories import copy_rows, random_unit
-from tests.support.workers import wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
+from testkit.fakes import FakeLLMServer, Fault, Reply
+from testkit.workers import BeatProcess, wait_until
 from tests.e2e.conftest import Starter
-from tests.fakes import FakeLLMServer, Fault, Reply
-from tests.support.workers import BeatProcess, wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -22,11 +22,11 @@ from sqlalchemy import Engine, text
 from eros.core.names import CONSOLIDATE_TASK, FORGET_USER_TASK, RECALL_TASK
 from eros.settings import load_settings
 from eros.tasks.app import create_app
+from testkit.data import add_session, mem_line
+from testkit.fakes import FakeLLMServer, Fault
+from testkit.redis_process import free_port
+from testkit.workers import BeatProcess, wait_until
 from tests.e2e.conftest import Starter
-from tests.fakes import FakeLLMServer, Fault
-from tests.support.data import add_session, mem_line
-from tests.support.redis_process import free_port
-from tests.support.workers import BeatProcess, wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -9,10 +9,10 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine, text
 
+from testkit.data import add_session, mem_line
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Fault
+from testkit.workers import BeatProcess, wait_until
 from tests.e2e.conftest import Starter
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Fault
-from tests.support.data import add_session, mem_line
-from tests.support.workers import BeatProcess, wait_until
 
 pytestmark = pytest.mark.e2e
 CATEGORIES = ("fact", "preference", "event", "emotion", "relation")

@@ -31,10 +31,10 @@ from eros.db import turns_sql
 from eros.db.consolidation_sql import LOCK_KEY, LOCK_NAMESPACE
 from eros.db.erasure_sql import list_erasures
 from eros.services.forget import forget_user
+from testkit.data import add_session, mem_line
+from testkit.workers import WorkerProcess, wait_until
 from tests.e2e.conftest import Starter
-from tests.support.data import add_session, mem_line
 from tests.support.privacy import rows_mentioning, wait_for_lock_wait
-from tests.support.workers import WorkerProcess, wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -17,9 +17,9 @@ from celery import Celery
 from sqlalchemy import Engine, text
 
 from eros.core.erasure import SCOPES
+from testkit.data import add_session
 from tests.cli.conftest import run_cli
 from tests.e2e.conftest import Starter
-from tests.support.data import add_session
 
 pytestmark = pytest.mark.e2e
 

@@ -19,9 +19,9 @@ from sqlalchemy import Connection, Engine, RootTransaction, text
 from eros.core.names import CLASSIFY_TASK
 from eros.settings import load_settings
 from eros.tasks.app import create_app
-from tests.fakes.llm_server import echo_memories_responder
-from tests.support.data import add_session, mem_line
-from tests.support.workers import WorkerProcess, wait_until
+from testkit.data import add_session, mem_line
+from testkit.fakes.llm_server import echo_memories_responder
+from testkit.workers import WorkerProcess, wait_until
 
 pytestmark = pytest.mark.e2e
 

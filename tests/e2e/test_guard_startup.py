@@ -13,9 +13,9 @@ from sqlalchemy import Engine, text
 
 from eros.core.guard_meaning import load_bank
 from eros.services.guard_training import BANK_BATCH
-from tests.fakes import FakeLLMServer, FakeVoyageServer
-from tests.support.data import add_session, mem_line
-from tests.support.workers import BeatProcess, WorkerProcess, wait_until
+from testkit.data import add_session, mem_line
+from testkit.fakes import FakeLLMServer, FakeVoyageServer
+from testkit.workers import BeatProcess, WorkerProcess, wait_until
 
 pytestmark = pytest.mark.e2e
 

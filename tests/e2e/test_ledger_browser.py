@@ -25,9 +25,9 @@ from sqlalchemy import create_engine
 
 from eros.providers import make_providers
 from eros.settings import load_settings
+from testkit.redis_process import free_port
+from testkit.services import TemplateDatabases
 from tests.support.ledger import LINK, SCRIPT, Seeded, seed
-from tests.support.redis_process import free_port
-from tests.support.services import TemplateDatabases
 
 pytestmark = pytest.mark.e2e
 

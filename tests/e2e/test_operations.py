@@ -12,11 +12,11 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine, text
 
+from testkit.data import add_session, mem_line
+from testkit.fakes import FakeLLMServer
+from testkit.redis_process import free_port
+from testkit.workers import BeatProcess, wait_until
 from tests.e2e.conftest import Starter
-from tests.fakes import FakeLLMServer
-from tests.support.data import add_session, mem_line
-from tests.support.redis_process import free_port
-from tests.support.workers import BeatProcess, wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -22,11 +22,11 @@ from celery import Celery
 from kombu import Connection
 from sqlalchemy import Engine, text
 
+from testkit.data import add_session
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
+from testkit.workers import wait_until
 from tests.cli.conftest import base_env, run_cli
 from tests.e2e.conftest import Starter
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
-from tests.support.data import add_session
-from tests.support.workers import wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -15,13 +15,13 @@ from celery import Celery
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 
+from testkit.data import add_session, mem_line
+from testkit.fakes import FakeLLMServer, Reply
+from testkit.fakes.llm_server import last_user_text
+from testkit.workers import wait_until
 from tests.cli.conftest import base_env, run_cli
 from tests.e2e.conftest import Starter
-from tests.fakes import FakeLLMServer, Reply
-from tests.fakes.llm_server import last_user_text
-from tests.support.data import add_session, mem_line
 from tests.support.privacy import rows_mentioning
-from tests.support.workers import wait_until
 
 pytestmark = pytest.mark.e2e
 

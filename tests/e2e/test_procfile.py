@@ -14,10 +14,10 @@ from sqlalchemy import create_engine, inspect, text
 
 from eros.core.guard_meaning import load_bank
 from eros.services.guard_training import BANK_BATCH
-from tests.fakes import FakeLLMServer, FakeVoyageServer
-from tests.support.data import add_session, mem_line
-from tests.support.services import ROOT, TemplateDatabases
-from tests.support.workers import wait_until, worker_env
+from testkit.data import add_session, mem_line
+from testkit.fakes import FakeLLMServer, FakeVoyageServer
+from testkit.services import ROOT, TemplateDatabases
+from testkit.workers import wait_until, worker_env
 
 pytestmark = pytest.mark.e2e
 HONCHO = [sys.executable, "-m", "honcho", "-f", str(ROOT / "Procfile")]

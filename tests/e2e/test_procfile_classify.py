@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, text
 
-from tests.fakes import FakeLLMServer, FakeVoyageServer
-from tests.support.data import add_session, mem_line
-from tests.support.services import ROOT
-from tests.support.workers import wait_until, worker_env
+from testkit.data import add_session, mem_line
+from testkit.fakes import FakeLLMServer, FakeVoyageServer
+from testkit.services import ROOT
+from testkit.workers import wait_until, worker_env
 
 pytestmark = pytest.mark.e2e
 HONCHO = [sys.executable, "-m", "honcho", "-f", str(ROOT / "Procfile")]

@@ -8,9 +8,9 @@ import pytest
 from celery import Celery
 from sqlalchemy import Engine
 
+from testkit.data import add_session, mem_line
+from testkit.workers import wait_until
 from tests.e2e.conftest import Starter
-from tests.support.data import add_session, mem_line
-from tests.support.workers import wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -9,9 +9,9 @@ import pytest
 from celery import Celery
 from sqlalchemy import Engine, text
 
+from testkit.fakes import FakeVoyageServer
+from testkit.workers import wait_until
 from tests.e2e.conftest import Starter
-from tests.fakes import FakeVoyageServer
-from tests.support.workers import wait_until
 
 pytestmark = pytest.mark.e2e
 

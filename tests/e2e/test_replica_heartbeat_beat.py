@@ -16,7 +16,7 @@ import redis
 from sqlalchemy import Engine, text
 
 from eros.core.names import BEAT_HEARTBEAT_KEY
-from tests.support.workers import BeatProcess, wait_until
+from testkit.workers import BeatProcess, wait_until
 
 pytestmark = pytest.mark.e2e
 

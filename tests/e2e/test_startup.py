@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.support.services import ROOT
+from testkit.services import ROOT
 
 pytestmark = pytest.mark.e2e
 

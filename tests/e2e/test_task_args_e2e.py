@@ -27,10 +27,10 @@ from celery.result import AsyncResult
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, text
 
+from testkit.data import add_session
+from testkit.redis_process import free_port
+from testkit.workers import wait_until
 from tests.e2e.conftest import Starter
-from tests.support.data import add_session
-from tests.support.redis_process import free_port
-from tests.support.workers import wait_until
 
 pytestmark = pytest.mark.e2e
 

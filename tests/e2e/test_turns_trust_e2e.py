@@ -14,8 +14,8 @@ from sqlalchemy import Engine, text
 
 from eros.db import turns_sql
 from eros.providers.offline.hashing import hash_embedding
+from testkit.data import add_session
 from tests.e2e.conftest import Starter
-from tests.support.data import add_session
 
 pytestmark = pytest.mark.e2e
 

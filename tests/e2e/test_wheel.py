@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from tests.support.services import TemplateDatabases
+from testkit.services import TemplateDatabases
 
 pytestmark = pytest.mark.e2e
 

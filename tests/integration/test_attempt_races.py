@@ -16,8 +16,8 @@ from sqlalchemy import Connection, Engine, text
 
 from eros.db import repo
 from eros.db.repo import Attempt, Outcome
+from testkit.data import add_session
 from tests.integration.test_turn_races import TURN, _pid, _session, _wait_until
-from tests.support.data import add_session
 
 
 def _claim(engine: Engine, sid: uuid.UUID) -> uuid.UUID:

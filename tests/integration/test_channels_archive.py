@@ -16,8 +16,8 @@ from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer
-from tests.support.data import add_session, bulk_idle_sessions
+from testkit.data import add_session, bulk_idle_sessions
+from testkit.fakes import FakeLLMServer, FakeVoyageServer
 
 Turn = tuple[str, str, str]  # (role, channel, content)
 

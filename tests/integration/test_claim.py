@@ -9,7 +9,7 @@ from datetime import timedelta
 from sqlalchemy import Engine, text
 
 from eros.db import repo
-from tests.support.data import add_session, bulk_idle_sessions
+from testkit.data import add_session, bulk_idle_sessions
 
 
 def test_eight_concurrent_claimers_claim_each_of_5000_exactly_once(engine: Engine) -> None:

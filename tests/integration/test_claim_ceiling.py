@@ -7,8 +7,8 @@ import threading
 from sqlalchemy import Engine
 
 from eros.db import repo
+from testkit.data import bulk_idle_sessions
 from tests.integration.test_turn_races import _in_thread, _wait_until
-from tests.support.data import bulk_idle_sessions
 
 
 def test_a_second_claimer_counts_the_first_ones_uncommitted_claims(engine: Engine) -> None:

@@ -12,8 +12,8 @@ from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
-from tests.support.data import add_session, mem_line
+from testkit.data import add_session, mem_line
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
 
 
 @pytest.fixture

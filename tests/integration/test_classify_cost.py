@@ -27,8 +27,8 @@ from eros.services.classify import Pipeline, classify, start_attempt
 from eros.services.guard_model import meaning_layer
 from eros.settings import load_settings
 from eros.tasks.base import is_database_transient
-from tests.fakes import FakeLLMServer, FakeVoyageServer
-from tests.support.data import add_session, mem_line
+from testkit.data import add_session, mem_line
+from testkit.fakes import FakeLLMServer, FakeVoyageServer
 
 
 @pytest.fixture

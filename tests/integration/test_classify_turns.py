@@ -24,7 +24,7 @@ from eros.services.forget import forget_memory, forget_message
 from eros.services.guard_model import forget_models
 from eros.services.recall import recall
 from eros.settings import Settings, load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 
 TOKYO = "I moved to Tokyo last week, still unpacking boxes"
 SLEEP = "[sighs] I can't sleep, the insomnia is back"  # voice: tags stripped; offline: health

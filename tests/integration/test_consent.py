@@ -20,8 +20,8 @@ from eros.providers.llm import OpenRouterChat
 from eros.services import consent, forget
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
-from tests.support.data import add_session
+from testkit.data import add_session
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 
 MEMORIES = [{"content": "Has had insomnia for months", "category": "fact",
              "sensitivity": "health"},

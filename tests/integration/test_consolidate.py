@@ -28,8 +28,8 @@ from eros.recall import recall_by_vector
 from eros.services.consolidate import Consolidator, consolidate, start_pass
 from eros.services.consolidation_finder import find_and_claim
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
-from tests.fakes.llm_server import last_user_text
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
+from testkit.fakes.llm_server import last_user_text
 
 DIM = 512
 NOW = datetime.now(UTC)

@@ -38,9 +38,9 @@ from eros.services.consolidation_bulk import (
 )
 from eros.services.consolidation_read import choose_search, search_pairs
 from eros.settings import Settings, load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer
-from tests.fakes.llm_server import Reply, last_user_text
-from tests.support.services import TemplateDatabases, with_database
+from testkit.fakes import FakeLLMServer, FakeVoyageServer
+from testkit.fakes.llm_server import Reply, last_user_text
+from testkit.services import TemplateDatabases, with_database
 
 USER = uuid.UUID(int=1000, version=4)
 DIM = 512

@@ -24,7 +24,7 @@ from eros.services.consolidate import Consolidator, consolidate
 from eros.services.consolidation_finder import find_and_claim
 from eros.services.consolidation_read import choose_search, search_pairs
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer
+from testkit.fakes import FakeLLMServer, FakeVoyageServer
 from tests.support.memories import copy_rows, with_hnsw
 
 DIM = 512

@@ -14,7 +14,7 @@ from voyageai.api_resources import api_requestor
 from eros.providers.embeddings import VoyageEmbedder
 from eros.settings import load_settings
 from eros.tasks.lifecycle import _after_fork
-from tests.fakes.voyage_server import FakeVoyageServer
+from testkit.fakes.voyage_server import FakeVoyageServer
 
 
 def _connection_ports(session: object) -> set[int]:

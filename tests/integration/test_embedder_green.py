@@ -19,7 +19,7 @@ from voyageai.api_resources import api_requestor
 from eros.providers import embeddings
 from eros.providers.embeddings import GREEN_HTTP_POOL, VoyageEmbedder
 from eros.settings import load_settings
-from tests.fakes.voyage_server import FakeVoyageServer
+from testkit.fakes.voyage_server import FakeVoyageServer
 from tests.integration.test_embedder_fork import _connection_ports
 
 

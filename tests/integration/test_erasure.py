@@ -27,10 +27,10 @@ from eros.services.classify import Pipeline, classify, start_attempt
 from eros.services.consolidate import Consolidator, consolidate
 from eros.services.forget import forget_memory, forget_user, user_request
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
-from tests.fakes.llm_server import extract_memories, last_user_text
+from testkit.data import add_messages, add_session, ago, mem_line
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.fakes.llm_server import extract_memories, last_user_text
 from tests.integration.test_consolidate import add, answer, axis
-from tests.support.data import add_messages, add_session, ago, mem_line
 from tests.support.privacy import rows_mentioning, wait_for_lock_wait
 
 

@@ -42,10 +42,10 @@ from eros.services import forget, retention
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.services.consolidate import Consolidator, consolidate
 from eros.settings import Settings, load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
-from tests.fakes.llm_server import extract_memories, last_user_text
-from tests.support.data import add_messages, add_session, ago, mem_line
-from tests.support.services import TemplateDatabases
+from testkit.data import add_messages, add_session, ago, mem_line
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.fakes.llm_server import extract_memories, last_user_text
+from testkit.services import TemplateDatabases
 
 FACT = "Was treated for depression"
 NEAR = "Was treated for depression last winter"  # a near duplicate the model rewrites

@@ -10,8 +10,8 @@ from eros.core.evaluation.suite import Question, References
 from eros.providers.llm import OpenRouterChat
 from eros.services.evaluation.judges import LLMJudge
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer
-from tests.fakes.llm_server import Reply, last_user_text
+from testkit.fakes import FakeLLMServer
+from testkit.fakes.llm_server import Reply, last_user_text
 
 
 def responder(request: dict[str, Any]) -> Reply:

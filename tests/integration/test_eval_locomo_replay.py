@@ -22,7 +22,7 @@ from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge
 from eros.services.evaluation.observations import ObservationReplay
 from eros.services.evaluation.run import EvalResult, evaluate
 from eros.settings import load_settings
-from tests.support.services import TemplateDatabases
+from testkit.services import TemplateDatabases
 
 
 def _turns(n: int, lines: list[tuple[str, str]]) -> list[dict[str, str]]:

@@ -25,8 +25,8 @@ from eros.services.evaluation.replay import replay
 from eros.services.evaluation.run import ask
 from eros.services.evaluation.setup import WorkerSetup, cached, make_judge
 from eros.settings import load_settings
+from testkit.services import TemplateDatabases
 from tests.integration.test_eval_locomo_replay import SAMPLE
-from tests.support.services import TemplateDatabases
 
 
 def _figures(scored: list[Scored]) -> list[Scored]:

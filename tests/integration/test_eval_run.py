@@ -18,7 +18,7 @@ from eros.services.evaluation.cached_embedder import CachedEmbedder
 from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge
 from eros.services.evaluation.run import EvalResult, evaluate
 from eros.settings import load_settings
-from tests.support.services import TemplateDatabases
+from testkit.services import TemplateDatabases
 
 
 @pytest.fixture(scope="module")

@@ -30,10 +30,10 @@ from eros.services.consolidate import (
 )
 from eros.services.forget import forget_memory, forget_user
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.data import add_messages, add_session, ago, mem_line
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_consolidate import add, answer, axis
 from tests.integration.test_recall_cells import CELLS, load, topic_vectors
-from tests.support.data import add_messages, add_session, ago, mem_line
 from tests.support.privacy import rows_mentioning, wait_for_lock_wait
 
 

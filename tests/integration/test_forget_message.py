@@ -22,9 +22,9 @@ from eros.services.classify import Pipeline, Report, classify, start_attempt
 from eros.services.consolidate import Consolidator, consolidate
 from eros.services.forget import forget_message
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.data import add_session, mem_line
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_provenance_consolidate import _add, _answer, _axis
-from tests.support.data import add_session, mem_line
 from tests.support.privacy import rows_mentioning
 
 

@@ -21,8 +21,8 @@ from eros.providers.llm import OpenRouterChat
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.services.forget import forget_session
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer
-from tests.support.data import add_session, mem_line
+from testkit.data import add_session, mem_line
+from testkit.fakes import FakeLLMServer, FakeVoyageServer
 from tests.support.privacy import rows_mentioning
 
 

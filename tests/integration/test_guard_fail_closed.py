@@ -24,9 +24,9 @@ from eros.services.classify import Pipeline, Report, classify, start_attempt
 from eros.services.consolidate import Consolidator, consolidate
 from eros.services.guard_model import forget_models
 from eros.settings import Settings, load_settings
-from tests.fakes import FakeLLMServer, Reply
-from tests.support.data import add_session
-from tests.support.guard import seed
+from testkit.data import add_session
+from testkit.fakes import FakeLLMServer, Reply
+from testkit.guard import seed
 
 DIM = 512
 TEXTS = ["Vive en Valencia y da clases de piano a niños.", "Her coach calls every Tuesday",

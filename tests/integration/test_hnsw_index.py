@@ -15,7 +15,7 @@ from eros.db.engine import check_database
 from eros.db.migrate import upgrade
 from eros.errors import ConfigError
 from eros.settings import Settings, load_settings
-from tests.support.services import TemplateDatabases
+from testkit.services import TemplateDatabases
 
 READS = load_settings(recall_quantized_scan=False)
 DEFAULTS = load_settings()

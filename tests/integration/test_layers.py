@@ -14,8 +14,8 @@ from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
-from tests.support.data import add_session
+from testkit.data import add_session
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 
 REPLY = json.dumps({"memories": [
     {"content": "Lives in Tokyo", "category": "fact", "layer": "profile"},

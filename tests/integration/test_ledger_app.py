@@ -21,8 +21,8 @@ from eros.ledger.security import CSP, SESSION_COOKIE, Keys
 from eros.ledger.web import Context
 from eros.providers import make_providers
 from eros.settings import Settings, load_settings
+from testkit.services import TemplateDatabases
 from tests.support.ledger import LINK, SCRIPT, Seeded, seed
-from tests.support.services import TemplateDatabases
 
 TOKEN = "t" * 20 + "-ledger-test-token"
 

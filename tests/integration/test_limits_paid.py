@@ -16,8 +16,8 @@ from eros.providers.llm import OpenRouterChat
 from eros.providers.ratelimit import Limits, RedisLimiter, Throttled
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer
-from tests.support.data import add_session, mem_line
+from testkit.data import add_session, mem_line
+from testkit.fakes import FakeLLMServer, FakeVoyageServer
 
 
 def _client(redis_url: str) -> redis.Redis:

@@ -10,7 +10,7 @@ from alembic import command
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, create_engine, text
 
-from tests.support.services import TemplateDatabases, alembic_config
+from testkit.services import TemplateDatabases, alembic_config
 
 #: two sizes besides the suite's 512 (e5's 384; a larger model's 1024).
 DIMS = (384, 1024)

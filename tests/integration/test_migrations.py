@@ -8,7 +8,7 @@ from sqlalchemy import create_engine, inspect, text
 
 from eros.db.migrate import upgrade
 from eros.settings import load_settings
-from tests.support.services import TemplateDatabases, alembic_config
+from testkit.services import TemplateDatabases, alembic_config
 
 
 def test_upgrade_check_downgrade_upgrade(templates: TemplateDatabases) -> None:

@@ -19,8 +19,8 @@ from eros.db.engine import make_engine
 from eros.providers import make_embedder
 from eros.services.reembed import ReembedBusy, Reembedder
 from eros.settings import Settings, load_settings
-from tests.fakes import FakeVoyageServer
-from tests.support.topology import PgBouncer, Unavailable, pgbouncer
+from testkit.fakes import FakeVoyageServer
+from testkit.topology import PgBouncer, Unavailable, pgbouncer
 
 POOL = 2
 

@@ -17,7 +17,7 @@ from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services.consolidate import Consolidator, consolidate
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 
 DIM = 512
 NOW = datetime.now(UTC)

@@ -19,8 +19,8 @@ from eros.providers import make_embedder
 from eros.services.recall import recall
 from eros.services.reembed import ReembedBusy, Reembedder
 from eros.settings import Settings, load_settings
-from tests.fakes import FakeVoyageServer
-from tests.support.workers import wait_until
+from testkit.fakes import FakeVoyageServer
+from testkit.workers import wait_until
 
 OLD, NEW = "voyage-3.5-lite", "voyage-4-lite"
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,7 +25,7 @@ from eros.providers.offline import OfflineChat
 from eros.providers.ratelimit import make_limiter
 from eros.services import consent
 from eros.settings import Settings, load_settings
-from tests.fakes import FakeLLMServer, Fault, Reply
+from testkit.fakes import FakeLLMServer, Fault, Reply
 
 USER, WITHDRAWN = uuid.uuid4(), uuid.uuid4()
 NEUTRAL = [f"Likes topic number {n}" for n in range(4, 21)]

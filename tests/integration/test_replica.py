@@ -24,8 +24,8 @@ from eros.providers import make_embedder
 from eros.services import read_route
 from eros.services.recall import recall
 from eros.settings import Settings, load_settings
-from tests.support.services import TemplateDatabases
-from tests.support.topology import Replica, replica_heartbeat, streaming_replica
+from testkit.services import TemplateDatabases
+from testkit.topology import Replica, replica_heartbeat, streaming_replica
 
 #: generous: the recall's own budget, which a fallback must stay inside
 STATEMENT_MS = 3000

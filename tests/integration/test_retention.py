@@ -14,8 +14,8 @@ from eros.ops import metrics
 from eros.services import retention
 from eros.settings import load_settings
 from eros.tasks.schedule import default_schedule
+from testkit.data import add_messages, add_session, ago
 from tests.integration.test_consolidate import axis
-from tests.support.data import add_messages, add_session, ago
 
 
 def _classified(engine: Engine, days_ago: float, turns: int, *, later: int = 0) -> uuid.UUID:

@@ -21,8 +21,8 @@ from eros.services import forget
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.services.recall import recall
 from eros.settings import Settings, load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
-from tests.support.data import add_session
+from testkit.data import add_session
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 
 MEMORIES = [
     {"content": "Has had insomnia for months", "category": "fact", "sensitivity": "health"},

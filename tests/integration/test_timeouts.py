@@ -15,7 +15,7 @@ from eros.db.repo import Outcome
 from eros.services.recall import recall_by_vector
 from eros.settings import load_settings
 from eros.tasks.base import is_database_transient
-from tests.support.data import add_session
+from testkit.data import add_session
 
 
 def _sqlstate(err: DBAPIError) -> str | None:

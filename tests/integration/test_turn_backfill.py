@@ -23,7 +23,7 @@ from eros.services.forget import forget_memory, forget_message, forget_user
 from eros.services.guard_model import forget_models
 from eros.services.turn_backfill import backfill
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_classify_turns import ATTACK, CHURCH, SPOKEN, TOKYO, add_turns
 
 

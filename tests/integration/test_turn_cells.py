@@ -24,8 +24,8 @@ from sqlalchemy import Engine, text
 from eros.db import forget_sql, turn_cells_sql, turns_sql
 from eros.db.turns_sql import TurnRow
 from eros.services import recall_cells, turn_centres
+from testkit.data import add_session
 from tests.integration.test_recall import cfg
-from tests.support.data import add_session
 from tests.support.memories import DIM, Mem, add
 
 SETTINGS = cfg(recall_exact_scan_below=100)

@@ -10,7 +10,7 @@ import uuid
 from alembic import command
 from sqlalchemy import create_engine, text
 
-from tests.support.services import TemplateDatabases, alembic_config
+from testkit.services import TemplateDatabases, alembic_config
 
 BEFORE, THIS = "0028", "0029"
 

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, Engine, text
 
 from eros.db import repo
 from eros.db.repo import Attempt, MemoryRow, Outcome
-from tests.support.data import add_session, ago
+from testkit.data import add_session, ago
 
 VEC = [1.0] + [0.0] * 511
 TURN = text("INSERT INTO engine.chat_messages (session_id, role, content, sent_at)"

@@ -12,8 +12,8 @@ from sqlalchemy import Engine, text
 from eros.db import turns_sql
 from eros.db.turns_sql import TurnRow
 from eros.services import forget
+from testkit.data import add_session
 from tests.integration.test_turns_sql import _axis
-from tests.support.data import add_session
 
 
 def _index(engine: Engine, sid: uuid.UUID, sensitivity: str | None = None) -> list[int]:

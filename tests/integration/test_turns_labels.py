@@ -17,10 +17,10 @@ from eros.providers.llm import OpenRouterChat
 from eros.services import consent
 from eros.services.consolidate import Consolidator, consolidate
 from eros.settings import Settings, load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.data import add_session
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_provenance_consolidate import _axis, c  # noqa: F401
 from tests.integration.test_turns_erasure import _index
-from tests.support.data import add_session
 
 
 def _session(engine: Engine, user: uuid.UUID, *said: str,
@@ -194,8 +194,8 @@ def test_a_withdrawn_labels_turns_are_not_indexed_again_until_allowed(
     from eros.providers.embeddings import VoyageEmbedder
     from eros.services import forget
     from eros.services.classify import Pipeline, classify, start_attempt
-    from tests.fakes.llm_server import extract_memories, last_user_text
-    from tests.support.data import mem_line
+    from testkit.data import mem_line
+    from testkit.fakes.llm_server import extract_memories, last_user_text
 
     llm.set_responder(lambda request: Reply(json.dumps(
         {"memories": extract_memories(last_user_text(request))})))

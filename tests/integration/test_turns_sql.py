@@ -13,7 +13,7 @@ from sqlalchemy import Engine, text
 from eros.db import turns_sql
 from eros.db.schema import EMBEDDING_DIM
 from eros.db.turns_sql import TurnRow
-from tests.support.data import add_session
+from testkit.data import add_session
 
 
 def _axis(i: int, tilt: float = 0.0) -> list[float]:

@@ -23,7 +23,7 @@ from eros.services.guard_training import ensure_model
 from eros.services.guard_unscreened import settle_unscreened
 from eros.services.recall import recall
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_classify_turns import add_turns
 from tests.integration.test_guard_ready import INSTRUCTION, STATEMENT, HeldMeaning
 

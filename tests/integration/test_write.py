@@ -8,7 +8,7 @@ from sqlalchemy.exc import IntegrityError
 
 from eros.db import repo
 from eros.db.repo import MemoryRow, Outcome
-from tests.support.data import add_messages, add_session, ago
+from testkit.data import add_messages, add_session, ago
 
 VEC = [1.0] + [0.0] * 511
 

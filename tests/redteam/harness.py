@@ -23,8 +23,8 @@ from eros.core.render import Labels, get_labels, render_memories
 from eros.db import repo
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.services.consolidate import Consolidator, consolidate
+from testkit.data import add_session
 from tests.redteam.corpus import Case
-from tests.support.data import add_session
 
 Responder = Callable[[str], str]
 Script = Callable[[Responder], None]

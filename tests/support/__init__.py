@@ -1,1 +1,1 @@
-"""Test-only helpers: real services, template databases, worker processes, data builders."""
+"""Test-only helpers (data builders); what the benchmarks share with the tests is in testkit."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, text
 
 from eros.providers.base import Embedder
-from tests.support.data import add_session
+from testkit.data import add_session
 
 #: memory texts that must reach the page as text, never as markup
 SCRIPT = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='img'\">"

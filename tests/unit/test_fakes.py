@@ -22,7 +22,7 @@ import voyageai.error as verr
 from voyageai.client import Client as VoyageClient
 from voyageai.client_async import AsyncClient as AsyncVoyageClient
 
-from tests.fakes import (
+from testkit.fakes import (
     FakeLLMServer,
     FakeVoyageServer,
     Fault,
@@ -30,7 +30,7 @@ from tests.fakes import (
     extract_memories,
     hash_embedding,
 )
-from tests.fakes.voyage_server import quantize
+from testkit.fakes.voyage_server import quantize
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "voyage-3.5-lite"
@@ -347,7 +347,7 @@ def test_voyage_async_client(voyage: FakeVoyageServer) -> None:
 
 
 # -------------------------------------------------------------- standalone
-@pytest.mark.parametrize("module", ["tests.fakes.llm_server", "tests.fakes.voyage_server"])
+@pytest.mark.parametrize("module", ["testkit.fakes.llm_server", "testkit.fakes.voyage_server"])
 def test_standalone_process(module: str, tmp_path: Path) -> None:
     port_file = tmp_path / "port"
     cmd = [sys.executable, "-m", module, "--port", "0", "--latency-ms", "20"]

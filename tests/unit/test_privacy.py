@@ -16,7 +16,7 @@ from eros.ops.logs import JsonFormatter, PrivacyFilter
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.settings import load_settings
-from tests.fakes import FakeLLMServer, FakeVoyageServer, Fault
+from testkit.fakes import FakeLLMServer, FakeVoyageServer, Fault
 
 SECRET = "zqxsecret1234"
 

@@ -13,7 +13,7 @@ from eros.core.prompts import PROMPT_VERSIONS, load_prompt
 from eros.core.provenance import Provenance, cite, resolve_sources, seq_of, union
 from eros.core.transcript import Turn, build_transcript
 from eros.providers.offline.heuristic import OfflineExtractor, heuristic_extract
-from tests.fakes.llm_server import extract_memories
+from testkit.fakes.llm_server import extract_memories
 
 T0 = datetime(2026, 3, 7, 21, 30, tzinfo=UTC)
 

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 #: numpy's BLAS thread counts: a developer's own values reach the workers a test starts (eros
 #: itself defaults OPENBLAS/MKL to one thread a process, eros/__init__.py)
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")

@@ -9,7 +9,7 @@ embedding is base64 of packed little-endian values: float32 for ``output_dtype``
 None/"float", int8 for "int8"/"binary", uint8 for "uint8"/"ubinary" -- exactly
 what ``voyageai.util.decode_base64_embedding`` decodes with ``np.frombuffer``.
 
-Standalone: ``python -m tests.fakes.voyage_server --port 0 --latency-ms 50 --port-file /tmp/x``.
+Standalone: ``python -m testkit.fakes.voyage_server --port 0 --latency-ms 50 --port-file /tmp/x``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from eros.providers.offline.hashing import hash_embedding as offline_hash_embedding
-from tests.fakes.http_base import FakeHTTPServer, RecordedRequest, Response, serve_main
+from testkit.fakes.http_base import FakeHTTPServer, RecordedRequest, Response, serve_main
 
 __all__ = ["FakeVoyageServer", "Vectorizer", "hash_embedding", "quantize"]
 

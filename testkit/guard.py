@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, create_engine
@@ -25,7 +26,7 @@ from eros.providers.base import Embeddings, InputType
 from eros.providers.offline.e5 import E5_MODEL_NAME
 from eros.services.guard_training import ensure_model
 from eros.settings import load_settings
-from tests.fakes.voyage_server import hash_embedding
+from testkit.fakes.voyage_server import hash_embedding
 
 #: what the fake Voyage server answers for (Settings.embedding_model's default)
 FAKE_VOYAGE_MODEL = "voyage-3.5-lite"
@@ -62,8 +63,9 @@ def seed_template(url: str, config: pytest.Config | None) -> None:
     engine = create_engine(url, pool_size=1)
     try:
         if cached:
-            seed(engine, MeaningModel(**{k: tuple(v) if isinstance(v, list) else v
-                                         for k, v in cached.items()}), FAKE_VOYAGE_MODEL)
+            fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                                      for k, v in cached.items()}
+            seed(engine, MeaningModel(**fields), FAKE_VOYAGE_MODEL)
             return
         settings = load_settings(database_url=url, memory_guard_classifier="auto")
         ensure_model(settings, engine, FakeVoyageVectors())

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, text
 
-from tests.chaos.servers import RestartablePostgres, RestartableRedis
-from tests.fakes import FakeLLMServer, FakeVoyageServer
-from tests.support.guard import seed_template
-from tests.support.rabbit import RabbitVhost
-from tests.support.services import with_database
-from tests.support.workers import BeatProcess, WorkerProcess, worker_env
+from testkit.chaos.servers import RestartablePostgres, RestartableRedis
+from testkit.fakes import FakeLLMServer, FakeVoyageServer
+from testkit.guard import seed_template
+from testkit.rabbit import RabbitVhost
+from testkit.services import with_database
+from testkit.workers import BeatProcess, WorkerProcess, worker_env
 
 CATEGORIES = ("fact", "preference", "event", "emotion", "relation")
 TERMINAL = ("memories", "no_memories", "empty", "unparseable", "truncated")
@@ -132,7 +132,7 @@ def verify(engine: Engine, expected: dict[uuid.UUID, set[str]], name: str, secon
             " FROM engine.chat_sessions"))}
         memories = conn.execute(text("SELECT session_id, content"
                                      " FROM engine.companion_memories")).all()
-        finals = dict(conn.execute(text(
+        finals: dict[uuid.UUID, int] = dict(conn.execute(text(
             "SELECT session_id, count(*) FROM engine.classification_runs"
             " WHERE outcome = ANY(:t) GROUP BY session_id"), {"t": list(TERMINAL)}).all())
     by_session: dict[uuid.UUID, list[str]] = {}

@@ -6,7 +6,7 @@ lines of the last user message into ``{"memories": [...]}`` and honours the
 directive tokens ``REPLY_GARBAGE``, ``REPLY_TRUNCATE``, ``REPLY_FENCED``,
 ``REPLY_EMPTY`` and ``SLOW <ms>``.
 
-Standalone: ``python -m tests.fakes.llm_server --port 0 --latency-ms 300 --port-file /tmp/x``.
+Standalone: ``python -m testkit.fakes.llm_server --port 0 --latency-ms 300 --port-file /tmp/x``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.http_base import FakeHTTPServer, RecordedRequest, Response, serve_main
+from testkit.fakes.http_base import FakeHTTPServer, RecordedRequest, Response, serve_main
 
 __all__ = [
     "FakeLLMServer",

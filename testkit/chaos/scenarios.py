@@ -6,8 +6,8 @@ import random
 import threading
 import time
 
-from tests.chaos.harness import Disruption, Stack
-from tests.fakes import Fault
+from testkit.chaos.harness import Disruption, Stack
+from testkit.fakes import Fault
 
 
 def wait_for_progress(stack: Stack, stop: threading.Event, done: int) -> bool:

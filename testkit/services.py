@@ -25,9 +25,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from eros.db.migrate import upgrade
-from tests.support.redis_process import RestartableRedis
+from testkit.redis_process import RestartableRedis
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextmanager

@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.support.redis_process import RestartableRedis
+from testkit.redis_process import RestartableRedis
 
 __all__ = ["RestartablePostgres", "RestartableRedis"]
 

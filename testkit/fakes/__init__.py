@@ -1,6 +1,6 @@
 """Local HTTP fakes of external APIs (OpenAI chat completions, Voyage embeddings).
 
-Re-exports are resolved lazily so that ``python -m tests.fakes.llm_server`` does not
+Re-exports are resolved lazily so that ``python -m testkit.fakes.llm_server`` does not
 import the submodule twice (which makes ``runpy`` warn).
 """
 
@@ -10,15 +10,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tests.fakes.http_base import FakeHTTPServer, Fault, RecordedRequest, Response
-    from tests.fakes.llm_server import (
+    from testkit.fakes.http_base import FakeHTTPServer, Fault, RecordedRequest, Response
+    from testkit.fakes.llm_server import (
         FakeLLMServer,
         Reply,
         Responder,
         echo_memories_responder,
         extract_memories,
     )
-    from tests.fakes.voyage_server import FakeVoyageServer, Vectorizer, hash_embedding
+    from testkit.fakes.voyage_server import FakeVoyageServer, Vectorizer, hash_embedding
 
 _EXPORTS = {
     "FakeHTTPServer": "http_base",

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from tests.support.redis_process import free_port
+from testkit.redis_process import free_port
 
 #: where the project's scripts/bootstrap installs it (Debian's package).
 PGBOUNCER_PATHS = ("/usr/sbin/pgbouncer", "/usr/bin/pgbouncer")
