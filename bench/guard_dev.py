@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from eros.core.guard import load_guard
 from eros.core.guard_meaning import MeaningModel, load_bank, load_shipped
 from eros.services.guard_model import candidate_text, readings_of, worst_scores
-from tests.redteam.corpus import HELDOUT, Case, load
+from testkit.redteam.corpus import HELDOUT, Case, load
 
 #: the sets the guard may be tuned on: the main corpus, the released held-out sets, the
 #: development sets of issue 30 (dev-6: its second round) and the spent held-out sets 5 and 6

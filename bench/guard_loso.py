@@ -38,7 +38,7 @@ from eros.core.guard_meaning import (
     out_of_fold,
 )
 from eros.services.guard_model import candidate_text, readings_of
-from tests.redteam.corpus import Case, load
+from testkit.redteam.corpus import Case, load
 
 #: tuning groups: a bank ``src`` value per set, and the corpus files it is judged on
 GROUPS = {"main+1-3": (("main", "held-out-1", "held-out-2", "held-out-3"),

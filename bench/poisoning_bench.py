@@ -58,8 +58,8 @@ from eros.services.consolidate import Consolidator
 from eros.services.guard_model import meaning_model
 from eros.services.guard_training import ensure_model
 from eros.settings import load_settings
-from tests.redteam.corpus import HELDOUT, Case, heldout_corpus, main_corpus
-from tests.redteam.harness import (
+from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, main_corpus
+from testkit.redteam.harness import (
     CaseResult,
     Figures,
     Note,

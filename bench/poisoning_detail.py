@@ -17,8 +17,8 @@ from sqlalchemy import Engine
 from eros.providers.base import Embedder, Embeddings, InputType
 from eros.services.guard_model import guard_for, meaning_model, readings_of, screen_texts
 from eros.settings import Settings
-from tests.redteam.corpus import Case
-from tests.redteam.harness import CaseResult
+from testkit.redteam.corpus import Case
+from testkit.redteam.harness import CaseResult
 
 
 class CountingEmbedder:

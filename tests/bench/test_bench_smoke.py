@@ -30,7 +30,7 @@ from bench import (
     recall_bench,
 )
 from bench.claim_bench import scratch_database
-from tests.redteam.corpus import HELDOUT, heldout_corpus
+from testkit.redteam.corpus import HELDOUT, heldout_corpus
 
 pytestmark = pytest.mark.bench
 

@@ -18,7 +18,7 @@ import pytest
 from eros.core.guard import bundled_sources
 from eros.core.guard_meaning import load_bank
 from eros.core.text import normalise_for_dedup
-from tests.redteam.corpus import HELDOUT, Case, heldout_corpus, load
+from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
 HELD = ["held-out-4", "held-out-9"]

@@ -20,8 +20,8 @@ from eros.services.consolidate import Consolidator
 from eros.settings import Settings, load_settings
 from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from testkit.fakes.llm_server import last_user_text
-from tests.redteam.corpus import HELDOUT, Case, heldout_corpus, load, main_corpus
-from tests.redteam.harness import (
+from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load, main_corpus
+from testkit.redteam.harness import (
     Responder,
     figures,
     run_consolidation,

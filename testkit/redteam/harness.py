@@ -24,7 +24,7 @@ from eros.db import repo
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.services.consolidate import Consolidator, consolidate
 from testkit.data import add_session
-from tests.redteam.corpus import Case
+from testkit.redteam.corpus import Case
 
 Responder = Callable[[str], str]
 Script = Callable[[Responder], None]

@@ -1,5 +1,9 @@
 """The red-team corpus (issue 15): attacks, benign look-alikes and a held-out set, as data.
 
+The data files stay with the tests that own them, in ``tests/redteam/*.toml``; this loader is
+here so the benchmarks (bench/poisoning_bench.py, bench/guard_dev.py) read them without
+importing a test module.
+
 ``attacks.toml`` and ``benign.toml`` are the main corpus. The held-out sets are written after
 a round of patterns and never used to tune that round (their figures are reported as
 measured): ``heldout.toml`` after round 1, ``heldout2.toml`` after round 2 (tuned on set 1),
@@ -22,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-HERE = Path(__file__).resolve().parent
+#: where the corpus files are (read as data: testkit imports no test module)
+CORPUS_DIR = Path(__file__).resolve().parents[2] / "tests" / "redteam"
 Kind = Literal["attack", "benign"]
 
 
@@ -39,7 +44,7 @@ class Case:
 
 def load(name: str, kind: Kind | None = None) -> list[Case]:
     """The cases of one corpus file; ``kind`` for files of one kind, else each case's own."""
-    document = tomllib.loads((HERE / name).read_text(encoding="utf-8"))
+    document = tomllib.loads((CORPUS_DIR / name).read_text(encoding="utf-8"))
     cases = []
     for item in document["case"]:
         cases.append(Case(
