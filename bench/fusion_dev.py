@@ -12,6 +12,9 @@ the RECALL_FUSION_* settings, never a patched function. Use it on the DEVELOPMEN
     python -m bench.fusion_dev --suite /tmp/locomo10.json --format locomo \\
         --extractor observations --users 6 \\
         --variant shipped: --variant z:recall_fusion_calibration=z
+
+The replay goes into a scratch database on ``EROS_BENCH_DATABASE_URL`` (a superuser URL), or
+on an embedded PostgreSQL, dropped at the end.
 """
 
 from __future__ import annotations
@@ -19,11 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.claim_bench import scratch_database
 from eros.core.evaluation.exact import BUDGETS, KS
 from eros.core.evaluation.formats import convert
 from eros.core.evaluation.scoring import aggregate
@@ -69,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     from eros.core.evaluation.suite import shipped_suite
     from eros.db.engine import make_engine
     from eros.db.eval_cache import VectorCache
-    from eros.devstack.embedded import EmbeddedStack, data_dir
+    from eros.devstack.embedded import data_dir
     from eros.providers import make_providers
     from eros.services.evaluation.cached_embedder import CachedEmbedder
     from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge
@@ -81,47 +84,42 @@ def main(argv: list[str] | None = None) -> int:
     suite = (convert(json.loads(Path(args.suite).read_text(encoding="utf-8")), args.format)
              if args.suite else shipped_suite()).subset(args.users)
     variants = [_variant(v) for v in args.variant] or [("shipped", {})]
-    with tempfile.TemporaryDirectory() as root:
-        stack = EmbeddedStack(None, None, need_db=True, need_broker=False, root=Path(root))
-        try:
-            services = stack.start()
-            settings = load_settings(database_url=services.database_url)
-            llm, embedder = make_providers(settings)
-            embedder = CachedEmbedder(embedder, VectorCache(
-                data_dir() / "eval-embeddings.sqlite3"))
-            judge = EmbeddingJudge(embedder, DEFAULT_FLOORS.get(embedder.name, 0.5))
-            extractor = ObservationReplay(suite) if args.extractor == "observations" else None
-            engine = make_engine(settings.require_database_url(), pool_size=2)
+    with scratch_database() as database_url:
+        settings = load_settings(database_url=database_url)
+        llm, embedder = make_providers(settings)
+        embedder = CachedEmbedder(embedder, VectorCache(
+            data_dir() / "eval-embeddings.sqlite3"))
+        judge = EmbeddingJudge(embedder, DEFAULT_FLOORS.get(embedder.name, 0.5))
+        extractor = ObservationReplay(suite) if args.extractor == "observations" else None
+        engine = make_engine(settings.require_database_url(), pool_size=2)
+        t = time.perf_counter()
+        replay(engine, settings, suite, llm, embedder, extractor=extractor)
+        print(f"# {suite.name}: replayed in {time.perf_counter() - t:.1f}s", flush=True)
+        head = (f"{'variant / system':<34}{'n':>5}"
+                + "".join(f"  {f'r@{n}':>6}" for n in KS)
+                + "".join(f"  {f'≤{n}t':>6}" for n in BUDGETS) + "   judged    stale")
+        print(head)
+        for i, (name, overrides) in enumerate(variants):
+            cfg = settings.model_copy(update=overrides)
             t = time.perf_counter()
-            replay(engine, settings, suite, llm, embedder, extractor=extractor)
-            print(f"# {suite.name}: replayed in {time.perf_counter() - t:.1f}s", flush=True)
-            head = (f"{'variant / system':<34}{'n':>5}"
-                    + "".join(f"  {f'r@{n}':>6}" for n in KS)
-                    + "".join(f"  {f'≤{n}t':>6}" for n in BUDGETS) + "   judged    stale")
-            print(head)
-            for i, (name, overrides) in enumerate(variants):
-                cfg = settings.model_copy(update=overrides)
-                t = time.perf_counter()
-                scored, _ = ask(engine, cfg, suite, embedder, judge,
-                                strategies=("grouped", "decay", "composite", "fused") if i == 0
-                                else ("fused",))
-                cells = aggregate(scored)
-                asked = {q.id: q.question for q in suite.questions}
-                stale = [s.question_id for s in scored if s.system == "fused" and s.stale_first]
-                if stale:
-                    print(f"# {name}: stale first: "
-                          + "; ".join(f"{q} {asked[q]!r}" for q in stale))
-                for system, kinds in cells.items():
-                    if i > 0 and system != "fused":
-                        continue
-                    for kind, cell in sorted(kinds.items()):
-                        label = f"{name if system == 'fused' else system} {kind}"
-                        print(_row(label, cell))
-                print(f"# {name}: asked in {time.perf_counter() - t:.1f}s {overrides}",
-                      flush=True)
-            engine.dispose()
-        finally:
-            stack.stop()
+            scored, _ = ask(engine, cfg, suite, embedder, judge,
+                            strategies=("grouped", "decay", "composite", "fused") if i == 0
+                            else ("fused",))
+            cells = aggregate(scored)
+            asked = {q.id: q.question for q in suite.questions}
+            stale = [s.question_id for s in scored if s.system == "fused" and s.stale_first]
+            if stale:
+                print(f"# {name}: stale first: "
+                      + "; ".join(f"{q} {asked[q]!r}" for q in stale))
+            for system, kinds in cells.items():
+                if i > 0 and system != "fused":
+                    continue
+                for kind, cell in sorted(kinds.items()):
+                    label = f"{name if system == 'fused' else system} {kind}"
+                    print(_row(label, cell))
+            print(f"# {name}: asked in {time.perf_counter() - t:.1f}s {overrides}",
+                  flush=True)
+        engine.dispose()
     return 0
 
 

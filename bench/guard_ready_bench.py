@@ -28,7 +28,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 
 from bench.drain_run import environment, run_ours
-from testkit.services import with_database
+from testkit.services import TemplateDatabases, with_database
 
 
 def _cold(server_url: str) -> object:
@@ -51,13 +51,13 @@ def _unscreened(server_url: str, name: list[str]) -> int:
     return count
 
 
-def e5_first_availability() -> tuple[int, float]:
-    """Embedding calls and milliseconds until the layer is ready with e5 on a fresh database."""
+def e5_first_availability(templates: TemplateDatabases) -> tuple[int, float]:
+    """Embedding calls and milliseconds until the layer is ready with e5 on a fresh database
+    (a clone of the run's template without its trained models)."""
     from eros.providers.base import Embeddings, InputType
     from eros.providers.offline.e5 import E5Embedder
     from eros.services.guard_model import forget_models, meaning_layer
     from eros.settings import load_settings
-    from testkit.services import TemplateDatabases, postgres_server
 
     class Counting(E5Embedder):
         calls = 0
@@ -66,20 +66,20 @@ def e5_first_availability() -> tuple[int, float]:
             Counting.calls += 1
             return super().embed(texts, input_type=input_type)
 
-    with postgres_server() as pg:
-        templates = TemplateDatabases(pg.replace("postgresql://", "postgresql+psycopg://", 1))
-        try:
-            url = templates.clone()
-            engine = create_engine(url, pool_size=1)
-            forget_models()
-            started = time.perf_counter()
-            layer = meaning_layer(load_settings(database_url=url, embedding_dim=512), engine,
-                                  Counting(512))
-            ms = (time.perf_counter() - started) * 1000
-            assert layer.state == "ready", layer.state
-            engine.dispose()
-        finally:
-            templates.close()
+    url = templates.clone()
+    engine = create_engine(url, pool_size=1)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("DELETE FROM engine.guard_classifiers"))
+        forget_models()
+        started = time.perf_counter()
+        layer = meaning_layer(load_settings(database_url=url, embedding_dim=512), engine,
+                              Counting(512))
+        ms = (time.perf_counter() - started) * 1000
+        assert layer.state == "ready", layer.state
+    finally:
+        engine.dispose()
+        templates.drop(url)
     return Counting.calls, ms
 
 
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((label, result, total - drain_calls, drain_calls,
                          _unscreened(templates.server_url, names)))
             print(f"  {label}: {result.sessions} sessions in {result.seconds:.1f}s", flush=True)
-    calls, ms = e5_first_availability()
+        calls, ms = e5_first_availability(templates)
     on, off = rows[0][1], rows[1][1]
     print(f"\n{args.workers} workers x prefork -c {args.concurrency}, {args.sessions} sessions "
           f"(3 candidates each), fake LLM {args.llm_ms:.0f} ms, fake Voyage {args.embed_ms:.0f} "

@@ -1,5 +1,6 @@
-"""The held-out implicit-recall check (bench/implicit_data.py) is what its script writes, loads
-as a suite, and every question's evidence is an observation citing the confided turn."""
+"""The implicit-recall checks (bench/implicit_data.py: the two development sets;
+bench/implicit_holdout_data.py: the held-out set) are what their scripts write, load as
+suites, and every question's evidence is an observation citing the confided turn."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import implicit_holdout_data
 from bench.implicit_data import HEAVY_OUT, OUT, build
 from eros.core.evaluation.suite import load_suite_text
 
@@ -17,10 +19,17 @@ def test_the_committed_suites_are_what_the_script_writes(path: Path, heavy: bool
     assert json.loads(Path(path).read_text(encoding="utf-8")) == build(heavy=heavy)
 
 
-@pytest.mark.parametrize("path", [OUT, HEAVY_OUT])
-def test_every_remark_cites_a_confided_turn_with_its_observation(path: Path) -> None:
+def test_the_committed_held_out_suite_is_what_its_script_writes() -> None:
+    written = json.loads(implicit_holdout_data.OUT.read_text(encoding="utf-8"))
+    assert written == implicit_holdout_data.build()
+
+
+@pytest.mark.parametrize(("path", "questions"),
+                         [(OUT, 36), (HEAVY_OUT, 36), (implicit_holdout_data.OUT, 30)])
+def test_every_remark_cites_a_confided_turn_with_its_observation(path: Path,
+                                                                 questions: int) -> None:
     suite = load_suite_text(Path(path).read_text(encoding="utf-8"))
-    assert len(suite.questions) == 36
+    assert len(suite.questions) == questions
     turns = {t.id: t.content for u in suite.users for s in u.sessions for t in s.turns}
     cited = {tid: o.text for u in suite.users for s in u.sessions for o in s.observations
              for tid in o.turns}
