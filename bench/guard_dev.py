@@ -23,7 +23,8 @@ import argparse
 from collections import defaultdict
 from collections.abc import Sequence
 
-from eros.core.guard import load_guard
+from bench.poisoning_detail import sample_turns
+from eros.core.guard import Guard, load_guard
 from eros.core.guard_meaning import MeaningModel, load_bank, load_shipped
 from eros.services.guard_model import candidate_text, readings_of, worst_scores
 from testkit.redteam.corpus import HELDOUT, Case, load
@@ -62,12 +63,14 @@ def _model() -> MeaningModel:
     return model
 
 
-def decide(cases: Sequence[Case], model: MeaningModel) -> list[tuple[Case, bool, str]]:
-    """(case, kept, layer that dropped it or ``""``) for each case's memory."""
+def verdict_layers(texts: Sequence[str], model: MeaningModel,
+                   guard: Guard | None = None) -> list[str]:
+    """For each text, the layer that drops it (``rules``, ``secrets``, ``meaning``, ``parse``
+    for an empty one) or ``""`` when it is kept: rules and secrets, then the meaning model on
+    the text's and its reading's e5 vectors, as the classify path judges."""
     from eros.providers.offline.e5 import E5_DIM, E5Embedder
 
-    guard = load_guard()
-    texts = [candidate_text(c.memory) or "" for c in cases]
+    guard = guard or load_guard()
     verdicts = [guard.check(t) for t in texts]
     survivors = [i for i, v in enumerate(verdicts) if v.ok and texts[i]]
     readings = readings_of(texts, survivors)  # scored beside the text, as screen_texts does
@@ -77,14 +80,34 @@ def decide(cases: Sequence[Case], model: MeaningModel) -> list[tuple[Case, bool,
     scores = dict(zip(survivors, worst_scores(model, vectors[: len(survivors)], survivors, read),
                       strict=True))
     out = []
-    for i, case in enumerate(cases):
+    for i, text in enumerate(texts):
         if not verdicts[i].ok:
-            out.append((case, False, verdicts[i].layer or "rules"))
+            out.append(verdicts[i].layer or "rules")
         elif i in scores and scores[i] >= model.threshold:
-            out.append((case, False, "meaning"))
+            out.append("meaning")
         else:
-            out.append((case, bool(texts[i]), "" if texts[i] else "parse"))
+            out.append("" if text else "parse")
     return out
+
+
+def decide(cases: Sequence[Case], model: MeaningModel) -> list[tuple[Case, bool, str]]:
+    """(case, kept, layer that dropped it or ``""``) for each case's memory."""
+    layers = verdict_layers([candidate_text(c.memory) or "" for c in cases], model)
+    return [(case, not layer, layer) for case, layer in zip(cases, layers, strict=True)]
+
+
+def sample_drops(model: MeaningModel) -> tuple[int, dict[str, int]]:
+    """(user turns, dropped by layer) over the bundled sample corpus (eros/data): ordinary
+    chat nobody wrote as a look-alike, each turn judged by the whole guard as if stored
+    verbatim, length cap off (bench/poisoning_detail.py judges them the same way with a
+    database); none may be dropped."""
+    turns = sample_turns()
+    layers = verdict_layers(turns, model, load_guard(max_chars=10000))
+    dropped: dict[str, int] = defaultdict(int)
+    for layer in layers:
+        if layer:
+            dropped[layer] += 1
+    return len(turns), dict(dropped)
 
 
 def cost(cases: Sequence[Case], model: MeaningModel, rounds: int = 5) -> tuple[float, float]:
@@ -144,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.guard_dev", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--held-out", action="store_true",
-                        help="also the held-out sets 8 and 4 (final figures only, never tuning)")
+                        help="also the held-out sets 9 and 4 (final figures only, never tuning)")
     parser.add_argument("--show-dev", action="store_true",
                         help="print the tuning sets' misses (never the held-out sets')")
     parser.add_argument("--cost", action="store_true",
@@ -167,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
             for case, kept, layer in results:
                 if (case.kind == "attack") == kept:
                     print(f"    {'through' if kept else 'lost by ' + layer}: {case.id}")
+    if args.limit is None:
+        turns, dropped = sample_drops(model)
+        print(f"sample corpus: {sum(dropped.values())} of {turns} ordinary user turns dropped "
+              f"{dict(sorted(dropped.items()))}")
     if args.cost:
         cases = [c for files in TUNING.values() for c in _cases(files, args.limit)]
         rules_ms, meaning_ms = cost(cases, model)

@@ -47,7 +47,8 @@ GROUPS = {"main+1-3": (("main", "held-out-1", "held-out-2", "held-out-3"),
           "dev-5": (("dev-5",), ("dev5.toml",)), "dev-6": (("dev-6",), ("dev6.toml",)),
           "tuned-5": (("tuned-5",), ("heldout5.toml",)),
           "tuned-6": (("tuned-6",), ("heldout6.toml",)),
-          "tuned-7": (("tuned-7",), ("heldout7.toml",))}
+          "tuned-7": (("tuned-7",), ("heldout7.toml",)),
+          "tuned-8": (("tuned-8",), ("heldout8.toml",))}
 
 
 def script_family(text: str) -> str:

@@ -15,7 +15,14 @@ identity number.
   Slack, Stripe, …) plus Google ``AIza…``, Hugging Face ``hf_…`` and Anthropic ``sk-ant-…``;
   high-entropy tokens (20+ characters mixing cases and digits, Shannon entropy ≥ 4.0 bits by
   ``detect-secrets``' calculator);
-- a password announced in any of 16 languages followed by a token that has a digit or a symbol.
+- a password announced in any of 30 languages followed by a token that has a digit or a symbol
+  (a token in another script: letters and a digit, "Ромашка_1987"); credentials in a URL
+  (``postgres://user:pass@host``);
+- national identity numbers by their own checksums (issue 30, fifth round): the Finnish HETU
+  (``stdnum.fi.hetu``: date, century sign, ISO mod-31 check character), the Romanian CNP
+  (``stdnum.ro.cnp``: sex/century digit, date, county, mod-11) and the Hungarian personal
+  identification number (személyi szám: sex/century digit, date, mod-11 with the weights that
+  changed for births from 1997, :func:`hu_personal_id_valid`).
 
 :func:`find_secret` returns the kind (a rule id such as ``secret.iban``), never the value.
 """
@@ -30,7 +37,9 @@ import phonenumbers
 from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 from stdnum import iban, luhn
 from stdnum.cn import ric
+from stdnum.fi import hetu
 from stdnum.kr import rrn
+from stdnum.ro import cnp
 from stdnum.us import ssn
 
 _ANY_DIGIT = re.compile(r"\d")  # str patterns: a decimal digit of any script (category Nd)
@@ -45,6 +54,12 @@ _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
                    re.IGNORECASE)
 _CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])")
 _KR_RRN = re.compile(r"(?<!\d)\d{6}[- ]?\d{7}(?!\d)")
+_HETU = re.compile(r"(?<![\w+\-])\d{6}[-+A-FU-Y]\d{3}[0-9A-FHJ-NPR-Y](?![\w])")
+_CNP = re.compile(r"(?<![\d+\-])[1-9]\d{12}(?![\d\-])")
+# 1-780514-3389, 1 780514 3389 or 17805143389 (not after "+": a phone number's country code)
+_HU_ID = re.compile(r"(?<![\d+\-])[1-8](?:[ -]?\d{6}[ -]?\d{4})(?![\d\-])")
+_URL_CREDENTIALS = re.compile(r"\b[a-z][a-z0-9+.\-]{1,15}://[^\s/:@]+:[^\s/@]+@[\w.\-]+",
+                              re.IGNORECASE)
 _SSN = re.compile(r"(?<![\d-])\d{3}([- .])\d{2}\1\d{4}(?![\d-])")
 # a card announced as one: some issuers (China UnionPay among them) print numbers that fail
 # Luhn, so 13-19 digits right after a word for "card" are a card whatever the checksum
@@ -60,7 +75,10 @@ _CARD_WORD = re.compile(
 _ID_WORD = re.compile(
     r"(?:\b(?:ssn|social security(?: number)?|passport(?: number| no\.?)?|national id|"
     r"id (?:card|number)|dni|nie|cpf|codice fiscale|tc kimlik(?: no)?|personalausweis|pesel|"
-    r"паспорт|снилс|инн|cccd|cmnd)\b|身份证号?码?|身份證號?碼?|居民身份证|"
+    r"паспорт|снилс|инн|cccd|cmnd|henkilötunnu\w*|hetu|cnp(?:-ul)?|személyi (?:szám\w*|"
+    r"azonosító\w*)|adóazonosító(?: jel)?|taj[- ]?szám\w*|rodné číslo|rodne cislo|"
+    r"personnummer|cpr(?:-nummer)?|fødselsnummer|burgerservicenummer|bsn|nik|aadhaar|"
+    r"kimlik numara\w*|rnokpp|рнокпп|ідентифікаційний код)\b|身份证号?码?|身份證號?碼?|居民身份证|"
     r"주민(?:등록)?번호|マイナンバー|個人番号|الرقم الوطني|आधार)[^\d\n]{0,12}"
     r"(?:\d[\d -]{5,}|\d(?:[ .\-/]?\d){8,}|\b(?=[a-z0-9]{11,16}\b)[a-z]*\d[a-z0-9]*)",
     re.IGNORECASE)
@@ -74,11 +92,17 @@ _CODE_WORD = re.compile(
 _PASSWORD = re.compile(
     r"(?:\b(?:password|passcode|passwort|kennwort|pwd|contraseña|clave|mot de passe|mdp|пароль|"
     r"كلمة (?:المرور|السر)|पासवर्ड|senha|parola d'ordine|şifre\w*|sifre\w*|mật khẩu|"
-    r"wachtwoord|hasło|lösenord|pin)\b|密码|密碼|口令|パスワード|暗証番号|비밀번호|암호)",
+    r"wachtwoord|hasło|lösenord|pin|jelsz(?:ó|ava|avam|avát)|salasana\w*|heslo|hesla|"
+    r"parolă|parola (?:mea|ei|lui|de la|contului|de acces)|adgangskode\w*|kodeord\w*|"
+    r"passord\w*|συνθηματικό|κωδικός πρόσβασης|ה?סיסמ[הא]|رمز عبور|گذرواژه|kata sandi|"
+    r"kata laluan|nenosiri|รหัสผ่าน|পাসওয়ার্ড|heslo k \w+)\b|密码|密碼|口令|パスワード|暗証番号|"
+    r"비밀번호|비번|암호)",
     re.IGNORECASE)
 _NOT_A_VALUE = re.compile(r"[\s-]*(?:managers?|apps?|resets?|generators?|hints?|polic(?:y|ies)|"
                          r"strength|changes?|recovery|vault)\b", re.IGNORECASE)
 _ASCII_TOKEN = re.compile(r"(?<![\w])[!-~]{4,}")
+# a token with letters of another script is a password only with a digit in it ("Калина#22")
+_OTHER_TOKEN = re.compile(r"(?<![\w])\S*[^\W\d_]\S*")
 _ENTROPY_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_\-+/]{20,}(?![\w/])")
 _EXTRA_KEYS = (
     re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
@@ -124,15 +148,55 @@ def _card(run: str) -> bool:
     return 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn.is_valid(digits)
 
 
-def _has_phone(text: str) -> bool:
-    return any(True for _ in phonenumbers.PhoneNumberMatcher(text, None))
+def _without_phones(text: str) -> tuple[str, bool]:
+    """``text`` with its phone numbers blanked, and whether it had any: the digit groups of a
+    phone number ("+36 30 412 7788") are no one-time code next to it."""
+    spans = [(m.start, m.end) for m in phonenumbers.PhoneNumberMatcher(text, None)]
+    for start, end in reversed(spans):
+        text = text[:start] + " " * (end - start) + text[end:]
+    return text, bool(spans)
 
 
 def _token_like(token: str) -> bool:
     has_digit = any(c.isdigit() for c in token)
     has_alpha = any(c.isalpha() for c in token)
-    has_symbol = any(not c.isalnum() for c in token)
+    # an apostrophe makes no password ("cat's", "l'amico")
+    has_symbol = any(not c.isalnum() and c not in "'’" for c in token)
     return has_alpha and (has_digit or has_symbol) and not token.startswith(("http", "www."))
+
+
+def hu_personal_id_valid(number: str) -> bool:
+    """A Hungarian personal identification number (személyi szám, 11 digits S YYMMDD NNN C):
+    S 1-8 gives sex and century (1/2 and 7/8: 1900s, 3/4: 1800s, 5/6: from 2000), the date
+    must exist, and C is the sum of the first ten digits weighted 1..10 (born before 1997)
+    or 10..1 (born from 1997) modulo 11 (a remainder of 10 is never issued)."""
+    import datetime
+
+    digits = _digits(number)
+    if len(digits) != 11 or digits[0] not in "12345678":
+        return False
+    century = {"3": 1800, "4": 1800, "5": 2000, "6": 2000}.get(digits[0], 1900)
+    try:
+        born = datetime.date(century + int(digits[1:3]), int(digits[3:5]), int(digits[5:7]))
+    except ValueError:
+        return False
+    weights = range(1, 11) if born < datetime.date(1997, 1, 1) else range(10, 0, -1)
+    remainder = sum(int(d) * w for d, w in zip(digits[:10], weights, strict=True)) % 11
+    return remainder < 10 and remainder == int(digits[10])
+
+
+def _national_id(raw: str) -> str | None:
+    """A Finnish HETU, a Romanian CNP or a Hungarian personal ID that passes its checksum."""
+    for match in _HETU.finditer(raw.upper()):
+        if hetu.is_valid(match.group(0)):
+            return "secret.fi-hetu"
+    for match in _CNP.finditer(raw):
+        if cnp.is_valid(match.group(0)):
+            return "secret.ro-cnp"
+    for match in _HU_ID.finditer(raw):
+        if hu_personal_id_valid(match.group(0)):
+            return "secret.hu-personal-id"
+    return None
 
 
 def _find_number(raw: str) -> str | None:
@@ -149,14 +213,20 @@ def _find_number(raw: str) -> str | None:
     for match in _SSN.finditer(raw):
         if ssn.is_valid(_digits(match.group(0))):
             return "secret.ssn"
+    if (national := _national_id(raw)) is not None:
+        return national
     for match in _DIGIT_RUN.finditer(raw):
         if _card(match.group(0)) or _CARD_WORD.search(raw[max(0, match.start() - 30):
                                                           match.start()]):
             return "secret.card"
     if _ID_WORD.search(raw):
         return "secret.id-number"
-    if _SHORT_CODE.search(raw) and (_CODE_WORD.search(raw) or _has_phone(raw)):
-        return "secret.one-time-code"
+    if _SHORT_CODE.search(raw):
+        if _CODE_WORD.search(raw):
+            return "secret.one-time-code"
+        rest, phoned = _without_phones(raw)
+        if phoned and _SHORT_CODE.search(rest):
+            return "secret.one-time-code"
     return None
 
 
@@ -175,6 +245,8 @@ def find_secret(text: str) -> str | None:
     for pattern in _provider_patterns():
         if pattern.search(raw):
             return "secret.provider-key"
+    if _URL_CREDENTIALS.search(raw):
+        return "secret.url-credentials"
     kind = _find_number(_UUID.sub("uuid", raw))
     if kind is not None:
         return kind
@@ -183,6 +255,9 @@ def find_secret(text: str) -> str | None:
         if _NOT_A_VALUE.match(window):  # "password manager", "password reset"
             continue
         if any(_token_like(t.rstrip(".,;:!?)")) for t in _ASCII_TOKEN.findall(window)):
+            return "secret.password"
+        if any(not t.isascii() and any(c.isdigit() for c in t)
+               for t in _OTHER_TOKEN.findall(window)):
             return "secret.password"
     for match in _ENTROPY_TOKEN.finditer(raw):
         token = match.group(0)

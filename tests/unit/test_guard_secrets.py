@@ -1,0 +1,121 @@
+"""National identity numbers, credentials in URLs and passwords in more languages (issue 30,
+fifth round): each detector validated by its own checksum, and near misses kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from eros.core.guard import load_guard
+from eros.core.guard_secrets import find_secret, hu_personal_id_valid
+
+
+def dropped(text: str) -> bool:
+    return not load_guard().check(text).ok
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hänen henkilötunnuksensa on 131052-308T.",
+        "hetu 010101A123N kirjattu",  # born 2001: the century sign A
+        "Tyttären tunnus 070905A262H.",
+    ],
+)
+def test_a_finnish_hetu_is_a_secret(text: str) -> None:
+    assert find_secret(text) == "secret.fi-hetu"
+
+
+def test_a_hetu_that_fails_its_check_character_or_date_is_not() -> None:
+    assert find_secret("koodi 131052-308U") is None  # wrong check character
+    assert find_secret("koodi 311352-308T") is None  # no 31st of the 13th month
+    assert not dropped("Tilausnumero 131052-308 toimitetaan perjantaina.")
+
+
+@pytest.mark.parametrize("number", ["1850712403522", "2961123042711", "5010203400001"])
+def test_a_romanian_cnp_is_a_secret(number: str) -> None:
+    assert find_secret(f"CNP {number}") == "secret.ro-cnp"
+    assert find_secret(f"Soția are {number}, notează.") == "secret.ro-cnp"
+
+
+def test_a_cnp_that_fails_its_checksum_date_or_county_is_not() -> None:
+    assert find_secret("comanda 1850712403523 vine joi") is None  # checksum
+    assert find_secret("comanda 1851312403522 vine joi") is None  # month 13
+    assert find_secret("cod de bare 5941234567890 pe cutie") is None
+
+
+@pytest.mark.parametrize(
+    "number",
+    [
+        "17805143389",  # born 1978: weights 1..10
+        "1-780514-3389",
+        "1 780514 3389",
+        "28309214719",
+        "29708152741",  # born 1997: weights 10..1
+        "50503121207",  # born 2005 (sex/century digit 5)
+    ],
+)
+def test_a_hungarian_personal_id_is_a_secret(number: str) -> None:
+    assert hu_personal_id_valid(number)
+    assert find_secret(f"A személyi száma {number}.") == "secret.hu-personal-id"
+    assert find_secret(f"Anyukám: {number}") == "secret.hu-personal-id"
+
+
+def test_a_hungarian_number_failing_its_checksum_or_date_is_not() -> None:
+    assert not hu_personal_id_valid("17805143388")  # checksum
+    assert not hu_personal_id_valid("19608152746"[:-1] + "0")
+    assert not hu_personal_id_valid("17813143389")  # month 13
+    assert not hu_personal_id_valid("97805143389")  # no sex/century digit 9
+    assert not hu_personal_id_valid("1780514338")  # ten digits
+    # the old weights for a birth from 1997 on are not the rule
+    assert not hu_personal_id_valid("29708152740")
+    # a phone number's digits after a country code are no personal ID
+    assert find_secret("A vízszerelő száma +36 30 412 7788, kedden ráér.") is None
+    assert not dropped("A vízszerelő száma +36 30 412 7788, kedden ráér.")
+
+
+def test_credentials_in_a_url_are_a_secret_and_a_plain_url_is_not() -> None:
+    assert (
+        find_secret("staging: postgres://admin:Tq8!vRz2mK@db.example.io:5432/app")
+        == "secret.url-credentials"
+    )
+    assert find_secret("docs at https://example.com/a:b/c") is None
+    assert find_secret("mail me at ana@example.com") is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A banki jelszava: Kv8#pLm2wQ",
+        "Sähköpostin salasana on Kuusi!42",
+        "heslo k bance Lipa_2020",
+        "parola mea de la bancă este Brad#71",
+        "NemID-kodeord Hyldeblomst9",
+        "pankkitunnusten salasana: Sauna2024",
+        "пароль от почты Ромашка_1987",
+        "הסיסמה לבנק רימון2024",
+        "공인인증서 비번은 무궁화#88",
+        "kata sandi email saya Melati!09",
+    ],
+)
+def test_passwords_announced_in_more_languages_are_secrets(text: str) -> None:
+    assert find_secret(text) == "secret.password", text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Her password is her cat's name",
+        "La parola nuova per l'esame è difficile",
+        "Heslo firmy je Buď první",
+        "пароль — имя собаки",
+        "Elfelejtette a jelszavát, újat kért.",
+    ],
+)
+def test_password_words_without_a_value_are_kept(text: str) -> None:
+    assert find_secret(text) is None, text
+
+
+def test_a_phone_number_is_no_one_time_code_but_a_code_beside_it_is() -> None:
+    assert find_secret("The plumber's number is +44 20 7946 0958.") is None
+    assert find_secret("Tesisatçının numarası +90 532 418 77 90, salı geliyor.") is None
+    assert find_secret("code 739204 was texted to +44 7700 900123") == "secret.one-time-code"
