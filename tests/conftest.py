@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import redis
 from sqlalchemy import Engine, create_engine
 
 import eros  # noqa: F401 - before anything imports numpy: the shipped BLAS thread defaults
+from eros.services.consolidate import Consolidator
+from eros.settings import Settings, load_settings
 from testkit.fakes import FakeLLMServer, FakeVoyageServer
 from testkit.guard import seed_template
 from testkit.services import (
@@ -19,6 +22,7 @@ from testkit.services import (
     redis_server,
     without_fsync,
 )
+from tests.support.classify import fake_consolidator
 
 # Tests must never reach a real provider or an operator's database by accident.
 for _name in ("OPENROUTER_API_KEY", "VOYAGE_API_KEY", "DATABASE_URL", "REDIS_URL",
@@ -61,6 +65,17 @@ def engine(db_url: str) -> Iterator[Engine]:
     eng.dispose()
 
 
+@pytest.fixture(scope="module")
+def engine_module(templates: TemplateDatabases) -> Iterator[Engine]:
+    """One database for the whole module (a replay that runs once, tests that read its
+    result): migrated like :func:`db_url`'s, dropped after the module's last test."""
+    url = templates.clone()
+    eng = create_engine(url)
+    yield eng
+    eng.dispose()
+    templates.drop(url)
+
+
 @pytest.fixture(scope="session")
 def redis_base() -> Iterator[str]:
     with redis_server() as url:
@@ -96,3 +111,32 @@ def voyage() -> Iterator[FakeVoyageServer]:
     """A local server speaking the Voyage embeddings wire format."""
     with FakeVoyageServer() as server:
         yield server
+
+
+@pytest.fixture
+def provider_settings(db_url: str, llm: FakeLLMServer,
+                      request: pytest.FixtureRequest) -> Callable[..., Settings]:
+    """Settings for this test's database and its fake providers: OpenRouter (the ``llm``
+    server) and Voyage (the ``voyage`` server; with ``voyage=False`` none, so the offline
+    embedder), with no provider retries. ``provider_settings(**overrides)`` adds the test's own
+    values (any setting, these included)."""
+
+    def make(*, voyage: bool = True, **overrides: Any) -> Settings:
+        values: dict[str, Any] = {"database_url": db_url, "openrouter_api_key": "k",
+                                  "openrouter_base_url": llm.url, "provider_max_retries": 0}
+        if voyage:
+            server: FakeVoyageServer = request.getfixturevalue("voyage")
+            values.update(voyage_api_key="k", voyage_base_url=server.url)
+        return load_settings(**{**values, **overrides})
+
+    return make
+
+
+@pytest.fixture
+def consolidator(engine: Engine, provider_settings: Callable[..., Settings]) -> Consolidator:
+    """A consolidator on the fake providers: near duplicates from cosine 0.85, a pass from a
+    near-duplicate share of 0.2, two-second provider timeouts."""
+    settings = provider_settings(
+        llm_timeout_secs=2, embedding_timeout_secs=2, consolidation_similarity=0.85,
+        consolidation_min_near_dup_share=0.2)
+    return fake_consolidator(settings, engine)

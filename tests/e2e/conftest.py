@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import Connection, text
 
+from eros.db import turns_sql
+from eros.providers.offline.hashing import hash_embedding
+from testkit.data import add_session
 from testkit.fakes import FakeLLMServer, FakeVoyageServer
 from testkit.workers import BeatProcess, WorkerProcess, worker_env
 
@@ -55,3 +62,18 @@ def start_beat(stack_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[.
     yield start
     for beat in started:
         beat.stop()
+
+
+def session_with_turns(conn: Connection, said: Sequence[str],
+                       user: uuid.UUID) -> tuple[uuid.UUID, list[Any]]:
+    """A session of the user's turns ``said`` (the last a minute ago), each indexed as a turn
+    (the 512-d hash embedding, model ``any``): the session's id and its turns' rows (seq,
+    sent_at), in order."""
+    sid = add_session(conn, [("user", s) for s in said], user_id=user,
+                      idle_for=timedelta(minutes=1))
+    rows = conn.execute(text("SELECT seq, sent_at FROM engine.chat_messages"
+                             " WHERE session_id = :s ORDER BY seq"), {"s": sid}).all()
+    turns_sql.write_turns(conn, [turns_sql.TurnRow(
+        r.seq, sid, user, None, r.sent_at, hash_embedding(s, 512), "any")
+        for r, s in zip(rows, said, strict=True)])
+    return sid, list(rows)

@@ -10,7 +10,7 @@ from sqlalchemy import Engine
 
 from testkit.data import add_session, mem_line
 from testkit.workers import wait_until
-from tests.e2e.conftest import Starter
+from tests.e2e.conftest import Starter, session_with_turns
 
 pytestmark = pytest.mark.e2e
 
@@ -56,23 +56,14 @@ def test_recall_task_leaves_out_the_turns_a_labelled_memory_cites(
     """Issue 31 item 4 through a real worker: ``include_sensitive: false`` returns neither the
     crisis memory nor the turn it cites (the turn row carries no label of its own), nor that
     turn as a quote; ``true`` returns the turn as the memory's quote, marked."""
-    from datetime import timedelta
-
     from sqlalchemy import text
 
-    from eros.db import turns_sql
     from eros.providers.offline.hashing import hash_embedding
 
     user = uuid.uuid4()
     said = ["some days I want to hurt myself", "I like jazz a lot"]
     with engine.begin() as conn:
-        sid = add_session(conn, [("user", s) for s in said], user_id=user,
-                          idle_for=timedelta(minutes=1))
-        rows = conn.execute(text("SELECT seq, sent_at FROM engine.chat_messages"
-                                 " WHERE session_id = :s ORDER BY seq"), {"s": sid}).all()
-        turns_sql.write_turns(conn, [turns_sql.TurnRow(
-            r.seq, sid, user, None, r.sent_at, hash_embedding(s, 512), "any")
-            for r, s in zip(rows, said, strict=True)])
+        sid, rows = session_with_turns(conn, said, user)
         conn.execute(text(
             "INSERT INTO engine.companion_memories (session_id, user_id, content, category,"
             " embedding, source_seqs, sensitivity) VALUES (:s, :u, 'has thought of self-harm',"

@@ -6,16 +6,13 @@ task with ``include_sensitive: false`` then returns neither."""
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 
 import pytest
 from celery import Celery
 from sqlalchemy import Engine, text
 
-from eros.db import turns_sql
 from eros.providers.offline.hashing import hash_embedding
-from testkit.data import add_session
-from tests.e2e.conftest import Starter
+from tests.e2e.conftest import Starter, session_with_turns
 
 pytestmark = pytest.mark.e2e
 
@@ -25,13 +22,7 @@ def test_the_relabel_task_labels_turns_and_recall_leaves_them_out(
     user = uuid.uuid4()
     said = ["we talked about my week", "my migraines are back", "I like jazz a lot"]
     with engine.begin() as conn:
-        sid = add_session(conn, [("user", s) for s in said], user_id=user,
-                          idle_for=timedelta(minutes=1))
-        rows = conn.execute(text("SELECT seq, sent_at FROM engine.chat_messages"
-                                 " WHERE session_id = :s ORDER BY seq"), {"s": sid}).all()
-        turns_sql.write_turns(conn, [turns_sql.TurnRow(
-            r.seq, sid, user, None, r.sent_at, hash_embedding(s, 512), "any")
-            for r, s in zip(rows, said, strict=True)])
+        sid, rows = session_with_turns(conn, said, user)
         # written before labels existed: unlabelled, and it cites the first turn
         conn.execute(text(
             "INSERT INTO engine.companion_memories (session_id, user_id, content, category,"

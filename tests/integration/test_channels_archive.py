@@ -5,32 +5,26 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.prompts import load_prompt
 from eros.db import repo
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
 from eros.services.classify import Pipeline, classify, start_attempt
-from eros.settings import load_settings
+from eros.settings import Settings, load_settings
 from testkit.data import add_session, bulk_idle_sessions
-from testkit.fakes import FakeLLMServer, FakeVoyageServer
+from testkit.fakes import FakeLLMServer
+from tests.support.classify import classify_session, fake_pipeline
 
 Turn = tuple[str, str, str]  # (role, channel, content)
 
 
 @pytest.fixture
-def pipeline(engine: Engine, db_url: str, llm: FakeLLMServer,
-             voyage: FakeVoyageServer) -> Pipeline:
-    settings = load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
-        llm_timeout_secs=2, embedding_timeout_secs=2)
-    return Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                    load_prompt())
+def pipeline(engine: Engine, provider_settings: Callable[..., Settings]) -> Pipeline:
+    settings = provider_settings(llm_timeout_secs=2, embedding_timeout_secs=2)
+    return fake_pipeline(settings, engine)
 
 
 def _session(engine: Engine, turns: list[Turn]) -> uuid.UUID:
@@ -47,12 +41,7 @@ def _session(engine: Engine, turns: list[Turn]) -> uuid.UUID:
 
 
 def _classify(pipeline: Pipeline, sid: uuid.UUID) -> str:
-    with pipeline.engine.begin() as conn:
-        claim = repo.claim_one(conn, sid, stale_secs=600)
-    assert claim is not None
-    attempt = start_attempt(pipeline, claim.session_id, claim.token)
-    assert attempt is not None
-    return classify(pipeline, attempt).outcome
+    return classify_session(pipeline, sid).outcome
 
 
 def test_voice_read_without_tags_product_qa_never_sent(pipeline: Pipeline,

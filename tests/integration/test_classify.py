@@ -2,38 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.prompts import load_prompt
-from eros.db import repo
 from eros.errors import PermanentError, TransientError
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
-from eros.services.classify import Pipeline, classify, start_attempt
-from eros.settings import load_settings
+from eros.services.classify import Pipeline
+from eros.settings import Settings
 from testkit.data import add_session, mem_line
 from testkit.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
+from tests.support.classify import classify_session, fake_pipeline
 
 
 @pytest.fixture
-def pipeline(engine: Engine, db_url: str, llm: FakeLLMServer,
-             voyage: FakeVoyageServer) -> Pipeline:
-    settings = load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
+def pipeline(engine: Engine, provider_settings: Callable[..., Settings]) -> Pipeline:
+    settings = provider_settings(
         llm_timeout_secs=2, embedding_timeout_secs=2, dreaming_transcript_budget_chars=2000)
-    return Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                    load_prompt())
-
-
-def _run(pipeline: Pipeline, sid):  # type: ignore[no-untyped-def]
-    with pipeline.engine.begin() as conn:
-        claim = repo.claim_one(conn, sid, stale_secs=600)
-    assert claim is not None
-    attempt = start_attempt(pipeline, claim.session_id, claim.token)
-    assert attempt is not None
-    return classify(pipeline, attempt)
+    return fake_pipeline(settings, engine)
 
 
 def _session(pipeline: Pipeline, sid):  # type: ignore[no-untyped-def]
@@ -60,7 +46,7 @@ def test_memories_written_with_one_embedding_call(pipeline: Pipeline, llm: FakeL
             mem_line("fact", 0.7, "lives in  shanghai."),  # duplicate within the extraction
             ("user", "control\x01chars \x7fare stripped from the prompt"),
         ])
-    report = _run(pipeline, sid)
+    report = classify_session(pipeline, sid)
     assert report.outcome == "memories" and report.memories_written == 3
     assert _memories(pipeline, sid) == [("Likes jazz", "preference", 0.4),
                                         ("Lives in Shanghai", "fact", 0.7),
@@ -90,7 +76,7 @@ def test_nul_bytes_and_unknown_categories_from_the_model(pipeline: Pipeline,
     llm.script_replies([Reply(reply)])
     with pipeline.engine.begin() as conn:
         sid = add_session(conn, [("user", "I work nights and like tea")])
-    report = _run(pipeline, sid)
+    report = classify_session(pipeline, sid)
     assert report.outcome == "memories" and report.detail["dropped"] == 2
     assert _memories(pipeline, sid) == [("Likes tea", "preference", 0.0),
                                         ("Works nights", "fact", 0.8)]
@@ -103,7 +89,7 @@ def test_nul_bytes_and_unknown_categories_from_the_model(pipeline: Pipeline,
 def test_empty_session_is_stamped_without_a_call(pipeline: Pipeline, llm: FakeLLMServer) -> None:
     with pipeline.engine.begin() as conn:
         sid = add_session(conn, [("system", "persona prompt"), ("user", "   ")])
-    assert _run(pipeline, sid).outcome == "empty"
+    assert classify_session(pipeline, sid).outcome == "empty"
     assert llm.request_count == 0
     assert _session(pipeline, sid).classified_at is not None
 
@@ -114,7 +100,7 @@ def test_poison_replies_are_stamped_with_the_reason(pipeline: Pipeline, token: s
                                                     outcome: str) -> None:
     with pipeline.engine.begin() as conn:
         sid = add_session(conn, [("user", token)])
-    assert _run(pipeline, sid).outcome == outcome
+    assert classify_session(pipeline, sid).outcome == outcome
     session = _session(pipeline, sid)
     assert session.classified_at is not None and session.outcome == outcome
     assert _memories(pipeline, sid) == []
@@ -124,7 +110,7 @@ def test_fenced_reply_is_parsed(pipeline: Pipeline) -> None:
     with pipeline.engine.begin() as conn:
         sid = add_session(conn, [("user", "REPLY_FENCED"),
                                  mem_line("event", 0.5, "Exam on Friday")])
-    assert _run(pipeline, sid).outcome == "memories"
+    assert classify_session(pipeline, sid).outcome == "memories"
     assert _memories(pipeline, sid) == [("Exam on Friday", "event", 0.5)]
 
 
@@ -132,7 +118,7 @@ def test_truncated_reply_is_retried_once_with_a_larger_limit(pipeline: Pipeline,
                                                              llm: FakeLLMServer) -> None:
     with pipeline.engine.begin() as conn:
         sid = add_session(conn, [("user", "REPLY_TRUNCATE"), mem_line("fact", 0.6, "Is a nurse")])
-    report = _run(pipeline, sid)
+    report = classify_session(pipeline, sid)
     assert report.outcome == "memories"
     assert [r.body["max_tokens"] for r in llm.requests] == [1500, 4000]
     assert _memories(pipeline, sid) == [("Is a nurse", "fact", 0.6)]
@@ -144,7 +130,7 @@ def test_truncated_twice_keeps_complete_items_and_says_so(pipeline: Pipeline,
     llm.script_replies([Reply(cut, finish_reason="length"), Reply(cut, finish_reason="length")])
     with pipeline.engine.begin() as conn:
         sid = add_session(conn, [("user", "I have a cat")])
-    report = _run(pipeline, sid)
+    report = classify_session(pipeline, sid)
     assert report.outcome == "truncated"
     assert _memories(pipeline, sid) == [("Has a cat", "fact", None)]
     session = _session(pipeline, sid)
@@ -159,7 +145,7 @@ def test_network_faults_are_transient_and_leave_the_session_unstamped(
     with pipeline.engine.begin() as conn:
         sid = add_session(conn, [mem_line("fact", 0.5, "x")])
     with pytest.raises(TransientError) as info:
-        _run(pipeline, sid)
+        classify_session(pipeline, sid)
     if fault.status == 429:
         assert info.value.retry_after == 7
     session = _session(pipeline, sid)
@@ -173,7 +159,7 @@ def test_permanent_provider_errors(pipeline: Pipeline, llm: FakeLLMServer, statu
     with pipeline.engine.begin() as conn:
         sid = add_session(conn, [mem_line("fact", 0.5, "x")])
     with pytest.raises(PermanentError) as info:
-        _run(pipeline, sid)
+        classify_session(pipeline, sid)
     assert info.value.status == status
 
 
@@ -186,7 +172,7 @@ def test_embedding_errors_write_nothing(pipeline: Pipeline, voyage: FakeVoyageSe
     with pipeline.engine.begin() as conn:
         sid = add_session(conn, [mem_line("fact", 0.5, "x")])
     with pytest.raises(kind):
-        _run(pipeline, sid)
+        classify_session(pipeline, sid)
     assert _session(pipeline, sid).classified_at is None and _memories(pipeline, sid) == []
 
 
@@ -196,7 +182,7 @@ def test_wrong_vector_size_is_an_error_not_an_insert(pipeline: Pipeline,
     with pipeline.engine.begin() as conn:
         sid = add_session(conn, [mem_line("fact", 0.5, "x")])
     with pytest.raises(PermanentError, match="256 dimensions"):
-        _run(pipeline, sid)
+        classify_session(pipeline, sid)
     assert _memories(pipeline, sid) == []
 
 
@@ -206,7 +192,7 @@ def test_oversized_transcript_is_trimmed_to_the_newest_turns(pipeline: Pipeline,
     turns.append(mem_line("fact", 0.5, "Newest fact"))
     with pipeline.engine.begin() as conn:
         sid = add_session(conn, turns)
-    report = _run(pipeline, sid)
+    report = classify_session(pipeline, sid)
     sent = llm.requests[0].body["messages"][1]["content"]
     assert len(sent) <= 2000 + 200
     assert "Newest fact" in sent and "old filler turn number 0 " not in sent
@@ -221,8 +207,8 @@ def test_cost_is_recorded_per_attempt_and_aggregated_by_the_views(pipeline: Pipe
     with pipeline.engine.begin() as conn:
         first = add_session(conn, [mem_line("fact", 0.5, "Has two cats")])
         second = add_session(conn, [mem_line("fact", 0.5, "Drinks oolong")])
-    _run(pipeline, first)
-    _run(pipeline, second)
+    classify_session(pipeline, first)
+    classify_session(pipeline, second)
     with pipeline.engine.connect() as conn:
         runs = conn.execute(text("SELECT prompt_tokens, completion_tokens, embedding_tokens,"
                                  " cost_usd FROM engine.classification_runs")).all()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import Engine, event, text
@@ -25,18 +26,14 @@ from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.services.guard_model import meaning_layer
-from eros.settings import load_settings
+from eros.settings import Settings
 from eros.tasks.base import is_database_transient
 from testkit.data import add_session, mem_line
-from testkit.fakes import FakeLLMServer, FakeVoyageServer
 
 
 @pytest.fixture
-def lean(db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> Pipeline:
-    settings = load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
-        llm_timeout_secs=2, embedding_timeout_secs=2)
+def lean(db_url: str, provider_settings: Callable[..., Settings]) -> Pipeline:
+    settings = provider_settings(llm_timeout_secs=2, embedding_timeout_secs=2)
     return Pipeline(settings, make_engine(db_url), OpenRouterChat(settings),
                     VoyageEmbedder(settings), load_prompt())
 
@@ -96,12 +93,10 @@ def test_a_classified_session_is_one_statement_then_one_transaction(lean: Pipeli
 
 
 def test_behind_pgbouncer_the_attempt_keeps_its_transaction(
-        db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+        db_url: str, provider_settings: Callable[..., Settings]) -> None:
     """DATABASE_POOL_MODE=transaction sets the timeouts per transaction (SET LOCAL as it
     begins): the attempt's statement runs inside one so that they bind it."""
-    settings = load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
+    settings = provider_settings(
         llm_timeout_secs=2, embedding_timeout_secs=2, database_pool_mode="transaction")
     pipeline = Pipeline(settings, make_engine(db_url, settings=settings),
                         OpenRouterChat(settings), VoyageEmbedder(settings), load_prompt())

@@ -8,20 +8,19 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import REGISTRY
 from sqlalchemy import Engine, text
 
-from eros.core.prompts import load_prompt
 from eros.db import consent_sql, erasure_sql, repo
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
 from eros.services import consent, forget
 from eros.services.classify import Pipeline, classify, start_attempt
-from eros.settings import load_settings
+from eros.settings import Settings
 from testkit.data import add_session
-from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.fakes import FakeLLMServer, Reply
+from tests.support.classify import fake_pipeline
 
 MEMORIES = [{"content": "Has had insomnia for months", "category": "fact",
              "sensitivity": "health"},
@@ -51,13 +50,10 @@ def _labels(engine: Engine, user: uuid.UUID) -> list[tuple[str, str | None]]:
 
 
 def test_a_withdrawn_label_is_not_stored_again_until_allowed(
-        engine: Engine, db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+        engine: Engine, llm: FakeLLMServer, provider_settings: Callable[..., Settings]) -> None:
     llm.set_responder(lambda _: Reply(json.dumps({"memories": MEMORIES})))
-    settings = load_settings(database_url=db_url, openrouter_api_key="k",
-                             openrouter_base_url=llm.url, voyage_api_key="k",
-                             voyage_base_url=voyage.url, provider_max_retries=0)
-    pipeline = Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                        load_prompt())
+    settings = provider_settings()
+    pipeline = fake_pipeline(settings, engine)
     user, other = uuid.uuid4(), uuid.uuid4()
     assert _session(engine, pipeline, user).memories_written == 3
     counts = forget.forget_sensitive(engine, user, "health")
@@ -119,7 +115,7 @@ def test_relabel_labels_rows_written_before_0018_and_resumes(engine: Engine) -> 
 
 
 def test_a_classify_in_flight_when_consent_is_withdrawn_stores_nothing_of_it(
-        engine: Engine, db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+        engine: Engine, llm: FakeLLMServer, provider_settings: Callable[..., Settings]) -> None:
     """READ COMMITTED race: the attempt read the user's (empty) withheld labels before the
     forget committed, the model answers after it. Its claim is dropped by the forget, so it
     writes nothing; the session is extracted again at once, without the label."""
@@ -130,12 +126,8 @@ def test_a_classify_in_flight_when_consent_is_withdrawn_stores_nothing_of_it(
         assert release.wait(30)
         return Reply(json.dumps({"memories": MEMORIES}))
 
-    settings = load_settings(database_url=db_url, openrouter_api_key="k",
-                             openrouter_base_url=llm.url, voyage_api_key="k",
-                             voyage_base_url=voyage.url, provider_max_retries=0,
-                             llm_timeout_secs=40)
-    pipeline = Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                        load_prompt())
+    settings = provider_settings(llm_timeout_secs=40)
+    pipeline = fake_pipeline(settings, engine)
     user = uuid.uuid4()
     with engine.begin() as conn:
         sid = add_session(conn, [("user", "a long talk")], user_id=user)

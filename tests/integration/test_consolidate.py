@@ -16,18 +16,14 @@ import pytest
 from sqlalchemy import Engine, event, text
 
 from eros.core.consolidation import near_dup_share
-from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.db import consolidation_sql as sql
 from eros.db import consolidation_state_sql as state_sql
 from eros.db import lineage_sql
 from eros.errors import TransientError
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
 from eros.providers.offline.heuristic import offline_consolidation_reply
 from eros.recall import recall_by_vector
 from eros.services.consolidate import Consolidator, consolidate, start_pass
 from eros.services.consolidation_finder import find_and_claim
-from eros.settings import load_settings
 from testkit.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
 from testkit.fakes.llm_server import last_user_text
 
@@ -86,25 +82,15 @@ def answer(number: int, content: str, dup: list[int], sup: list[int] = (),
             "duplicates": dup, "superseded": list(sup), "separate": []}
 
 
-@pytest.fixture
-def c(engine: Engine, db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> Consolidator:
-    settings = load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
-        llm_timeout_secs=2, embedding_timeout_secs=2, consolidation_similarity=0.85,
-        consolidation_min_near_dup_share=0.2)
-    return Consolidator(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                        load_consolidation_prompt())
-
-
 def test_five_copies_become_one_with_four_merged_and_no_model_call(
-        c: Consolidator, engine: Engine, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+        consolidator: Consolidator, engine: Engine, llm: FakeLLMServer,
+        voyage: FakeVoyageServer) -> None:
     user = uuid.uuid4()
     copies = [add(engine, user, text_, axis(0), days_ago=10 - i) for i, text_ in enumerate(
         ["Lives in Shanghai", "lives in shanghai.", "Lives in Shanghai", "LIVES IN SHANGHAI",
          "Lives in  Shanghai"])]
     add(engine, user, "Has a cat", axis(1), days_ago=3)
-    report = consolidate(c, user)
+    report = consolidate(consolidator, user)
     assert report.outcome == "consolidated" and report.merged == 4
     assert (llm.request_count, voyage.request_count) == (0, 0)
     assert current(engine, user) == ["Has a cat", "Lives in  Shanghai"]
@@ -123,14 +109,15 @@ def test_five_copies_become_one_with_four_merged_and_no_model_call(
     assert st["near_dup_share_after"] == 0
 
 
-def _recalled(c: Consolidator, user: uuid.UUID, vector: list[float]) -> list[str]:
+def _recalled(consolidator: Consolidator, user: uuid.UUID, vector: list[float]) -> list[str]:
     """What recall (issue 5) puts in the prompt for this query vector."""
-    result = recall_by_vector(c.engine, user, vector, strategy="grouped", settings=c.settings)
+    result = recall_by_vector(consolidator.engine, user, vector, strategy="grouped",
+                              settings=consolidator.settings)
     return [m.content for m in result.memories]
 
 
 def test_tokyo_supersedes_shanghai_and_nothing_else_is_touched(
-        c: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
+        consolidator: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
     user, other = uuid.uuid4(), uuid.uuid4()
     shanghai = add(engine, user, "Lives in Shanghai", axis(0), days_ago=400)
     tokyo = add(engine, user, "Moved to Tokyo", axis(0, 1, cos=0.9), days_ago=7)
@@ -141,14 +128,14 @@ def test_tokyo_supersedes_shanghai_and_nothing_else_is_touched(
     untouched = [r for r in rows(engine) if r[0] != shanghai and r[0] != tokyo][:-1]
     llm.script_replies([Reply(json.dumps({"clusters": [
         answer(1, "Moved to Tokyo", [2], [1])]}))])
-    report = consolidate(c, user)
+    report = consolidate(consolidator, user)
     assert (report.outcome, report.superseded, report.llm_calls) == ("consolidated", 1, 1)
     prompt = last_user_text(llm.requests[0].body)
     assert "[1] " in prompt and "[2] " in prompt and str(shanghai) not in prompt
     assert (NOW - timedelta(days=400)).strftime("%Y-%m-%d") in prompt
     assert "concert" not in prompt  # one call, one cluster: the fact cluster only
     assert current(engine, user) == ["Moved to Tokyo", "Went to Shanghai for a concert"]
-    recalled = _recalled(c, user, axis(0))
+    recalled = _recalled(consolidator, user, axis(0))
     assert "Moved to Tokyo" in recalled and "Lives in Shanghai" not in recalled
     after = {r[0]: r for r in rows(engine)}
     assert all(after[r[0]][:7] == r[:7] for r in untouched)  # other user, other category
@@ -161,7 +148,8 @@ def test_tokyo_supersedes_shanghai_and_nothing_else_is_touched(
 
 
 def test_paraphrases_get_one_new_row_from_one_model_and_one_embedding_call(
-        c: Consolidator, engine: Engine, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+        consolidator: Consolidator, engine: Engine, llm: FakeLLMServer,
+        voyage: FakeVoyageServer) -> None:
     user = uuid.uuid4()
     jazz = [add(engine, user, "Likes jazz", axis(2), days_ago=20, category="preference"),
             add(engine, user, "Really enjoys jazz music", axis(2, 3, 0.95), days_ago=5,
@@ -171,7 +159,7 @@ def test_paraphrases_get_one_new_row_from_one_model_and_one_embedding_call(
     llm.script_replies([Reply(json.dumps({"clusters": [
         answer(1, "Has a cat named Mochi", [1, 2]),
         answer(2, "Loves jazz", [3, 4], category="preference")]}))])
-    report = consolidate(c, user)
+    report = consolidate(consolidator, user)
     assert (report.merged, report.canonical_written) == (4, 2)
     assert (llm.request_count, voyage.request_count) == (1, 1)
     body = voyage.requests[0].body
@@ -189,7 +177,7 @@ def test_paraphrases_get_one_new_row_from_one_model_and_one_embedding_call(
 
 
 def test_a_kept_member_is_rewritten_once_in_a_write_of_few_statements(
-        c: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
+        consolidator: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
     """Issue 34 item 3: a 2 KB memory row's update is never HOT, so every rewrite inserts it
     into every index again, HNSW included. A kept member whose provenance, importance and
     "judged" stamp all change is rewritten by one statement, not three, and the chunk's
@@ -212,7 +200,7 @@ def test_a_kept_member_is_rewritten_once_in_a_write_of_few_statements(
 
     event.listen(engine, "before_cursor_execute", record)
     try:
-        report = consolidate(c, user)
+        report = consolidate(consolidator, user)
     finally:
         event.remove(engine, "before_cursor_execute", record)
     assert report.outcome == "consolidated" and report.merged == 2
@@ -248,17 +236,18 @@ def _two_clusters(engine: Engine, llm: FakeLLMServer) -> uuid.UUID:
 
 
 def test_embedding_failure_mid_pass_changes_nothing(
-        c: Consolidator, engine: Engine, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+        consolidator: Consolidator, engine: Engine, llm: FakeLLMServer,
+        voyage: FakeVoyageServer) -> None:
     user = _two_clusters(engine, llm)
     before = rows(engine)
     voyage.script([Fault.status(500)])
     with pytest.raises(TransientError):
-        consolidate(c, user)
+        consolidate(consolidator, user)
     assert rows(engine) == before
 
 
 def test_failure_inside_the_write_transaction_rolls_everything_back(
-        c: Consolidator, engine: Engine, llm: FakeLLMServer,
+        consolidator: Consolidator, engine: Engine, llm: FakeLLMServer,
         monkeypatch: pytest.MonkeyPatch) -> None:
     user = _two_clusters(engine, llm)
     before = rows(engine)
@@ -268,18 +257,18 @@ def test_failure_inside_the_write_transaction_rolls_everything_back(
 
     monkeypatch.setattr(sql, "insert_history", crash)
     with pytest.raises(RuntimeError):
-        consolidate(c, user)
+        consolidate(consolidator, user)
     assert rows(engine) == before
 
 
 def test_unparseable_reply_changes_nothing_and_is_recorded(
-        c: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
+        consolidator: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
     user = _two_clusters(engine, llm)
     llm.reset()
     llm.script_replies([Reply("Sure! I merged the jazz ones {oops")])
     before = rows(engine)
-    assert start_pass(c, user) == 1
-    report = consolidate(c, user)
+    assert start_pass(consolidator, user) == 1
+    report = consolidate(consolidator, user)
     assert report.outcome == "unparseable"
     assert rows(engine) == before
     st = state(engine, user)
@@ -288,7 +277,8 @@ def test_unparseable_reply_changes_nothing_and_is_recorded(
 
 
 def test_redelivered_pass_finds_nothing_left_to_do(
-        c: Consolidator, engine: Engine, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+        consolidator: Consolidator, engine: Engine, llm: FakeLLMServer,
+        voyage: FakeVoyageServer) -> None:
     user = uuid.uuid4()
     add(engine, user, "Has a cat", axis(4), days_ago=9)
     add(engine, user, "Has a dog", axis(4, 5, 0.9), days_ago=2)  # alike, but not the same
@@ -297,14 +287,14 @@ def test_redelivered_pass_finds_nothing_left_to_do(
     llm.script_replies([Reply(json.dumps({"clusters": [
         {"cluster": 1, "separate": [1, 2]},
         answer(2, "Loves jazz", [3, 4], category="preference")]}))])
-    first = consolidate(c, user)
+    first = consolidate(consolidator, user)
     assert (first.merged, first.canonical_written, first.clusters_sent) == (2, 1, 2)
     with engine.connect() as conn:  # the after-share, computed incrementally, is exact
         full = near_dup_share(sql.read_snapshot(conn, user),
                               sql.near_pairs(conn, user, similarity=0.85)).value
     assert full == pytest.approx(2 / 3) and first.share_after == pytest.approx(full, abs=1e-4)
     after_first = rows(engine)
-    again = consolidate(c, user)  # a redelivered task: same user, same everything
+    again = consolidate(consolidator, user)  # a redelivered task: same user, same everything
     assert again.outcome == "nothing_to_do" and again.merged == 0
     # everything was compared (issue 17): the pass reads nothing and asks nothing; the
     # cat/dog cluster judged "separate" is not paid for again
@@ -312,16 +302,17 @@ def test_redelivered_pass_finds_nothing_left_to_do(
     assert (llm.request_count, voyage.request_count) == (1, 1)  # no second model call
     assert rows(engine) == after_first
     add(engine, user, "Likes tea", axis(7), days_ago=1)  # new, but alike nothing
-    third = consolidate(c, user)
+    third = consolidate(consolidator, user)
     assert (third.compared, third.memories, third.clusters_sent) == (1, 1, 0)
     assert (llm.request_count, voyage.request_count) == (1, 1)
 
 
 def test_dry_run_shows_the_plan_and_writes_nothing(
-        c: Consolidator, engine: Engine, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+        consolidator: Consolidator, engine: Engine, llm: FakeLLMServer,
+        voyage: FakeVoyageServer) -> None:
     user = _two_clusters(engine, llm)
     before = rows(engine)
-    report = consolidate(c, user, dry_run=True)
+    report = consolidate(consolidator, user, dry_run=True)
     assert report.outcome == "dry_run" and (report.merged, report.canonical_written) == (3, 1)
     assert {ch["result"] for ch in report.changes} == {"Loves jazz", "lives in shanghai"}
     assert [v["cluster"] for v in report.cluster_view] == [1]
@@ -331,7 +322,7 @@ def test_dry_run_shows_the_plan_and_writes_nothing(
 
 
 def test_memories_arriving_during_a_pass_are_left_for_the_next(
-        c: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
+        consolidator: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
     user = uuid.uuid4()
     add(engine, user, "Likes jazz", axis(2), days_ago=20, category="preference")
     add(engine, user, "Enjoys jazz music", axis(2, 3, 0.95), days_ago=5, category="preference")
@@ -343,17 +334,17 @@ def test_memories_arriving_during_a_pass_are_left_for_the_next(
         return Reply(offline_consolidation_reply(last_user_text(request)))
 
     llm.set_responder(classify_meanwhile)
-    assert consolidate(c, user).merged == 1
+    assert consolidate(consolidator, user).merged == 1
     with engine.connect() as conn:
         row = conn.execute(text("SELECT status, consolidation_seen_at FROM"
                                 " engine.companion_memories WHERE id = :i"),
                            {"i": arrived[0]}).one()
     assert row.status == "current" and row.consolidation_seen_at is None
-    assert consolidate(c, user).merged == 1  # the next pass folds it in (an exact copy)
+    assert consolidate(consolidator, user).merged == 1  # the next pass folds it in (an exact copy)
     assert current(engine, user) == ["Enjoys jazz music"]
 
 
-def test_two_concurrent_passes_end_like_one(c: Consolidator, engine: Engine,
+def test_two_concurrent_passes_end_like_one(consolidator: Consolidator, engine: Engine,
                                             llm: FakeLLMServer, db_url: str) -> None:
     user = _two_clusters(engine, llm)
     llm.reset()
@@ -361,7 +352,7 @@ def test_two_concurrent_passes_end_like_one(c: Consolidator, engine: Engine,
     llm.set_responder(lambda req: Reply(json.dumps({"clusters": [
         answer(1, "Loves jazz", [1, 2], category="preference")]}), delay=0.5))
     reports = []
-    threads = [threading.Thread(target=lambda: reports.append(consolidate(c, user)))
+    threads = [threading.Thread(target=lambda: reports.append(consolidate(consolidator, user)))
                for _ in range(2)]
     for t in threads:
         t.start()
@@ -376,7 +367,7 @@ def test_two_concurrent_passes_end_like_one(c: Consolidator, engine: Engine,
     assert state(engine, user)["merged_total"] == 3
 
 
-def test_finder_claims_due_users_once_and_skips_the_rest(c: Consolidator,
+def test_finder_claims_due_users_once_and_skips_the_rest(consolidator: Consolidator,
                                                           engine: Engine) -> None:
     due, calm, parked = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
     for i in range(3):
@@ -387,21 +378,22 @@ def test_finder_claims_due_users_once_and_skips_the_rest(c: Consolidator,
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO engine.consolidation_state (user_id, attempts)"
                           " VALUES (:u, 5)"), {"u": parked})
-    first = find_and_claim(engine, c.settings)
+    first = find_and_claim(engine, consolidator.settings)
     assert first.claimed == [due] and (first.measured, first.below_threshold) == (2, 1)
-    second = find_and_claim(engine, c.settings)  # due is claimed, calm was measured
+    second = find_and_claim(engine, consolidator.settings)  # due is claimed, calm was measured
     assert second.claimed == [] and second.measured == 0
-    assert consolidate(c, due).merged == 2
-    assert find_and_claim(engine, c.settings).measured == 0  # everything seen
+    assert consolidate(consolidator, due).merged == 2
+    assert find_and_claim(engine, consolidator.settings).measured == 0  # everything seen
     add(engine, calm, "distinct fact 9", axis(30), days_ago=-1)  # newer: measured again
-    third = find_and_claim(engine, c.settings)
+    third = find_and_claim(engine, consolidator.settings)
     assert (third.measured, third.below_threshold, third.claimed) == (1, 1, [])
 
 
 def test_clusters_over_the_call_budget_bring_the_finder_back(
-        c: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
-    small = Consolidator(c.settings.model_copy(update={"consolidation_max_clusters": 1}),
-                         c.engine, c.llm, c.embedder, c.prompt)
+        consolidator: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
+    small = Consolidator(consolidator.settings.model_copy(update={"consolidation_max_clusters": 1}),
+                         consolidator.engine, consolidator.llm, consolidator.embedder,
+                         consolidator.prompt)
     user = uuid.uuid4()
     add(engine, user, "Has a cat", axis(4), days_ago=9)
     add(engine, user, "Has a cat named Mochi", axis(4, 5, 0.9), days_ago=2)

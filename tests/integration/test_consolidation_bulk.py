@@ -21,11 +21,8 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from bench.consolidation_data import load
-from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.db import cells_sql
 from eros.db.consolidation_sql import unique_pairs
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
 from eros.providers.offline.hashing import hash_embedding
 from eros.providers.offline.heuristic import offline_consolidation_reply
 from eros.services import recall_cells
@@ -41,6 +38,7 @@ from eros.settings import Settings, load_settings
 from testkit.fakes import FakeLLMServer, FakeVoyageServer
 from testkit.fakes.llm_server import Reply, last_user_text
 from testkit.services import TemplateDatabases, with_database
+from tests.support.classify import fake_consolidator
 
 USER = uuid.UUID(int=1000, version=4)
 DIM = 512
@@ -88,8 +86,7 @@ def _run(url: str, llm: FakeLLMServer, voyage: FakeVoyageServer,
     engine = create_engine(url, pool_size=2)
     try:
         settings = _settings(url, llm, voyage)
-        c = Consolidator(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                         load_consolidation_prompt())
+        c = fake_consolidator(settings, engine)
         reports = run(c)
         return _decisions(engine), reports
     finally:

@@ -13,18 +13,14 @@ import pytest
 from sqlalchemy import Engine, text
 
 from eros.core.consolidation_plan import Change
-from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.db import consolidation_sql as sql
 from eros.db import consolidation_state_sql as state_sql
 from eros.db.recall_hnsw_sql import HnswParams, configure_hnsw
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
 from eros.services import recall_cells
 from eros.services.consolidate import Consolidator, consolidate
 from eros.services.consolidation_finder import find_and_claim
 from eros.services.consolidation_read import choose_search, search_pairs
 from eros.settings import load_settings
-from testkit.fakes import FakeLLMServer, FakeVoyageServer
 from tests.support.memories import copy_rows, with_hnsw
 
 DIM = 512
@@ -51,17 +47,6 @@ def axis(i: int) -> list[float]:
     vec = [0.0] * DIM
     vec[i] = 1.0
     return vec
-
-
-@pytest.fixture
-def c(engine: Engine, db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> Consolidator:
-    settings = load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
-        llm_timeout_secs=2, embedding_timeout_secs=2, consolidation_similarity=0.85,
-        consolidation_min_near_dup_share=0.2)
-    return Consolidator(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                        load_consolidation_prompt())
 
 
 def _pairs(pairs: list[tuple[uuid.UUID, uuid.UUID]]) -> set[tuple[uuid.UUID, uuid.UUID]]:
@@ -119,9 +104,11 @@ def test_the_sketch_search_finds_every_pair_of_the_exact_join(engine: Engine) ->
     assert report.cells >= 4 and probed == exact
 
 
-def test_a_backlog_is_worked_through_in_bounded_chunks(c: Consolidator, engine: Engine) -> None:
-    small = Consolidator(c.settings.model_copy(update={"consolidation_chunk_size": 3}),
-                         c.engine, c.llm, c.embedder, c.prompt)
+def test_a_backlog_is_worked_through_in_bounded_chunks(consolidator: Consolidator,
+                                                      engine: Engine) -> None:
+    small = Consolidator(consolidator.settings.model_copy(update={"consolidation_chunk_size": 3}),
+                         consolidator.engine, consolidator.llm, consolidator.embedder,
+                         consolidator.prompt)
     user = uuid.uuid4()
     for i in range(4):
         add(engine, user, "Lives in Shanghai", axis(0), days_ago=10 - i)
@@ -129,7 +116,7 @@ def test_a_backlog_is_worked_through_in_bounded_chunks(c: Consolidator, engine: 
     reports = [consolidate(small, user, keep_claim_on_backlog=True)]
     with engine.connect() as conn:  # the claim stays for the next chunk the task enqueues
         assert state_sql.state(conn, user)["claimed_at"] is not None  # type: ignore[index]
-    assert find_and_claim(engine, c.settings).claimed == []
+    assert find_and_claim(engine, consolidator.settings).claimed == []
     while reports[-1].backlog:
         reports.append(consolidate(small, user))
         assert len(reports) < 10
@@ -145,36 +132,36 @@ def test_a_backlog_is_worked_through_in_bounded_chunks(c: Consolidator, engine: 
 
 
 def test_a_late_commit_with_an_older_date_is_measured_and_compared(
-        c: Consolidator, engine: Engine) -> None:
+        consolidator: Consolidator, engine: Engine) -> None:
     """A classify transaction can commit after the finder ran, with a created_at older than
     anything the finder saw: a created_at watermark slipped it under; the count does not."""
     user = uuid.uuid4()
     for i in range(5):
         add(engine, user, f"distinct fact {i}", axis(10 + i), days_ago=i)
-    first = find_and_claim(engine, c.settings)
+    first = find_and_claim(engine, consolidator.settings)
     assert (first.measured, first.below_threshold) == (1, 1)
-    assert find_and_claim(engine, c.settings).measured == 0  # nothing new: not measured
+    assert find_and_claim(engine, consolidator.settings).measured == 0  # nothing new: not measured
     add(engine, user, "distinct fact 0", axis(10), days_ago=30)  # committed late, dated early
     add(engine, user, "distinct fact 1", axis(11), days_ago=30)
-    late = find_and_claim(engine, c.settings)
+    late = find_and_claim(engine, consolidator.settings)
     assert late.measured == 1 and late.claimed == [user]  # 4 of 7 with a twin
-    report = consolidate(c, user)
+    report = consolidate(consolidator, user)
     assert (report.compared, report.merged) == (7, 2)
     # and after a pass: one more, dated before everything compared, is compared next pass
     add(engine, user, "distinct fact 2", axis(12), days_ago=60)
-    again = consolidate(c, user)
+    again = consolidate(consolidator, user)
     assert (again.compared, again.merged) == (1, 1)
 
 
 def test_the_pass_reads_only_the_new_memories_and_their_neighbours(
-        c: Consolidator, engine: Engine) -> None:
+        consolidator: Consolidator, engine: Engine) -> None:
     user = uuid.uuid4()
     for i in range(30):
         add(engine, user, f"distinct fact {i}", axis(10 + i), days_ago=40 - i)
-    assert consolidate(c, user).compared == 30
+    assert consolidate(consolidator, user).compared == 30
     add(engine, user, "distinct fact 3", axis(13), days_ago=0)
     add(engine, user, "something new", axis(100), days_ago=0)
-    report: Any = consolidate(c, user)
+    report: Any = consolidate(consolidator, user)
     # two compared, one neighbour found: three memories read of the user's 32
     assert (report.compared, report.memories, report.merged) == (2, 3, 1)
     assert report.share_before == pytest.approx(2 / 3, abs=1e-4) and report.share_after == 0

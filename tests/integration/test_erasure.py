@@ -10,48 +10,42 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.core.prompts import load_prompt
 from eros.db import erasure_sql, repo
 from eros.ops import metrics
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
 from eros.services import erasure
 from eros.services.classify import Pipeline, classify, start_attempt
 from eros.services.consolidate import Consolidator, consolidate
 from eros.services.forget import forget_memory, forget_user, user_request
-from eros.settings import load_settings
+from eros.settings import Settings
 from testkit.data import add_messages, add_session, ago, mem_line
-from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.fakes import FakeLLMServer, Reply
 from testkit.fakes.llm_server import extract_memories, last_user_text
 from tests.integration.test_consolidate import add, answer, axis
+from tests.support.classify import fake_consolidator, fake_pipeline
 from tests.support.privacy import rows_mentioning, wait_for_lock_wait
 
 
 @pytest.fixture
-def settings(db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> Any:
-    return load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
+def settings(provider_settings: Callable[..., Settings]) -> Any:
+    return provider_settings(
         llm_timeout_secs=20, embedding_timeout_secs=5, consolidation_similarity=0.85)
 
 
 @pytest.fixture
 def pipeline(settings: Any, engine: Engine) -> Pipeline:
-    return Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                    load_prompt())
+    return fake_pipeline(settings, engine)
 
 
 @pytest.fixture
 def c(settings: Any, engine: Engine) -> Consolidator:
-    return Consolidator(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                        load_consolidation_prompt())
+    return fake_consolidator(settings, engine)
 
 
 def _contents(engine: Engine, user: uuid.UUID) -> list[str]:

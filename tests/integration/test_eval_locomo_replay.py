@@ -5,11 +5,10 @@ transcript's numbers — and every system is scored by provenance beside the emb
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine
 
 from eros.core.evaluation.exact import BUDGETS, KS
 from eros.core.evaluation.formats import convert
@@ -22,7 +21,6 @@ from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge
 from eros.services.evaluation.observations import ObservationReplay
 from eros.services.evaluation.run import EvalResult, evaluate
 from eros.settings import load_settings
-from testkit.services import TemplateDatabases
 
 
 def _turns(n: int, lines: list[tuple[str, str]]) -> list[dict[str, str]]:
@@ -80,15 +78,6 @@ SAMPLE: list[dict[str, Any]] = [{"sample_id": "synthetic", "conversation": {
 @pytest.fixture(scope="module")
 def suite() -> Suite:
     return convert(SAMPLE, "locomo")
-
-
-@pytest.fixture(scope="module")
-def engine_module(templates: TemplateDatabases) -> Iterator[Engine]:
-    url = templates.clone()
-    eng = create_engine(url)
-    yield eng
-    eng.dispose()
-    templates.drop(url)
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,8 @@ figures in range, and the ordering on the knowledge-update subset."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine
 
 from eros.core.evaluation.scoring import BASELINE, render_table
 from eros.core.evaluation.suite import shipped_suite
@@ -18,17 +16,6 @@ from eros.services.evaluation.cached_embedder import CachedEmbedder
 from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge
 from eros.services.evaluation.run import EvalResult, evaluate
 from eros.settings import load_settings
-from testkit.services import TemplateDatabases
-
-
-@pytest.fixture(scope="module")
-def engine_module(templates: TemplateDatabases) -> Iterator[Engine]:
-    """One database for the module: the replay runs once, the tests read its result."""
-    url = templates.clone()
-    eng = create_engine(url)
-    yield eng
-    eng.dispose()
-    templates.drop(url)
 
 
 @pytest.fixture(scope="module")

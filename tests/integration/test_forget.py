@@ -8,17 +8,14 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.core.prompts import load_prompt
 from eros.db import cells_sql, forget_sql, repo
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
 from eros.recall import recall_by_vector
 from eros.services import recall_cells
 from eros.services.classify import Pipeline, Report, classify, start_attempt
@@ -29,32 +26,29 @@ from eros.services.consolidate import (
     start_pass,
 )
 from eros.services.forget import forget_memory, forget_user
-from eros.settings import load_settings
+from eros.settings import Settings
 from testkit.data import add_messages, add_session, ago, mem_line
-from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.fakes import FakeLLMServer, Reply
 from tests.integration.test_consolidate import add, answer, axis
 from tests.integration.test_recall_cells import CELLS, load, topic_vectors
+from tests.support.classify import fake_consolidator, fake_pipeline
 from tests.support.privacy import rows_mentioning, wait_for_lock_wait
 
 
 @pytest.fixture
-def settings(db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> Any:
-    return load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
+def settings(provider_settings: Callable[..., Settings]) -> Any:
+    return provider_settings(
         llm_timeout_secs=20, embedding_timeout_secs=5, consolidation_similarity=0.85)
 
 
 @pytest.fixture
 def pipeline(settings: Any, engine: Engine) -> Pipeline:
-    return Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                    load_prompt())
+    return fake_pipeline(settings, engine)
 
 
 @pytest.fixture
 def c(settings: Any, engine: Engine) -> Consolidator:
-    return Consolidator(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                        load_consolidation_prompt())
+    return fake_consolidator(settings, engine)
 
 
 def _claim(pipeline: Pipeline, sid: uuid.UUID) -> repo.Attempt:

@@ -6,50 +6,34 @@ forget has committed). Real PostgreSQL, the real SDKs against the fakes."""
 from __future__ import annotations
 
 import json
-import threading
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.core.prompts import load_prompt
-from eros.db import repo
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
-from eros.services.classify import Pipeline, Report, classify, start_attempt
-from eros.services.consolidate import Consolidator, consolidate
+from eros.services.classify import Pipeline
+from eros.services.consolidate import consolidate
 from eros.services.forget import forget_message
-from eros.settings import load_settings
+from eros.settings import Settings
 from testkit.data import add_session, mem_line
-from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.fakes import FakeLLMServer, Reply
 from tests.integration.test_provenance_consolidate import _add, _answer, _axis
+from tests.support.classify import classify_held, classify_session, fake_consolidator, fake_pipeline
 from tests.support.privacy import rows_mentioning
 
 
 @pytest.fixture
-def settings(db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> Any:
-    return load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
+def settings(provider_settings: Callable[..., Settings]) -> Any:
+    return provider_settings(
         llm_timeout_secs=20, embedding_timeout_secs=5, consolidation_similarity=0.85,
         consolidation_min_near_dup_share=0.2)
 
 
 @pytest.fixture
 def pipeline(settings: Any, engine: Engine) -> Pipeline:
-    return Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                    load_prompt())
-
-
-def _classify(pipeline: Pipeline, sid: uuid.UUID) -> Report:
-    with pipeline.engine.begin() as conn:
-        claim = repo.claim_one(conn, sid, stale_secs=600)
-    assert claim is not None
-    attempt = start_attempt(pipeline, claim.session_id, claim.token)
-    assert attempt is not None
-    return classify(pipeline, attempt)
+    return fake_pipeline(settings, engine)
 
 
 def _messages(engine: Engine, sid: uuid.UUID) -> list[Any]:
@@ -76,7 +60,7 @@ def test_erasing_a_message_erases_what_cites_it_and_nothing_else(pipeline: Pipel
         sid = add_session(conn, [mem_line("fact", 0.7, "Lives in Lyon"),
                                  mem_line("preference", 0.4, "Likes jazz"),
                                  ("assistant", "Nice")], user_id=user)
-    assert _classify(pipeline, sid).memories_written == 2
+    assert classify_session(pipeline, sid).memories_written == 2
     lyon, jazz, nice = _messages(engine, sid)
     counts = forget_message(engine, lyon.id)
     assert _main(counts) == (1, 1, 0, 0)
@@ -106,8 +90,7 @@ def test_a_canonical_memory_and_its_lineage_go_with_a_member_s_message(
     _add(engine, user, "Has a cat", _axis(4), [cat.seq], days_ago=2)
     llm.script_replies([Reply(json.dumps({"clusters": [
         _answer(1, "Moved from Lyon to Paris", [2], [1])]}))])
-    c = Consolidator(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                     load_consolidation_prompt())
+    c = fake_consolidator(settings, engine)
     assert consolidate(c, user).canonical_written == 1
     # erasing the Lyon turn erases the canonical memory (its sources hold Lyon's seq) and,
     # through forget_memory's lineage, the members it merged or superseded, with the history
@@ -142,31 +125,12 @@ def test_a_classify_that_read_the_message_commits_nothing_and_the_session_is_red
         sid = add_session(conn, [mem_line("fact", 0.7, "Lives in Lyon"),
                                  mem_line("preference", 0.4, "Likes jazz")], user_id=user)
     lyon, _ = _messages(engine, sid)
-    with engine.begin() as conn:
-        claim = repo.claim_one(conn, sid, stale_secs=600)
-    assert claim is not None
-    attempt = start_attempt(pipeline, sid, claim.token)
-    assert attempt is not None
-    asked, release = threading.Event(), threading.Event()
-    echo = llm._responder
-
-    def held(request: dict[str, Any]) -> Reply:
-        asked.set()
-        assert release.wait(30)
-        return echo(request)
-
-    llm.set_responder(held)
-    out: list[Report] = []
-    thread = threading.Thread(target=lambda: out.append(classify(pipeline, attempt)))
-    thread.start()
-    assert asked.wait(20)  # the model has the transcript with the message in it
-    counts = forget_message(engine, lyon.id)  # committed before the model answers
-    release.set()
-    thread.join(30)
+    with classify_held(pipeline, llm, sid) as out:  # the model has the message in its transcript
+        counts = forget_message(engine, lyon.id)  # committed before the model answers
     assert counts["claims_released"] == 1 and counts["messages"] == 1
     assert out[0].outcome == "claim_lost" and _contents(engine, user) == []
     # the session is claimable again: its next extraction reads what is left
     llm.set_responder(None)
-    report = _classify(pipeline, sid)
+    report = classify_session(pipeline, sid)
     assert report.memories_written == 1 and "Lyon" not in report.transcript
     assert _contents(engine, user) == ["Likes jazz"]

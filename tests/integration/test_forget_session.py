@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from eros.core.prompts import load_prompt
 from eros.db import erasure_sql, repo
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
-from eros.services.classify import Pipeline, classify, start_attempt
+from eros.services.classify import classify, start_attempt
 from eros.services.forget import forget_session
-from eros.settings import load_settings
+from eros.settings import Settings
 from testkit.data import add_session, mem_line
-from testkit.fakes import FakeLLMServer, FakeVoyageServer
+from tests.support.classify import fake_pipeline
 from tests.support.privacy import rows_mentioning
 
 
@@ -45,7 +43,7 @@ def _memory(conn: Connection, user: uuid.UUID, sid: uuid.UUID | None, content: s
 
 
 def test_a_session_forget_takes_what_came_from_it_alone(
-        engine: Engine, db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+        engine: Engine, provider_settings: Callable[..., Settings]) -> None:
     user = uuid.uuid4()
     with engine.begin() as conn:
         s = add_session(conn, [mem_line("fact", 0.7, "Lives in Shanghai"),
@@ -109,11 +107,8 @@ def test_a_session_forget_takes_what_came_from_it_alone(
     assert forget_session(engine, uuid.uuid4())["memories"] == 0  # an unknown session
 
     # a forced re-run of the forgotten session reads nothing; of the other, nothing of S's
-    settings = load_settings(database_url=db_url, openrouter_api_key="k",
-                             openrouter_base_url=llm.url, voyage_api_key="k",
-                             voyage_base_url=voyage.url, provider_max_retries=0)
-    pipeline = Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                        load_prompt())
+    settings = provider_settings()
+    pipeline = fake_pipeline(settings, engine)
     for sid in (s, t):
         with engine.begin() as conn:
             claim = repo.claim_one(conn, sid, stale_secs=600, force=True)

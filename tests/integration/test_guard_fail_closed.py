@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import Engine, text
@@ -16,17 +17,17 @@ from sqlalchemy import Engine, text
 from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.core.guard_meaning import MeaningModel
 from eros.core.prompts import load_prompt
-from eros.db import repo
 from eros.providers.llm import OpenRouterChat
 from eros.providers.offline import OfflineEmbedder
 from eros.services import guard_llm
-from eros.services.classify import Pipeline, Report, classify, start_attempt
+from eros.services.classify import Pipeline, Report
 from eros.services.consolidate import Consolidator, consolidate
 from eros.services.guard_model import forget_models
-from eros.settings import Settings, load_settings
+from eros.settings import Settings
 from testkit.data import add_session
 from testkit.fakes import FakeLLMServer, Reply
 from testkit.guard import seed
+from tests.support.classify import classify_session
 
 DIM = 512
 TEXTS = ["Vive en Valencia y da clases de piano a niños.", "Her coach calls every Tuesday",
@@ -38,11 +39,9 @@ def fresh_process_cache() -> None:
     forget_models()
 
 
-def _settings(db_url: str, llm: FakeLLMServer, **extra: object) -> Settings:
-    return load_settings(database_url=db_url, openrouter_api_key="k",
-                         openrouter_base_url=llm.url, provider_max_retries=0,
-                         llm_timeout_secs=5, consolidation_similarity=0.85,
-                         consolidation_min_near_dup_share=0.2, **extra)
+def _settings(provider_settings: Callable[..., Settings], **extra: object) -> Settings:
+    return provider_settings(voyage=False, llm_timeout_secs=5, consolidation_similarity=0.85,
+                             consolidation_min_near_dup_share=0.2, **extra)
 
 
 def _band_model() -> MeaningModel:
@@ -57,16 +56,12 @@ def _extraction(memories: list[dict[str, object]]) -> Reply:
 def _classify(pipeline: Pipeline) -> tuple[Report, uuid.UUID]:
     with pipeline.engine.begin() as conn:
         sid = add_session(conn, [("user", "hola, soy profe de piano")])
-        claim = repo.claim_one(conn, sid, stale_secs=600)
-    assert claim is not None
-    attempt = start_attempt(pipeline, claim.session_id, claim.token)
-    assert attempt is not None
-    return classify(pipeline, attempt), sid
+    return classify_session(pipeline, sid), sid
 
 
-def _band_pipeline(db_url: str, engine: Engine, llm: FakeLLMServer) -> Pipeline:
+def _band_pipeline(provider_settings: Callable[..., Settings], engine: Engine) -> Pipeline:
     seed(engine, _band_model(), "local-hash")
-    settings = _settings(db_url, llm, memory_guard_classifier="on", memory_guard_llm="on")
+    settings = _settings(provider_settings, memory_guard_classifier="on", memory_guard_llm="on")
     return Pipeline(settings, engine, OpenRouterChat(settings), OfflineEmbedder(DIM),
                     load_prompt())
 
@@ -78,8 +73,9 @@ def _band_pipeline(db_url: str, engine: Engine, llm: FakeLLMServer) -> Pipeline:
     Reply('{"instructions": [1, ', finish_reason="length"),        # cut at its cap
 ], ids=["unreadable", "out-of-range", "no-list", "truncated"])
 def test_a_second_opinion_that_cannot_be_used_holds_the_uncertain_texts_back(
-        db_url: str, engine: Engine, llm: FakeLLMServer, reply: Reply) -> None:
-    pipeline = _band_pipeline(db_url, engine, llm)
+        engine: Engine, llm: FakeLLMServer, reply: Reply,
+        provider_settings: Callable[..., Settings]) -> None:
+    pipeline = _band_pipeline(provider_settings, engine)
     llm.script_replies([_extraction([{"content": t, "category": "fact"} for t in TEXTS]),
                         reply])
     report, sid = _classify(pipeline)
@@ -94,8 +90,8 @@ def test_a_second_opinion_that_cannot_be_used_holds_the_uncertain_texts_back(
 
 
 def test_a_second_opinion_naming_notes_as_strings_is_read(
-        db_url: str, engine: Engine, llm: FakeLLMServer) -> None:
-    pipeline = _band_pipeline(db_url, engine, llm)
+        engine: Engine, llm: FakeLLMServer, provider_settings: Callable[..., Settings]) -> None:
+    pipeline = _band_pipeline(provider_settings, engine)
     llm.script_replies([_extraction([{"content": t, "category": "fact"} for t in TEXTS]),
                         Reply('{"instructions": ["2"]}')])
     report, _ = _classify(pipeline)
@@ -104,8 +100,8 @@ def test_a_second_opinion_naming_notes_as_strings_is_read(
 
 
 def test_a_number_in_metadata_is_screened_as_a_string(
-        db_url: str, engine: Engine, llm: FakeLLMServer) -> None:
-    settings = _settings(db_url, llm)
+        engine: Engine, llm: FakeLLMServer, provider_settings: Callable[..., Settings]) -> None:
+    settings = _settings(provider_settings)
     pipeline = Pipeline(settings, engine, OpenRouterChat(settings), OfflineEmbedder(DIM),
                         load_prompt())
     llm.script_replies([_extraction([{"content": TEXTS[2], "category": "fact",
@@ -128,9 +124,9 @@ def _add(engine: Engine, user: uuid.UUID, content: str, vector: list[float]) -> 
 
 
 def test_a_canonical_text_gets_the_second_opinion_like_a_candidate(
-        db_url: str, engine: Engine, llm: FakeLLMServer) -> None:
+        engine: Engine, llm: FakeLLMServer, provider_settings: Callable[..., Settings]) -> None:
     seed(engine, _band_model(), "local-hash")
-    settings = _settings(db_url, llm, memory_guard_classifier="on", memory_guard_llm="on")
+    settings = _settings(provider_settings, memory_guard_classifier="on", memory_guard_llm="on")
     consolidator = Consolidator(settings, engine, OpenRouterChat(settings),
                                 OfflineEmbedder(DIM), load_consolidation_prompt())
     user = uuid.uuid4()

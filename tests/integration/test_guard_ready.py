@@ -9,6 +9,7 @@ import logging
 import math
 import threading
 import uuid
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import Engine, text
@@ -77,11 +78,9 @@ def held_voyage(meaning: HeldMeaning) -> FakeVoyageServer:
         yield server
 
 
-def _settings(db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> Settings:
-    return load_settings(database_url=db_url, openrouter_api_key="k",
-                         openrouter_base_url=llm.url, voyage_api_key="k",
-                         voyage_base_url=voyage.url, provider_max_retries=0,
-                         llm_timeout_secs=5, embedding_timeout_secs=35)
+def _settings(provider_settings: Callable[..., Settings], voyage: FakeVoyageServer) -> Settings:
+    return provider_settings(
+        voyage_base_url=voyage.url, llm_timeout_secs=5, embedding_timeout_secs=35)
 
 
 def _no_model(engine: Engine) -> None:
@@ -107,11 +106,12 @@ def _statuses(engine: Engine) -> dict[str, str]:
 
 
 def test_one_process_trains_under_the_lock_while_the_fleet_drains_unscreened(
-        db_url: str, engine: Engine, llm: FakeLLMServer, held_voyage: FakeVoyageServer,
+        engine: Engine, llm: FakeLLMServer, held_voyage: FakeVoyageServer,
+        provider_settings: Callable[..., Settings],
         meaning: HeldMeaning, caplog: pytest.LogCaptureFixture) -> None:
     assert load_guard().check(INSTRUCTION).ok  # only the meaning layer can judge it
     _no_model(engine)
-    settings = _settings(db_url, llm, held_voyage)
+    settings = _settings(provider_settings, held_voyage)
     embedder = VoyageEmbedder(settings)
     assert resolve(settings, engine.connect(), embedder.name)[0] == "unavailable"
 

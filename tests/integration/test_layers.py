@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import Engine, text
 
 from eros.core.prompts import load_prompt
-from eros.db import repo
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
-from eros.services.classify import Pipeline, classify, start_attempt
-from eros.settings import load_settings
+from eros.services.classify import Pipeline
+from eros.settings import Settings
 from testkit.data import add_session
-from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.fakes import FakeLLMServer, Reply
+from tests.support.classify import classify_session, fake_pipeline
 
 REPLY = json.dumps({"memories": [
     {"content": "Lives in Tokyo", "category": "fact", "layer": "profile"},
@@ -27,23 +26,13 @@ REPLY = json.dumps({"memories": [
 
 
 @pytest.fixture
-def pipeline(engine: Engine, db_url: str, llm: FakeLLMServer,
-             voyage: FakeVoyageServer) -> Pipeline:
-    settings = load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
-        llm_timeout_secs=2, embedding_timeout_secs=2)
-    return Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                    load_prompt(version="v3"))
+def pipeline(engine: Engine, provider_settings: Callable[..., Settings]) -> Pipeline:
+    settings = provider_settings(llm_timeout_secs=2, embedding_timeout_secs=2)
+    return fake_pipeline(settings, engine, load_prompt(version="v3"))
 
 
 def _classify(pipeline: Pipeline, sid: uuid.UUID) -> None:
-    with pipeline.engine.begin() as conn:
-        claim = repo.claim_one(conn, sid, stale_secs=600)
-    assert claim is not None
-    attempt = start_attempt(pipeline, claim.session_id, claim.token)
-    assert attempt is not None
-    assert classify(pipeline, attempt).outcome == "memories"
+    assert classify_session(pipeline, sid).outcome == "memories"
 
 
 def _layers(pipeline: Pipeline, sid: uuid.UUID) -> dict[str, uuid.UUID | None]:

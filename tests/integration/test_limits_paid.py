@@ -4,6 +4,7 @@ buckets refill from Redis's clock and a request larger than a bucket pays in ful
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 import redis
@@ -15,9 +16,9 @@ from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.providers.ratelimit import Limits, RedisLimiter, Throttled
 from eros.services.classify import Pipeline, classify, start_attempt
-from eros.settings import load_settings
+from eros.settings import Settings, load_settings
 from testkit.data import add_session, mem_line
-from testkit.fakes import FakeLLMServer, FakeVoyageServer
+from testkit.fakes import FakeLLMServer
 
 
 def _client(redis_url: str) -> redis.Redis:
@@ -25,12 +26,9 @@ def _client(redis_url: str) -> redis.Redis:
 
 
 def test_a_full_embedding_slot_throttles_before_the_llm_is_paid(
-        engine: Engine, db_url: str, redis_url: str, llm: FakeLLMServer,
-        voyage: FakeVoyageServer) -> None:
-    settings = load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
-        llm_timeout_secs=2, embedding_timeout_secs=2)
+        engine: Engine, redis_url: str, llm: FakeLLMServer,
+        provider_settings: Callable[..., Settings]) -> None:
+    settings = provider_settings(llm_timeout_secs=2, embedding_timeout_secs=2)
     limits = {"llm": Limits(max_concurrency=4), "embedding": Limits(max_concurrency=1)}
     limiter = RedisLimiter(_client(redis_url), limits)
     pipeline = Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,38 +14,23 @@ import pytest
 from sqlalchemy import Engine, text
 
 from eros.core.prompts import load_prompt
-from eros.db import repo
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
-from eros.services.classify import Pipeline, Report, classify, start_attempt
-from eros.settings import load_settings
+from eros.services.classify import Pipeline
+from eros.settings import Settings
 from testkit.data import add_session, mem_line
-from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.fakes import FakeLLMServer, Reply
+from tests.support.classify import classify_session, fake_pipeline
 
 
-def _pipeline(engine: Engine, db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer,
+def _pipeline(engine: Engine, provider_settings: Callable[..., Settings],
               version: str = "v5") -> Pipeline:
-    settings = load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
+    settings = provider_settings(
         llm_timeout_secs=2, embedding_timeout_secs=2, dreaming_prompt_version=version)
-    return Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                    load_prompt(version=version))
+    return fake_pipeline(settings, engine, load_prompt(version=version))
 
 
 @pytest.fixture
-def pipeline(engine: Engine, db_url: str, llm: FakeLLMServer,
-             voyage: FakeVoyageServer) -> Pipeline:
-    return _pipeline(engine, db_url, llm, voyage)
-
-
-def _run(pipeline: Pipeline, sid: uuid.UUID) -> Report:
-    with pipeline.engine.begin() as conn:
-        claim = repo.claim_one(conn, sid, stale_secs=600)
-    assert claim is not None
-    attempt = start_attempt(pipeline, claim.session_id, claim.token)
-    assert attempt is not None
-    return classify(pipeline, attempt)
+def pipeline(engine: Engine, provider_settings: Callable[..., Settings]) -> Pipeline:
+    return _pipeline(engine, provider_settings)
 
 
 def _seqs(engine: Engine, sid: uuid.UUID) -> list[int]:
@@ -74,7 +60,7 @@ def _session(engine: Engine) -> uuid.UUID:
 
 def test_cited_turns_are_stored_as_their_seqs(pipeline: Pipeline, llm: FakeLLMServer) -> None:
     sid = _session(pipeline.engine)
-    report = _run(pipeline, sid)
+    report = classify_session(pipeline, sid)
     assert report.outcome == "memories" and report.memories_written == 2
     prompt = llm.requests[0].body["messages"][1]["content"]
     assert "[1] user: MEM fact 0.7 Lives in Lyon" in prompt and "[4] user: good night" in prompt
@@ -93,7 +79,7 @@ def test_missing_or_invalid_citations_fall_back_to_the_window_flagged(
          "sensitivity": "health"},
     ]}))])
     sid = _session(pipeline.engine)
-    assert _run(pipeline, sid).memories_written == 4
+    assert classify_session(pipeline, sid).memories_written == 4
     seqs = _seqs(pipeline.engine, sid)
     window = seqs[1:]  # every turn shown to the model; the system turn is not
     assert _provenance(pipeline.engine, sid) == {
@@ -102,10 +88,10 @@ def test_missing_or_invalid_citations_fall_back_to_the_window_flagged(
 
 
 def test_an_older_prompt_reads_the_plain_transcript_and_is_flagged(
-        engine: Engine, db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
-    pipeline = _pipeline(engine, db_url, llm, voyage, version="v4")
+        engine: Engine, llm: FakeLLMServer, provider_settings: Callable[..., Settings]) -> None:
+    pipeline = _pipeline(engine, provider_settings, version="v4")
     sid = _session(engine)
-    assert _run(pipeline, sid).memories_written == 2
+    assert classify_session(pipeline, sid).memories_written == 2
     prompt = llm.requests[0].body["messages"][1]["content"]
     assert "\nuser: MEM fact 0.7 Lives in Lyon" in prompt and "[1]" not in prompt
     window = _seqs(engine, sid)[1:]

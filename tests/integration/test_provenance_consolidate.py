@@ -9,15 +9,10 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
 from eros.services.consolidate import Consolidator, consolidate
-from eros.settings import load_settings
-from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.fakes import FakeLLMServer, Reply
 
 DIM = 512
 NOW = datetime.now(UTC)
@@ -58,31 +53,20 @@ def _answer(number: int, content: str, dup: list[int], sup: list[int] = (),
             "duplicates": dup, "superseded": list(sup), "separate": []}
 
 
-@pytest.fixture
-def c(engine: Engine, db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> Consolidator:
-    settings = load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
-        llm_timeout_secs=2, embedding_timeout_secs=2, consolidation_similarity=0.85,
-        consolidation_min_near_dup_share=0.2)
-    return Consolidator(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                        load_consolidation_prompt())
-
-
-def test_exact_copies_leave_the_kept_copy_with_the_union(c: Consolidator,
+def test_exact_copies_leave_the_kept_copy_with_the_union(consolidator: Consolidator,
                                                          engine: Engine) -> None:
     user = uuid.uuid4()
     _add(engine, user, "Lives in Lyon", _axis(0), [7, 9], days_ago=5)
     _add(engine, user, "lives in lyon.", _axis(0), None, days_ago=4)  # before provenance
     _add(engine, user, "Lives in  Lyon", _axis(0), [5, 7], days_ago=3)  # kept: the newest
     _add(engine, user, "Has a cat", _axis(1), [2], fallback=True, days_ago=3)
-    assert consolidate(c, user).merged == 2
+    assert consolidate(consolidator, user).merged == 2
     assert _current(engine, user) == {"Lives in  Lyon": ([5, 7, 9], False),
                                       "Has a cat": ([2], True)}
 
 
 def test_a_new_canonical_row_unions_merged_and_superseded_members_flagged_by_any(
-        c: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
+        consolidator: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
     user = uuid.uuid4()
     _add(engine, user, "Lives in Lyon", _axis(0), [40, 3], days_ago=400)
     _add(engine, user, "Moved to Paris", _axis(0, 1, cos=0.9), [88], days_ago=9)
@@ -90,13 +74,13 @@ def test_a_new_canonical_row_unions_merged_and_superseded_members_flagged_by_any
          days_ago=7)
     llm.script_replies([Reply(json.dumps({"clusters": [
         _answer(1, "Moved from Lyon to Paris", [2, 3], [1])]}))])
-    report = consolidate(c, user)
+    report = consolidate(consolidator, user)
     assert (report.canonical_written, report.merged, report.superseded) == (1, 2, 1)
     assert _current(engine, user) == {"Moved from Lyon to Paris": ([3, 40, 88, 90, 91], True)}
 
 
 def test_a_member_kept_as_the_canonical_takes_the_union_and_unknown_stays_null(
-        c: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
+        consolidator: Consolidator, engine: Engine, llm: FakeLLMServer) -> None:
     user = uuid.uuid4()
     _add(engine, user, "Likes jazz", _axis(2), [11], days_ago=20, category="preference")
     _add(engine, user, "Really enjoys jazz music", _axis(2, 3, 0.95), [4, 12], days_ago=5,
@@ -106,7 +90,7 @@ def test_a_member_kept_as_the_canonical_takes_the_union_and_unknown_stays_null(
     llm.script_replies([Reply(json.dumps({"clusters": [
         _answer(1, "Has a dog named Rex", [1, 2]),
         _answer(2, "Likes jazz", [3, 4], category="preference")]}))])
-    report = consolidate(c, user)
+    report = consolidate(consolidator, user)
     assert (report.merged, report.canonical_written) == (3, 1)
     assert _current(engine, user) == {"Likes jazz": ([4, 11, 12], False),
                                       "Has a dog named Rex": (None, False)}

@@ -11,6 +11,7 @@ import json
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from eros.providers.llm import OpenRouterChat
 from eros.providers.offline import OfflineChat
 from eros.providers.ratelimit import make_limiter
 from eros.services import consent
-from eros.settings import Settings, load_settings
+from eros.settings import Settings
 from testkit.fakes import FakeLLMServer, Fault, Reply
 
 USER, WITHDRAWN = uuid.uuid4(), uuid.uuid4()
@@ -80,11 +81,10 @@ def _sample(name: str, labels: dict[str, str] | None = None) -> float:
 
 
 @pytest.fixture
-def settings(db_url: str, redis_url: str, llm: FakeLLMServer) -> Settings:
+def settings(redis_url: str, provider_settings: Callable[..., Settings]) -> Settings:
     # a global request limit: the calls go through the Redis limiter
-    return load_settings(database_url=db_url, redis_url=redis_url, openrouter_api_key="k",
-                         openrouter_base_url=llm.url, provider_max_retries=0,
-                         llm_requests_per_minute=600, dreaming_retry_backoff_secs=0.01)
+    return provider_settings(voyage=False, redis_url=redis_url, llm_requests_per_minute=600,
+                             dreaming_retry_backoff_secs=0.01)
 
 
 def test_the_model_labels_old_rows_strictly_resumably_and_costed(

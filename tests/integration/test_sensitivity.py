@@ -8,21 +8,21 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.prompts import load_prompt
 from eros.db import consolidation_sql, repo
 from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
 from eros.services import forget
-from eros.services.classify import Pipeline, classify, start_attempt
+from eros.services.classify import classify, start_attempt
 from eros.services.recall import recall
-from eros.settings import Settings, load_settings
+from eros.settings import Settings
 from testkit.data import add_session
-from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from testkit.fakes import FakeLLMServer, Reply
+from tests.support.classify import fake_pipeline
 
 MEMORIES = [
     {"content": "Has had insomnia for months", "category": "fact", "sensitivity": "health"},
@@ -35,11 +35,8 @@ MEMORIES = [
 
 
 @pytest.fixture
-def settings(db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> Settings:
-    return load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
-        llm_timeout_secs=5, embedding_timeout_secs=5)
+def settings(provider_settings: Callable[..., Settings]) -> Settings:
+    return provider_settings(llm_timeout_secs=5, embedding_timeout_secs=5)
 
 
 def _learn(engine: Engine, settings: Settings, llm: FakeLLMServer) -> uuid.UUID:
@@ -51,8 +48,7 @@ def _learn(engine: Engine, settings: Settings, llm: FakeLLMServer) -> uuid.UUID:
                           user_id=user)
         claim = repo.claim_one(conn, sid, stale_secs=600)
     assert claim is not None
-    pipeline = Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                        load_prompt())
+    pipeline = fake_pipeline(settings, engine)
     attempt = start_attempt(pipeline, claim.session_id, claim.token)
     assert attempt is not None
     assert classify(pipeline, attempt).memories_written == len(MEMORIES)

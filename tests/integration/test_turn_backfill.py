@@ -7,24 +7,23 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import redis
 from sqlalchemy import Engine, text
 
-from eros.core.prompts import load_prompt
-from eros.db import consent_sql, repo
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
+from eros.db import consent_sql
 from eros.providers.ratelimit import Limits, RedisLimiter
-from eros.services.classify import Pipeline, classify, start_attempt
+from eros.services.classify import Pipeline
 from eros.services.forget import forget_memory, forget_message, forget_user
 from eros.services.guard_model import forget_models
 from eros.services.turn_backfill import backfill
-from eros.settings import load_settings
+from eros.settings import Settings
 from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_classify_turns import ATTACK, CHURCH, SPOKEN, TOKYO, add_turns
+from tests.support.classify import classify_session, fake_pipeline
 
 
 @pytest.fixture(autouse=True)
@@ -33,23 +32,9 @@ def fresh_process_cache() -> None:
 
 
 @pytest.fixture
-def pipeline(db_url: str, engine: Engine, llm: FakeLLMServer,
-             voyage: FakeVoyageServer) -> Pipeline:
-    settings = load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
-        llm_timeout_secs=20, embedding_timeout_secs=5)
-    return Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                    load_prompt())
-
-
-def _classify(pipeline: Pipeline, sid: uuid.UUID) -> None:
-    with pipeline.engine.begin() as conn:
-        claim = repo.claim_one(conn, sid, stale_secs=600)
-    assert claim is not None
-    attempt = start_attempt(pipeline, claim.session_id, claim.token)
-    assert attempt is not None
-    classify(pipeline, attempt)
+def pipeline(engine: Engine, provider_settings: Callable[..., Settings]) -> Pipeline:
+    settings = provider_settings(llm_timeout_secs=20, embedding_timeout_secs=5)
+    return fake_pipeline(settings, engine)
 
 
 def _before_this_change(engine: Engine) -> None:
@@ -82,8 +67,8 @@ def test_the_backfill_resumes_where_it_stopped_and_never_indexes_twice(
                            user_id=user)
     llm.script_replies([_reply({"content": "Has a sore knee", "category": "fact",
                                 "sources": [3], "sensitivity": "health"}), _reply()])
-    _classify(pipeline, first)
-    _classify(pipeline, second)
+    classify_session(pipeline, first)
+    classify_session(pipeline, second)
     before = {k: (r.sensitivity, r.status, r.said_at) for k, r in _indexed(engine).items()}
     _before_this_change(engine)
     with engine.begin() as conn:  # a turn said after the classification: not read yet
@@ -123,8 +108,8 @@ def test_the_backfill_never_brings_back_a_forgotten_or_withheld_turn(
         other = add_turns(conn, [("user", "I sing in a choir", "text")], user_id=gone)
     llm.script_replies([_reply({"content": "Moved to Tokyo", "category": "event",
                                 "sources": [1]}), _reply()])
-    _classify(pipeline, sid)
-    _classify(pipeline, other)
+    classify_session(pipeline, sid)
+    classify_session(pipeline, other)
     _before_this_change(engine)
     with engine.connect() as conn:
         tokyo = conn.execute(text("SELECT id FROM engine.companion_memories"
@@ -145,7 +130,7 @@ def test_a_dry_run_writes_nothing_not_even_the_cursor(
         pipeline: Pipeline, engine: Engine, llm: FakeLLMServer) -> None:
     with engine.begin() as conn:
         sid = add_turns(conn, [("user", TOKYO, "text")])
-    _classify(pipeline, sid)
+    classify_session(pipeline, sid)
     _before_this_change(engine)
     report = backfill(pipeline.settings, engine, pipeline.embedder, dry_run=True)
     assert report.statuses == {"current": 1} and report.indexed == 0
@@ -160,7 +145,7 @@ def test_the_backfill_waits_for_the_global_embedding_budget(
     with engine.begin() as conn:
         sid = add_turns(conn, [("user", f"a line about the garden, number {i}", "text")
                                for i in range(6)])
-    _classify(pipeline, sid)
+    classify_session(pipeline, sid)
     _before_this_change(engine)
     client = redis.Redis.from_url(redis_url)
     limiter = RedisLimiter(client, {"embedding": Limits(tokens_per_minute=600,

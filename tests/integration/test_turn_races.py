@@ -17,21 +17,13 @@ from datetime import timedelta
 from sqlalchemy import Connection, Engine, text
 
 from eros.db import repo
-from eros.db.repo import Attempt, MemoryRow, Outcome
+from eros.db.repo import MemoryRow, Outcome
 from testkit.data import add_session, ago
+from tests.support.classify import claim_and_begin
 
 VEC = [1.0] + [0.0] * 511
 TURN = text("INSERT INTO engine.chat_messages (session_id, role, content, sent_at)"
             " VALUES (:sid, 'user', :content, COALESCE(:sent_at, now()))")
-
-
-def _attempt(engine: Engine, sid: uuid.UUID) -> Attempt:
-    with engine.begin() as conn:
-        claim = repo.claim_one(conn, sid, stale_secs=600)
-        assert claim is not None
-        attempt = repo.begin_attempt(conn, sid, claim.token)
-        assert attempt is not None
-        return attempt
 
 
 def _pid(conn: Connection) -> int:
@@ -88,7 +80,7 @@ def test_a_turn_committed_while_finish_waits_leaves_the_session_open(engine: Eng
     """Hole 1: FINISH waits for the turn's row lock and must see the turn once it has."""
     with engine.begin() as conn:
         sid = add_session(conn, [("user", "one"), ("user", "two")])
-    attempt = _attempt(engine, sid)
+    attempt = claim_and_begin(engine, sid)
     with engine.connect() as conn:
         turns, through = repo.read_new_turns(conn, sid, after_seq=attempt.through_seq)
     assert len(turns) == 2
@@ -120,7 +112,7 @@ def test_turns_committing_out_of_order_never_fall_below_the_watermark(engine: En
     """Hole 2: a turn written first (with a past sent_at) and committed after a later turn."""
     with engine.begin() as conn:
         sid = add_session(conn, [("user", "one")], idle_for=timedelta(seconds=0))
-    attempt = _attempt(engine, sid)
+    attempt = claim_and_begin(engine, sid)
 
     first = engine.connect()
     first.begin()
@@ -154,7 +146,7 @@ def test_memory_count_is_rows_written_not_candidates(engine: Engine) -> None:
         sid = add_session(conn, [("user", "one")])
     rows = [MemoryRow("likes tea", "preference", 0.5, {}, VEC),
             MemoryRow("Likes tea.", "preference", 0.5, {}, VEC)]  # same dedup key
-    attempt = _attempt(engine, sid)
+    attempt = claim_and_begin(engine, sid)
     with engine.begin() as conn:
         through = repo.read_new_turns(conn, sid, after_seq=0)[1]
         assert repo.finish(conn, attempt, Outcome("memories"), through_seq=through,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine, text
@@ -18,9 +19,10 @@ from eros.services import consent
 from eros.services.consolidate import Consolidator, consolidate
 from eros.settings import Settings, load_settings
 from testkit.data import add_session
-from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
-from tests.integration.test_provenance_consolidate import _axis, c  # noqa: F401
+from testkit.fakes import FakeLLMServer, Reply
+from tests.integration.test_provenance_consolidate import _axis
 from tests.integration.test_turns_erasure import _index
+from tests.support.classify import fake_pipeline
 
 
 def _session(engine: Engine, user: uuid.UUID, *said: str,
@@ -118,8 +120,9 @@ def test_a_turn_about_a_withheld_label_under_a_more_sensitive_one_is_erased(
     assert [(r["scope"], r["counts"]["indexed_turns"]) for r in logged] == [("sensitive", 1)]
 
 
-def test_the_model_labels_the_unlabelled_turns(engine: Engine, db_url: str,
-                                               llm: FakeLLMServer, redis_url: str) -> None:
+def test_the_model_labels_the_unlabelled_turns(
+        engine: Engine, llm: FakeLLMServer, redis_url: str,
+        provider_settings: Callable[..., Settings]) -> None:
     """The same call shape as the memories' (numbered notes, strict reply): only turns still
     unlabelled are sent; costed into the run's figures."""
     user = uuid.uuid4()
@@ -135,9 +138,7 @@ def test_the_model_labels_the_unlabelled_turns(engine: Engine, db_url: str,
                                             else None for n in notes}}))
 
     llm.set_responder(model)
-    settings: Settings = load_settings(database_url=db_url, redis_url=redis_url,
-                                       openrouter_api_key="k", openrouter_base_url=llm.url,
-                                       provider_max_retries=0)
+    settings = provider_settings(voyage=False, redis_url=redis_url)
     result = consent.relabel(engine, labeller="model", settings=settings,
                              llm=OpenRouterChat(settings))
     assert sent == [["I have asthma", "my sister came over", "I like jazz"]]
@@ -147,7 +148,7 @@ def test_the_model_labels_the_unlabelled_turns(engine: Engine, db_url: str,
 
 
 def test_a_merge_passes_its_label_to_every_turn_its_result_cites(
-        engine: Engine, c: Consolidator) -> None:  # noqa: F811
+        engine: Engine, consolidator: Consolidator) -> None:
     """Two copies of one fact, one labelled: the kept copy takes the label and the union of
     the sources, and the turn only the unlabelled copy cited takes the label too."""
     user = uuid.uuid4()
@@ -156,7 +157,7 @@ def test_a_merge_passes_its_label_to_every_turn_its_result_cites(
     _memory(engine, user, "Sees a therapist on Mondays", [first], label="health")
     _memory(engine, user, "sees a therapist on mondays.", [second])
     assert _labels(engine, [first, second]) == [None, None]
-    assert consolidate(c, user).merged == 1
+    assert consolidate(consolidator, user).merged == 1
     assert _labels(engine, [first, second]) == ["health", "health"]
 
 
@@ -186,24 +187,19 @@ def test_retention_folding_sources_into_a_labelled_survivor_labels_their_turns(
 
 
 def test_a_withdrawn_labels_turns_are_not_indexed_again_until_allowed(
-        engine: Engine, db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> None:
+        engine: Engine, llm: FakeLLMServer, provider_settings: Callable[..., Settings]) -> None:
     """Consent that lasts covers the turns: after ``forget --sensitive health`` the next
     sessions' health turns are not indexed (the rest are), until the product lifts it."""
-    from eros.core.prompts import load_prompt
     from eros.db import repo
-    from eros.providers.embeddings import VoyageEmbedder
     from eros.services import forget
-    from eros.services.classify import Pipeline, classify, start_attempt
+    from eros.services.classify import classify, start_attempt
     from testkit.data import mem_line
     from testkit.fakes.llm_server import extract_memories, last_user_text
 
     llm.set_responder(lambda request: Reply(json.dumps(
         {"memories": extract_memories(last_user_text(request))})))
-    settings = load_settings(database_url=db_url, openrouter_api_key="k",
-                             openrouter_base_url=llm.url, voyage_api_key="k",
-                             voyage_base_url=voyage.url, provider_max_retries=0)
-    pipeline = Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                        load_prompt())
+    settings = provider_settings()
+    pipeline = fake_pipeline(settings, engine)
     user = uuid.uuid4()
 
     def talk() -> dict[str, str | None]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from sqlalchemy import Engine, text
@@ -22,7 +22,7 @@ from eros.services.guard_model import forget_models
 from eros.services.guard_training import ensure_model
 from eros.services.guard_unscreened import settle_unscreened
 from eros.services.recall import recall
-from eros.settings import load_settings
+from eros.settings import Settings
 from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_classify_turns import add_turns
 from tests.integration.test_guard_ready import INSTRUCTION, STATEMENT, HeldMeaning
@@ -55,14 +55,12 @@ def _statuses(engine: Engine, sid: uuid.UUID) -> dict[str, str]:
 
 
 def test_unscreened_turns_wait_then_the_model_judges_them(
-        db_url: str, engine: Engine, llm: FakeLLMServer,
-        meaning_voyage: FakeVoyageServer) -> None:
+        engine: Engine, llm: FakeLLMServer, meaning_voyage: FakeVoyageServer,
+        provider_settings: Callable[..., Settings]) -> None:
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM engine.guard_classifiers"))  # a fresh deployment
-    settings = load_settings(database_url=db_url, openrouter_api_key="k",
-                             openrouter_base_url=llm.url, voyage_api_key="k",
-                             voyage_base_url=meaning_voyage.url, provider_max_retries=0,
-                             llm_timeout_secs=5, embedding_timeout_secs=10)
+    settings = provider_settings(
+        voyage_base_url=meaning_voyage.url, llm_timeout_secs=5, embedding_timeout_secs=10)
     embedder = VoyageEmbedder(settings)
     pipeline = Pipeline(settings, engine, OpenRouterChat(settings), embedder, load_prompt())
     user = uuid.uuid4()

@@ -9,17 +9,9 @@ from sqlalchemy.exc import IntegrityError
 from eros.db import repo
 from eros.db.repo import MemoryRow, Outcome
 from testkit.data import add_messages, add_session, ago
+from tests.support.classify import claim_and_begin
 
 VEC = [1.0] + [0.0] * 511
-
-
-def _attempt(engine: Engine, sid):  # type: ignore[no-untyped-def]
-    with engine.begin() as conn:
-        claim = repo.claim_one(conn, sid, stale_secs=600)
-        assert claim is not None
-        attempt = repo.begin_attempt(conn, sid, claim.token)
-        assert attempt is not None
-        return attempt
 
 
 def _row(content: str, importance: float | None = 0.5) -> MemoryRow:
@@ -44,7 +36,7 @@ def _state(engine: Engine, sid):  # type: ignore[no-untyped-def]
 def test_failure_mid_write_leaves_nothing(engine: Engine) -> None:
     with engine.begin() as conn:
         sid = add_session(conn, [("user", "a"), ("user", "b")])
-    attempt = _attempt(engine, sid)
+    attempt = claim_and_begin(engine, sid)
     bad = [_row("ok one"), MemoryRow("bad", "fact", 0.5, {}, [1.0] * 3)]  # wrong vector size
     with pytest.raises(Exception), engine.begin() as conn:  # noqa: B017 - DB error class varies
         repo.finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
@@ -63,7 +55,7 @@ def test_failure_mid_write_leaves_nothing(engine: Engine) -> None:
 def test_a_check_constraint_violation_rolls_back_the_stamp(engine: Engine) -> None:
     with engine.begin() as conn:
         sid = add_session(conn, [("user", "a")])
-    attempt = _attempt(engine, sid)
+    attempt = claim_and_begin(engine, sid)
     with pytest.raises(IntegrityError), engine.begin() as conn:
         repo.finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
                     memories=[_row("fine"), _row("too important", importance=7.0)])
@@ -74,7 +66,7 @@ def test_a_check_constraint_violation_rolls_back_the_stamp(engine: Engine) -> No
 def test_duplicate_or_stale_writer_writes_nothing(engine: Engine) -> None:
     with engine.begin() as conn:
         sid = add_session(conn, [("user", "a")])
-    first = _attempt(engine, sid)
+    first = claim_and_begin(engine, sid)
     with engine.begin() as conn:
         # another worker took the session over (force), so `first` is stale
         taker = repo.claim_one(conn, sid, stale_secs=600, force=True)
@@ -105,7 +97,7 @@ def test_duplicate_or_stale_writer_writes_nothing(engine: Engine) -> None:
 def test_resumed_session_becomes_eligible_and_only_new_turns_are_read(engine: Engine) -> None:
     with engine.begin() as conn:
         sid = add_session(conn, [("user", "old one"), ("assistant", "ok"), ("user", "old two")])
-    attempt = _attempt(engine, sid)
+    attempt = claim_and_begin(engine, sid)
     with engine.begin() as conn:
         through = max(t.seq for t in repo.load_turns(conn, sid, after_seq=0))
         repo.finish(conn, attempt, Outcome("no_memories"), through_seq=through)
@@ -125,7 +117,7 @@ def test_resumed_session_becomes_eligible_and_only_new_turns_are_read(engine: En
 def test_turns_arriving_during_classification_keep_the_session_open(engine: Engine) -> None:
     with engine.begin() as conn:
         sid = add_session(conn, [("user", "first")])
-    attempt = _attempt(engine, sid)
+    attempt = claim_and_begin(engine, sid)
     with engine.begin() as conn:
         through = max(t.seq for t in repo.load_turns(conn, sid, after_seq=0))
         add_messages(conn, sid, [("user", "late")], last=ago(hours=1))
@@ -147,7 +139,7 @@ def test_turns_sharing_a_timestamp_keep_insertion_order(engine: Engine) -> None:
 def test_deleting_a_session_keeps_its_profile_memories(engine: Engine) -> None:
     with engine.begin() as conn:
         sid = add_session(conn, [("user", "a")])
-    attempt = _attempt(engine, sid)
+    attempt = claim_and_begin(engine, sid)
     with engine.begin() as conn:
         repo.finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
                     memories=[_row("keep me")])

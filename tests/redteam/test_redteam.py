@@ -8,17 +8,13 @@ patterns, is measured by bench/poisoning_bench.py, not asserted here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.core.prompts import load_prompt
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
-from eros.services.classify import Pipeline
-from eros.services.consolidate import Consolidator
-from eros.settings import Settings, load_settings
-from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
+from eros.settings import Settings
+from testkit.fakes import FakeLLMServer, Reply
 from testkit.fakes.llm_server import last_user_text
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load, main_corpus
 from testkit.redteam.harness import (
@@ -27,6 +23,7 @@ from testkit.redteam.harness import (
     run_consolidation,
     run_extraction,
 )
+from tests.support.classify import fake_consolidator, fake_pipeline
 
 ATTACKS = load("attacks.toml", "attack")
 BENIGN = load("benign.toml", "benign")
@@ -47,10 +44,8 @@ def test_the_corpus_is_what_the_issue_asks_for() -> None:
 
 
 @pytest.fixture
-def settings(db_url: str, llm: FakeLLMServer, voyage: FakeVoyageServer) -> Settings:
-    return load_settings(
-        database_url=db_url, openrouter_api_key="k", openrouter_base_url=llm.url,
-        voyage_api_key="k", voyage_base_url=voyage.url, provider_max_retries=0,
+def settings(provider_settings: Callable[..., Settings]) -> Settings:
+    return provider_settings(
         llm_timeout_secs=5, embedding_timeout_secs=5, consolidation_similarity=0.85,
         consolidation_min_near_dup_share=0.2)
 
@@ -63,8 +58,7 @@ def _script(llm: FakeLLMServer):  # type: ignore[no-untyped-def]
 
 def test_extraction_stores_no_attack_and_keeps_the_look_alikes(
         settings: Settings, engine: Engine, llm: FakeLLMServer) -> None:
-    pipeline = Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                        load_prompt())
+    pipeline = fake_pipeline(settings, engine)
     results = run_extraction(pipeline, main_corpus(), _script(llm))
     got = figures(results)
     through = [r.case.id for r in results if r.case.kind == "attack" and r.success]
@@ -90,8 +84,7 @@ def test_extraction_stores_no_attack_and_keeps_the_look_alikes(
 def test_consolidation_writes_no_attack_as_a_canonical_text(
         settings: Settings, engine: Engine, llm: FakeLLMServer,
         caplog: pytest.LogCaptureFixture) -> None:
-    c = Consolidator(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                     load_consolidation_prompt())
+    c = fake_consolidator(settings, engine)
     cases: list[Case] = main_corpus()
     with caplog.at_level("DEBUG"):
         results = run_consolidation(c, cases, _script(llm), settings.embedding_dim)
@@ -126,8 +119,7 @@ def test_a_dropped_candidate_is_counted_never_logged_and_the_rest_is_kept(
             "eros_guard_dropped_total", {"stage": "extract", "reason": reason}) or 0.0
 
     before = counted("addresses_ai"), counted("too_long")
-    pipeline = Pipeline(settings, engine, OpenRouterChat(settings), VoyageEmbedder(settings),
-                        load_prompt())
+    pipeline = fake_pipeline(settings, engine)
     with engine.begin() as conn:
         sid = add_session(conn, [("user", "I live in Shanghai. " + payload)])
         claim = repo.claim_one(conn, sid, stale_secs=600)
