@@ -100,7 +100,9 @@ class Counter:
 
     def _end(self, conn: Connection) -> None:
         # an AUTOCOMMIT connection (the attempt's statement) sends no COMMIT or ROLLBACK
-        if not conn.connection.driver_connection.autocommit:
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        if not driver.autocommit:
             self.ends += 1
 
     def _checkout(self, *_: object) -> None:

@@ -52,7 +52,8 @@ QUERY_TEXT = "what did I tell you about my sister and the trip"
 
 def _units(rng: np.random.Generator, n: int) -> np.ndarray:
     v = rng.standard_normal((n, DIM)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    out: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return out
 
 
 def _load(url: str, user: uuid.UUID, memories: int, turns: int, seed: int,

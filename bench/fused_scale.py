@@ -70,7 +70,8 @@ def _vectors(conn: Connection, table: str, typ: str, vectors: np.ndarray) -> Non
 
 def _units(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
     v = rng.standard_normal((n, dim)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    out: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return out
 
 
 def _secondary_indexes(conn: Connection) -> list[tuple[str, str]]:

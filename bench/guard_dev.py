@@ -76,7 +76,7 @@ def verdict_layers(texts: Sequence[str], model: MeaningModel,
     readings = readings_of(texts, survivors)  # scored beside the text, as screen_texts does
     vectors = E5Embedder(E5_DIM).embed([texts[i] for i in survivors] + list(readings.values()),
                                        input_type="document").vectors if survivors else []
-    read = dict(zip(readings, vectors[len(survivors):], strict=True))
+    read: dict[int, Sequence[float]] = dict(zip(readings, vectors[len(survivors):], strict=True))
     scores = dict(zip(survivors, worst_scores(model, vectors[: len(survivors)], survivors, read),
                       strict=True))
     out = []

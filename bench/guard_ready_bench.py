@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
@@ -31,7 +32,7 @@ from bench.drain_run import environment, run_ours
 from testkit.services import TemplateDatabases, with_database
 
 
-def _cold(server_url: str) -> object:
+def _cold(server_url: str) -> Callable[[str], None]:
     """``on_database``: the clone loses the model the test template carries (a fresh
     deployment's database)."""
     def hook(name: str) -> None:
@@ -62,7 +63,7 @@ def e5_first_availability(templates: TemplateDatabases) -> tuple[int, float]:
     class Counting(E5Embedder):
         calls = 0
 
-        def embed(self, texts: list[str], *, input_type: InputType) -> Embeddings:  # type: ignore[override]
+        def embed(self, texts: Sequence[str], *, input_type: InputType) -> Embeddings:
             Counting.calls += 1
             return super().embed(texts, input_type=input_type)
 
@@ -103,13 +104,17 @@ def main(argv: list[str] | None = None) -> int:
             names: list[str] = []
             cold = _cold(templates.server_url)
 
-            def on_database(name: str, cold: object = cold, names: list[str] = names) -> None:
+            def on_database(name: str, cold: Callable[[str], None] = cold,
+                            names: list[str] = names) -> None:
                 names.append(name)
-                cold(name)  # type: ignore[operator]
+                cold(name)
+
+            def worker_db(_url: str, extra: dict[str, str] = extra) -> dict[str, str]:
+                return dict(extra)
 
             before = voyage.requests()
             result = run_ours(args, templates, redis_url, llm, voyage, log_dir,
-                              worker_db=lambda _url, extra=extra: dict(extra),
+                              worker_db=worker_db,
                               on_database=on_database)
             total = voyage.requests() - before
             drain_calls = round(result.embed_calls_per_session * args.sessions)

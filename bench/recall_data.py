@@ -76,7 +76,8 @@ def noisy(pop: Population, topic_idx: np.ndarray, rng: np.random.Generator) -> n
     vec = pop.centroids[topic_idx] + rng.standard_normal(
         (len(topic_idx), pop.centroids.shape[1])).astype(np.float32) * np.float32(pop.noise)
     vec /= np.linalg.norm(vec, axis=1, keepdims=True)
-    return vec
+    out: np.ndarray = vec
+    return out
 
 
 def query_vectors(pop: Population, user: int, n: int, seed: int) -> list[list[float]]:
