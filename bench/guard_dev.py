@@ -22,9 +22,9 @@ import argparse
 from collections import defaultdict
 from collections.abc import Sequence
 
-from eros.core.guard import load_guard
-from eros.core.guard_meaning import MeaningModel, load_bank, load_shipped
-from eros.services.guard_model import candidate_text, readings_of, worst_scores
+from eros.guard.core.guard import load_guard
+from eros.guard.core.guard_meaning import MeaningModel, load_bank, load_shipped
+from eros.guard.services.guard_model import candidate_text, readings_of, worst_scores
 from tests.redteam.corpus import HELDOUT, Case, load
 
 #: the sets the guard may be tuned on: the main corpus, the released held-out sets, the

@@ -11,7 +11,7 @@ from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from eros.core.green import green_process
-from eros.db import hnsw_index, repo
+from eros.db import dimension_sql, hnsw_index
 from eros.db.timeouts import connect_options, local_timeouts
 from eros.errors import ConfigError, ServiceUnavailable
 from eros.settings import Settings
@@ -160,7 +160,7 @@ def check_database(engine: Engine, settings: Settings) -> None:
     """Fail at start-up, naming the variable, if the database is unreachable or mismatched."""
     try:
         with engine.connect() as conn:
-            dim = repo.embedding_dimension(conn)
+            dim = dimension_sql.column_dimension(conn, "embedding")
             conn.execute(text("SELECT 1"))
             hnsw = hnsw_index.state(conn)
     except OperationalError as err:

@@ -15,8 +15,8 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from eros.core.prompts import DEFAULT_VERSION, PROMPT_VERSIONS
 from eros.errors import ConfigError
+from eros.prompts import DEFAULT_VERSION, PROMPT_VERSIONS
 from eros.settings.consolidation import ConsolidationSettings
 from eros.settings.recall import RecallSettings
 
@@ -245,7 +245,7 @@ class Settings(RecallSettings, ConsolidationSettings):
     def _patterns_load(cls, value: Path | None) -> Path | None:
         """Every extra pattern file must parse and compile now, not at the first session."""
         if value is not None:
-            from eros.core.guard import PatternError, build_guard, extra_sources
+            from eros.guard.core.guard import PatternError, build_guard, extra_sources
 
             try:
                 build_guard(extra_sources(value))

@@ -16,7 +16,7 @@ class RecallSettings(BaseSettings):
     # --- recall (docs/recall.md) -----------------------------------------------------------
     #: ``fused`` (the default since issue 31's second round: it beats the raw-turn baseline on
     #: LoCoMo and keeps ``grouped``'s implicit recall, bench/RESULTS.md) ranks memories and the
-    #: user's own turns together by provenance (eros/core/fusion.py); ``grouped`` is the
+    #: user's own turns together by provenance (eros/recall/core/fusion.py); ``grouped`` is the
     #: reference (K per category); ``decay`` and ``composite`` rank memories alone.
     recall_strategy: Literal["grouped", "decay", "composite", "fused"] = "fused"
     #: global top-K of ``decay`` and ``composite`` (10 = the most ``grouped`` can return).
@@ -35,7 +35,7 @@ class RecallSettings(BaseSettings):
     recall_default_importance: float = Field(default=0.5, ge=0, le=1)
     #: the rendered prompt section ends each note with the day it is about (eros.recall task)
     recall_render_dates: bool = True
-    #: the lexical signal (eros/core/lexical.py): the pool re-ordered by reciprocal-rank
+    #: the lexical signal (eros/recall/core/lexical.py): the pool re-ordered by reciprocal-rank
     #: fusion with BM25 over the query's words, when the query's text is known.
     recall_lexical: bool = False
     #: ``grouped`` with the lexical signal reads this many × K rows per category to re-order.

@@ -31,7 +31,6 @@ from pydantic import (
     ValidationError,
 )
 
-from eros.core.fusion import RecallStrategy
 from eros.core.names import (
     ALLOW_SENSITIVE_TASK,
     CLAIM_TASK,
@@ -50,7 +49,8 @@ from eros.core.names import (
     SCREEN_UNSCREENED_TASK,
 )
 from eros.core.sensitivity import SENSITIVITY_LABELS
-from eros.db.recall_sql import Scope
+from eros.recall.core.fusion import RecallStrategy
+from eros.recall.db.recall_sql import Scope
 
 
 def _parse_uuid(value: str) -> str:

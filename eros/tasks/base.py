@@ -35,18 +35,18 @@ from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from eros.core.consolidation_reply import load_consolidation_prompt
+from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+from eros.consolidation.services.consolidate import Consolidator
 from eros.core.green import green_process
-from eros.core.prompts import load_prompt
 from eros.core.retry import RetryPolicy, compute_backoff, is_transient_sqlstate
-from eros.db import rejected_sql
 from eros.db.engine import get_engine
+from eros.dreaming.services.classify import Pipeline
 from eros.errors import TransientError
+from eros.memory.db import rejected_sql
 from eros.ops import metrics
+from eros.prompts import load_prompt
 from eros.providers import ChatCompleter, Embedder, make_providers
 from eros.providers.ratelimit import make_limiter
-from eros.services.classify import Pipeline
-from eros.services.consolidate import Consolidator
 from eros.settings import Settings
 from eros.tasks.args import InvalidArguments, validate
 from eros.tasks.broker import broker_countdown

@@ -3,7 +3,7 @@
 One task name, two uses: with a user id it clusters that user; without one (beat, every
 RECALL_CELL_INTERVAL_SECS) it finds the users due (docs/recall.md, "Cells") and enqueues one
 task per user, and sets the turn sketch centre of any model that needs one
-(eros.services.turn_centres). Clustering is idempotent (each pass replaces the user's cells
+(eros.recall.services.turn_centres). Clustering is idempotent (each pass replaces the user's cells
 whole), so a database retry or a redelivery only repeats work.
 """
 
@@ -17,7 +17,7 @@ from celery import shared_task
 from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import CLUSTER_TASK
-from eros.services import recall_cells, turn_centres
+from eros.recall.services import recall_cells, turn_centres
 from eros.tasks.base import ErosTask, describe_database_error
 
 log = logging.getLogger("eros.cells")

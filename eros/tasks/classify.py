@@ -1,7 +1,7 @@
 """The dreaming tasks: ``eros.claim_idle_sessions`` (beat, every DREAMING_TICK_SECS) and
 ``eros.classify_session`` (one per claimed session). Contract: names and JSON arguments.
 
-Thin: decode the arguments, call :mod:`eros.services.classify`, turn its errors into a
+Thin: decode the arguments, call :mod:`eros.dreaming.services.classify`, turn its errors into a
 retry, a release or a dead letter, each recorded on the session.
 """
 
@@ -18,12 +18,12 @@ from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import CLAIM_TASK, CLASSIFY_TASK
 from eros.core.retry import compute_backoff, decide
-from eros.db import repo
-from eros.db.repo import Attempt, Claim, Outcome
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
 from eros.errors import PermanentError, TransientError
+from eros.memory.db import repo
+from eros.memory.db.repo import Attempt, Claim, Outcome
 from eros.ops import metrics
 from eros.providers.ratelimit import Throttled
-from eros.services.classify import Pipeline, classify, start_attempt
 from eros.tasks.base import ErosTask, describe_database_error
 
 log = logging.getLogger("eros.worker")

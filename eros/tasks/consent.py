@@ -16,8 +16,8 @@ from sqlalchemy.exc import DBAPIError
 from eros.core.names import ALLOW_SENSITIVE_TASK, RELABEL_TASK
 from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.errors import ConfigError, PermanentError, TransientError
+from eros.privacy.services import consent
 from eros.providers.ratelimit import make_limiter
-from eros.services import consent
 from eros.tasks import results
 from eros.tasks.base import ErosTask, describe_database_error
 

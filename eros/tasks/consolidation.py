@@ -18,13 +18,13 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError
 
+from eros.consolidation.services.consolidate import defer_for_guard, record_failure, start_pass
+from eros.consolidation.services.consolidation_bulk import combined, first_pass
+from eros.consolidation.services.consolidation_finder import find_and_claim
 from eros.core.names import CONSOLIDATE_TASK, FIND_CONSOLIDATION_TASK
 from eros.core.retry import decide
 from eros.errors import PermanentError, TransientError
 from eros.ops import metrics
-from eros.services.consolidate import defer_for_guard, record_failure, start_pass
-from eros.services.consolidation_bulk import combined, first_pass
-from eros.services.consolidation_finder import find_and_claim
 from eros.settings import SOFT_LIMIT_FRACTION
 from eros.tasks.base import ErosTask, describe_database_error
 

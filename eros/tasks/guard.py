@@ -13,8 +13,8 @@ from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import SCREEN_UNSCREENED_TASK
+from eros.dreaming.services.guard_unscreened import settle_unscreened
 from eros.errors import ErosError
-from eros.services.guard_unscreened import settle_unscreened
 from eros.tasks.base import ErosTask, describe_database_error
 
 log = logging.getLogger("eros.guard")

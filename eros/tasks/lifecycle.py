@@ -11,6 +11,7 @@ from celery import signals
 from sqlalchemy.exc import DBAPIError
 
 from eros.db.engine import check_database, dispose_all, get_engine
+from eros.dreaming.services.gauges import DatabaseGauges
 from eros.errors import ErosError
 from eros.ops import logs, metrics
 from eros.providers import make_providers
@@ -71,7 +72,8 @@ def _start_checks(sender: Any = None, **_: Any) -> None:
     # raised its level (openai reads OPENAI_LOG at import)
     logs.pin_third_party(settings.eros_log_third_party)
     if settings.eros_metrics_port:
-        metrics.serve(settings.eros_metrics_port, get_engine(settings), settings)
+        metrics.serve(settings.eros_metrics_port, DatabaseGauges(get_engine(settings), settings),
+                      metrics.BrokerGauges(settings))
 
 
 @signals.celeryd_after_setup.connect
@@ -82,9 +84,9 @@ def _train_guard(instance: Any = None, **_: Any) -> None:
     stored, or being trained (they start without the layer: candidates wait ``unscreened``
     until it exists). Shipped for e5: nothing happens. A failure is logged and the worker
     starts anyway (``eros guard train`` or the next worker tries again)."""
+    from eros.guard.services.guard_training import ensure_model
     from eros.providers import make_embedder
     from eros.providers.ratelimit import make_limiter
-    from eros.services.guard_training import ensure_model
 
     settings = _settings(instance)
     try:

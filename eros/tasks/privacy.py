@@ -28,7 +28,7 @@ from eros.core.names import (
     FORGET_USER_TASK,
 )
 from eros.core.sensitivity import SENSITIVITY_LABELS
-from eros.services import erasure, forget
+from eros.privacy.services import erasure, forget
 from eros.tasks import results
 from eros.tasks.base import ErosTask, describe_database_error
 

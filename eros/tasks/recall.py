@@ -13,7 +13,7 @@ from celery import shared_task
 
 from eros.core.names import RECALL_TASK
 from eros.errors import RecallError
-from eros.services.recall import recall
+from eros.recall.services.recall import recall
 from eros.tasks import results
 from eros.tasks.base import ErosTask
 

@@ -18,7 +18,7 @@ from eros.core.names import REEMBED_TASK
 from eros.errors import PermanentError, TransientError
 from eros.providers import make_embedder
 from eros.providers.ratelimit import make_limiter
-from eros.services.reembed import ReembedBusy, Reembedder
+from eros.recall.services.reembed import ReembedBusy, Reembedder
 from eros.settings import SOFT_LIMIT_FRACTION
 from eros.tasks.base import ErosTask, describe_database_error
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from celery import Celery
 
-from eros.db import erasure_sql
+from eros.privacy.db import erasure_sql
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine

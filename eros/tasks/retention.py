@@ -10,7 +10,7 @@ from celery import shared_task
 from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import RETENTION_TASK
-from eros.services import retention
+from eros.privacy.services import retention
 from eros.tasks.base import ErosTask, describe_database_error
 
 

@@ -8,7 +8,7 @@ import uuid
 
 from sqlalchemy import Engine, text
 
-from eros.db import consent_sql
+from eros.privacy.db import consent_sql
 from tests.cli.conftest import Cli
 from tests.fakes import FakeLLMServer, Reply
 from tests.integration.test_turns_erasure import _index

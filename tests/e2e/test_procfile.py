@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from eros.core.guard_meaning import load_bank
-from eros.services.guard_training import BANK_BATCH
+from eros.guard.core.guard_meaning import load_bank
+from eros.guard.services.guard_training import BANK_BATCH
 from tests.fakes import FakeLLMServer, FakeVoyageServer
 from tests.support.data import add_session, mem_line
 from tests.support.services import ROOT, TemplateDatabases

@@ -60,8 +60,8 @@ def test_recall_task_leaves_out_the_turns_a_labelled_memory_cites(
 
     from sqlalchemy import text
 
-    from eros.db import turns_sql
     from eros.providers.offline.hashing import hash_embedding
+    from eros.recall.db import turns_sql
 
     user = uuid.uuid4()
     said = ["some days I want to hurt myself", "I like jazz a lot"]

@@ -12,8 +12,8 @@ import pytest
 from celery import Celery
 from sqlalchemy import Engine, text
 
-from eros.db import turns_sql
 from eros.providers.offline.hashing import hash_embedding
+from eros.recall.db import turns_sql
 from tests.e2e.conftest import Starter
 from tests.support.data import add_session
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.prompts import load_prompt
-from eros.db import repo
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
 from eros.errors import PermanentError, TransientError
+from eros.memory.db import repo
+from eros.prompts import load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
-from eros.services.classify import Pipeline, classify, start_attempt
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
 from tests.support.data import add_session, mem_line
@@ -216,7 +216,7 @@ def test_oversized_transcript_is_trimmed_to_the_newest_turns(pipeline: Pipeline,
 
 
 def test_cost_is_recorded_per_attempt_and_aggregated_by_the_views(pipeline: Pipeline) -> None:
-    from eros.db import queries
+    from eros.memory.db import queries
 
     with pipeline.engine.begin() as conn:
         first = add_session(conn, [mem_line("fact", 0.5, "Has two cats")])

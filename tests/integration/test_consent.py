@@ -13,12 +13,13 @@ from typing import Any
 from prometheus_client import REGISTRY
 from sqlalchemy import Engine, text
 
-from eros.core.prompts import load_prompt
-from eros.db import consent_sql, erasure_sql, repo
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.memory.db import repo
+from eros.privacy.db import consent_sql, erasure_sql
+from eros.privacy.services import consent, forget
+from eros.prompts import load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
-from eros.services import consent, forget
-from eros.services.classify import Pipeline, classify, start_attempt
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.support.data import add_session

@@ -15,18 +15,18 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event, text
 
-from eros.core.consolidation import near_dup_share
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.db import consolidation_sql as sql
-from eros.db import consolidation_state_sql as state_sql
-from eros.db import lineage_sql
+from eros.consolidation.core.consolidation import near_dup_share
+from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+from eros.consolidation.db import consolidation_sql as sql
+from eros.consolidation.db import consolidation_state_sql as state_sql
+from eros.consolidation.db import lineage_sql
+from eros.consolidation.services.consolidate import Consolidator, consolidate, start_pass
+from eros.consolidation.services.consolidation_finder import find_and_claim
 from eros.errors import TransientError
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.providers.offline.heuristic import offline_consolidation_reply
 from eros.recall import recall_by_vector
-from eros.services.consolidate import Consolidator, consolidate, start_pass
-from eros.services.consolidation_finder import find_and_claim
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
 from tests.fakes.llm_server import last_user_text

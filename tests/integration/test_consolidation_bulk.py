@@ -21,22 +21,22 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from bench.consolidation_data import load
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.db import cells_sql
-from eros.db.consolidation_sql import unique_pairs
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
-from eros.providers.offline.hashing import hash_embedding
-from eros.providers.offline.heuristic import offline_consolidation_reply
-from eros.services import recall_cells
-from eros.services.consolidate import ConsolidationReport, Consolidator, consolidate
-from eros.services.consolidation_bulk import (
+from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+from eros.consolidation.db.consolidation_sql import unique_pairs
+from eros.consolidation.services.consolidate import ConsolidationReport, Consolidator, consolidate
+from eros.consolidation.services.consolidation_bulk import (
     bulk_due,
     bulk_neighbours,
     first_pass,
     read_chunk,
 )
-from eros.services.consolidation_read import choose_search, search_pairs
+from eros.consolidation.services.consolidation_read import choose_search, search_pairs
+from eros.providers.embeddings import VoyageEmbedder
+from eros.providers.llm import OpenRouterChat
+from eros.providers.offline.hashing import hash_embedding
+from eros.providers.offline.heuristic import offline_consolidation_reply
+from eros.recall.db import cells_sql
+from eros.recall.services import recall_cells
 from eros.settings import Settings, load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer
 from tests.fakes.llm_server import Reply, last_user_text

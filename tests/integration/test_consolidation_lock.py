@@ -7,7 +7,7 @@ import uuid
 
 from sqlalchemy import Engine, text
 
-from eros.db import consolidation_sql
+from eros.consolidation.db import consolidation_sql
 
 
 def _colliding_users(engine: Engine) -> tuple[uuid.UUID, uuid.UUID]:

@@ -12,17 +12,17 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.consolidation_plan import Change
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.db import consolidation_sql as sql
-from eros.db import consolidation_state_sql as state_sql
-from eros.db.recall_hnsw_sql import HnswParams, configure_hnsw
+from eros.consolidation.core.consolidation_plan import Change
+from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+from eros.consolidation.db import consolidation_sql as sql
+from eros.consolidation.db import consolidation_state_sql as state_sql
+from eros.consolidation.services.consolidate import Consolidator, consolidate
+from eros.consolidation.services.consolidation_finder import find_and_claim
+from eros.consolidation.services.consolidation_read import choose_search, search_pairs
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
-from eros.services import recall_cells
-from eros.services.consolidate import Consolidator, consolidate
-from eros.services.consolidation_finder import find_and_claim
-from eros.services.consolidation_read import choose_search, search_pairs
+from eros.recall.db.recall_hnsw_sql import HnswParams, configure_hnsw
+from eros.recall.services import recall_cells
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer
 from tests.support.memories import copy_rows, with_hnsw

@@ -16,16 +16,17 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.core.prompts import load_prompt
-from eros.db import erasure_sql, repo
+from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+from eros.consolidation.services.consolidate import Consolidator, consolidate
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.memory.db import repo
 from eros.ops import metrics
+from eros.privacy.db import erasure_sql
+from eros.privacy.services import erasure
+from eros.privacy.services.forget import forget_memory, forget_user, user_request
+from eros.prompts import load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
-from eros.services import erasure
-from eros.services.classify import Pipeline, classify, start_attempt
-from eros.services.consolidate import Consolidator, consolidate
-from eros.services.forget import forget_memory, forget_user, user_request
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.fakes.llm_server import extract_memories, last_user_text

@@ -14,21 +14,23 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.core.prompts import load_prompt
-from eros.db import cells_sql, forget_sql, repo
-from eros.providers.embeddings import VoyageEmbedder
-from eros.providers.llm import OpenRouterChat
-from eros.recall import recall_by_vector
-from eros.services import recall_cells
-from eros.services.classify import Pipeline, Report, classify, start_attempt
-from eros.services.consolidate import (
+from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+from eros.consolidation.services.consolidate import (
     ConsolidationReport,
     Consolidator,
     consolidate,
     start_pass,
 )
-from eros.services.forget import forget_memory, forget_user
+from eros.dreaming.services.classify import Pipeline, Report, classify, start_attempt
+from eros.memory.db import repo
+from eros.privacy.db import forget_sql
+from eros.privacy.services.forget import forget_memory, forget_user
+from eros.prompts import load_prompt
+from eros.providers.embeddings import VoyageEmbedder
+from eros.providers.llm import OpenRouterChat
+from eros.recall import recall_by_vector
+from eros.recall.db import cells_sql
+from eros.recall.services import recall_cells
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_consolidate import add, answer, axis

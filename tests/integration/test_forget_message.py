@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.core.prompts import load_prompt
-from eros.db import repo
+from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+from eros.consolidation.services.consolidate import Consolidator, consolidate
+from eros.dreaming.services.classify import Pipeline, Report, classify, start_attempt
+from eros.memory.db import repo
+from eros.privacy.services.forget import forget_message
+from eros.prompts import load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
-from eros.services.classify import Pipeline, Report, classify, start_attempt
-from eros.services.consolidate import Consolidator, consolidate
-from eros.services.forget import forget_message
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_provenance_consolidate import _add, _answer, _axis

@@ -14,12 +14,13 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from eros.core.prompts import load_prompt
-from eros.db import erasure_sql, repo
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.memory.db import repo
+from eros.privacy.db import erasure_sql
+from eros.privacy.services.forget import forget_session
+from eros.prompts import load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
-from eros.services.classify import Pipeline, classify, start_attempt
-from eros.services.forget import forget_session
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer
 from tests.support.data import add_session, mem_line

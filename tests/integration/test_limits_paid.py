@@ -9,12 +9,12 @@ import pytest
 import redis
 from sqlalchemy import Engine
 
-from eros.core.prompts import load_prompt
-from eros.db import repo
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.memory.db import repo
+from eros.prompts import load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.providers.ratelimit import Limits, RedisLimiter, Throttled
-from eros.services.classify import Pipeline, classify, start_attempt
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer
 from tests.support.data import add_session, mem_line

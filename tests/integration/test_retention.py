@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from eros.ops import metrics
-from eros.services import retention
+from eros.privacy.services import retention
 from eros.settings import load_settings
 from eros.tasks.schedule import default_schedule
 from tests.integration.test_consolidate import axis

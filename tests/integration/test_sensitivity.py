@@ -13,13 +13,14 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.prompts import load_prompt
-from eros.db import consolidation_sql, repo
+from eros.consolidation.db import consolidation_sql
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.memory.db import repo
+from eros.privacy.services import forget
+from eros.prompts import load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
-from eros.services import forget
-from eros.services.classify import Pipeline, classify, start_attempt
-from eros.services.recall import recall
+from eros.recall.services.recall import recall
 from eros.settings import Settings, load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.support.data import add_session

@@ -13,15 +13,16 @@ import pytest
 import redis
 from sqlalchemy import Engine, text
 
-from eros.core.prompts import load_prompt
-from eros.db import consent_sql, repo
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.guard.services.guard_model import forget_models
+from eros.memory.db import repo
+from eros.privacy.db import consent_sql
+from eros.privacy.services.forget import forget_memory, forget_message, forget_user
+from eros.prompts import load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.providers.ratelimit import Limits, RedisLimiter
-from eros.services.classify import Pipeline, classify, start_attempt
-from eros.services.forget import forget_memory, forget_message, forget_user
-from eros.services.guard_model import forget_models
-from eros.services.turn_backfill import backfill
+from eros.recall.services.turn_backfill import backfill
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_classify_turns import ATTACK, CHURCH, SPOKEN, TOKYO, add_turns

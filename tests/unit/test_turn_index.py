@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from eros.core.guard import KEEP, Verdict
-from eros.core.parsing import Candidate
 from eros.core.transcript import Turn
+from eros.guard.core.guard import KEEP, Verdict
+from eros.memory.core.parsing import Candidate
 from eros.providers.batches import request_slices
-from eros.services.turn_index import (
+from eros.recall.services.turn_index import (
     TurnText,
     cited_labels,
     judged_text,
