@@ -40,7 +40,7 @@ from sqlalchemy import create_engine, event, text
 
 from bench import fused_scale
 from bench.claim_bench import scratch_database
-from eros.recall.core.fusion import RECALL_STRATEGIES
+from eros.core.names import RECALL_STRATEGIES
 from eros.recall.db import turns_sql
 from eros.recall.services.recall import recall_by_vector
 from eros.settings import load_settings

@@ -74,7 +74,7 @@ def relabel(labeller: str, batch: int, max_batches: int | None, restart: bool,
     eros.relabel_sensitivity."""
     from eros.cli._common import runtime
     from eros.privacy.services.consent import relabel as run
-    from eros.tasks.results import purge_for_process
+    from eros.privacy.tasks.purge import purge_for_process
 
     with runtime() as rt:
         llm = limiter = None

@@ -109,7 +109,7 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
     from eros.core.erasure import error_code
     from eros.privacy.services import forget as svc
     from eros.privacy.services.erasure import Request, record_failed
-    from eros.tasks.results import purge_for_process
+    from eros.privacy.tasks.purge import purge_for_process
 
     if sum(x is not None for x in (user, memory, message, session)) != 1:
         raise click.UsageError("give one of USER, --memory ID, --message ID or --session ID")

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from eros.cli import main
-from eros.recall.core.fusion import RECALL_STRATEGIES
-from eros.recall.db.recall_sql import SCOPES
+from eros.core.names import RECALL_STRATEGIES, SCOPES
 
 if TYPE_CHECKING:
     from eros.recall.services.recall import RecallResult

@@ -14,7 +14,7 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from eros.ledger.services import ledger as svc
 from eros.ledger.web import ctx, error, render, require_csrf
-from eros.tasks.results import purge_for_process
+from eros.privacy.tasks.purge import purge_for_process
 
 CSRF_MISSING = "The form's CSRF token is missing or wrong: reload the page and try again."
 

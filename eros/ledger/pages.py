@@ -11,11 +11,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from eros.core.categories import CATEGORIES
+from eros.core.names import SCOPES
 from eros.errors import RecallError
 from eros.ledger.services import ledger as svc
 from eros.ledger.web import ctx, error, render
 from eros.recall.core.ranking import STRATEGIES
-from eros.recall.db.recall_sql import SCOPES
 
 LANGS = ("zh", "en")
 

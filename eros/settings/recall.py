@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from eros.core.names import FUSED, RecallStrategy
+
 
 class RecallSettings(BaseSettings):
     """RECALL_* variables. Field ``foo_bar`` is read from the variable ``FOO_BAR``."""
@@ -18,7 +20,7 @@ class RecallSettings(BaseSettings):
     #: LoCoMo and keeps ``grouped``'s implicit recall, bench/RESULTS.md) ranks memories and the
     #: user's own turns together by provenance (eros/recall/core/fusion.py); ``grouped`` is the
     #: reference (K per category); ``decay`` and ``composite`` rank memories alone.
-    recall_strategy: Literal["grouped", "decay", "composite", "fused"] = "fused"
+    recall_strategy: RecallStrategy = FUSED
     #: global top-K of ``decay`` and ``composite`` (10 = the most ``grouped`` can return).
     recall_k: int = Field(default=10, ge=1, le=100)
     #: K within each category for ``grouped`` (the reference's 2).

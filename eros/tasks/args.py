@@ -47,10 +47,10 @@ from eros.core.names import (
     RELABEL_TASK,
     RETENTION_TASK,
     SCREEN_UNSCREENED_TASK,
+    RecallStrategy,
+    Scope,
 )
 from eros.core.sensitivity import SENSITIVITY_LABELS
-from eros.recall.core.fusion import RecallStrategy
-from eros.recall.db.recall_sql import Scope
 
 
 def _parse_uuid(value: str) -> str:

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from eros.core.names import RECALL_STRATEGIES
 from eros.recall.core.fusion import (
-    RECALL_STRATEGIES,
     FusionParams,
     TurnCandidate,
     carry_labels,

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Engine
 
+from eros.core.names import FUSED, RecallStrategy
 from eros.core.text import estimate_tokens
 from eros.evaluation.core.exact import (
     KS,
@@ -30,7 +31,6 @@ from eros.evaluation.db import replay_sql
 from eros.evaluation.services.ids import as_uuid
 from eros.evaluation.services.judges import EmbeddingJudge, Judge
 from eros.providers.base import Embedder
-from eros.recall.core.fusion import FUSED, RecallStrategy
 from eros.recall.core.render import EN, quote_note
 from eros.recall.db import turns_sql
 from eros.recall.services.recall import RecalledMemory, RecalledTurn, recall_by_vector

@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
+from eros.core.names import RecallStrategy
 from eros.evaluation.core.scoring import Scored
 from eros.evaluation.core.suite import Question, User
 from eros.evaluation.services.setup import WorkerSetup
-from eros.recall.core.fusion import RecallStrategy
 from eros.settings import Settings
 
 Asked = tuple[list[Scored], int]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
+from eros.core.names import RECALL_STRATEGIES, RecallStrategy
 from eros.evaluation.core.scoring import Cell, Scored, aggregate
 from eros.evaluation.core.suite import Suite
 from eros.evaluation.services.asking import ask_user
@@ -30,7 +31,6 @@ from eros.evaluation.services.progress import Progress, silent
 from eros.evaluation.services.replay import ReplayReport, replay
 from eros.evaluation.services.setup import WorkerSetup
 from eros.providers.base import ChatCompleter, Embedder
-from eros.recall.core.fusion import RECALL_STRATEGIES, RecallStrategy
 from eros.settings import Settings
 
 if TYPE_CHECKING:

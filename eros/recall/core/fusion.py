@@ -47,10 +47,6 @@ from eros.recall.core.lexical import fuse as rrf
 from eros.recall.core.ranking import Scored, age_days, composite_score, similarity
 
 Kind = Literal["memory", "turn"]
-#: every value of RECALL_STRATEGY: the memory rankings and ``fused``
-RecallStrategy = Literal["grouped", "decay", "composite", "fused"]
-RECALL_STRATEGIES: tuple[RecallStrategy, ...] = ("grouped", "decay", "composite", "fused")
-FUSED: RecallStrategy = "fused"
 
 
 @dataclass(frozen=True)

@@ -31,17 +31,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import Connection, TextClause, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.types import Text
 
+from eros.core.names import SCOPES, Scope
 from eros.recall.core.ranking import Candidate, Layer
 
-Scope = Literal["profile", "relationship", "both"]
-SCOPES: tuple[Scope, ...] = ("profile", "relationship", "both")
 _TABLE = "engine.companion_memories"
 CELLS_TABLE = "engine.memory_cells"
 

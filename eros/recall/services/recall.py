@@ -32,14 +32,13 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
+from eros.core.names import FUSED, RECALL_STRATEGIES, SCOPES, RecallStrategy, Scope
 from eros.db.timeouts import set_statement_timeout
 from eros.errors import RecallError
 from eros.ops import metrics
 from eros.providers.base import Embedder
-from eros.recall.core.fusion import FUSED, RECALL_STRATEGIES, RecallStrategy
 from eros.recall.core.ranking import RankParams, Strategy
 from eros.recall.db import reembed_sql
-from eros.recall.db.recall_sql import SCOPES, Scope
 from eros.recall.services.read_route import ReadRoute
 from eros.recall.services.recall_args import as_uuid, check_vector, scope_filter
 from eros.recall.services.recall_fused import FusedFound, recalled, search_fused

@@ -7,8 +7,9 @@ import math
 import uuid
 from collections.abc import Sequence
 
+from eros.core.names import Scope
 from eros.errors import RecallError
-from eros.recall.db.recall_sql import Scope, ScopeFilter
+from eros.recall.db.recall_sql import ScopeFilter
 
 
 def as_uuid(value: uuid.UUID | str, what: str) -> uuid.UUID:

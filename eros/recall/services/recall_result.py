@@ -9,12 +9,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
+from eros.core.names import RecallStrategy, Scope
 from eros.core.sensitivity import CRISIS
-from eros.recall.core.fusion import RecallStrategy
 from eros.recall.core.ranking import Layer
 from eros.recall.core.render import Labels, LabelSet, render_memories
 from eros.recall.core.render_fused import render_fused
-from eros.recall.db.recall_sql import Scope
 from eros.recall.services.read_route import Source
 from eros.recall.services.recall_search import Plan
 

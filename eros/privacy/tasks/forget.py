@@ -29,7 +29,7 @@ from eros.core.names import (
 )
 from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.privacy.services import erasure, forget
-from eros.tasks import results
+from eros.privacy.tasks import purge
 from eros.tasks.base import ErosTask, describe_database_error
 
 log = logging.getLogger("eros.worker")
@@ -63,8 +63,8 @@ def _run(task: ErosTask, request: erasure.Request, body: Callable[[], dict[str, 
 def _purge_results(task: ErosTask, erasure_id: int | None) -> None:
     """Delete the user's stored recall results (memories, prompts) from the result backend
     (issue 32), as ``eros forget`` and the ledger do: best effort, see
-    :func:`eros.tasks.results.purge_after_erasure`."""
-    results.purge_after_erasure(task.app, task.resources.engine, erasure_id)
+    :func:`eros.privacy.tasks.purge.purge_after_erasure`."""
+    purge.purge_after_erasure(task.app, task.resources.engine, erasure_id)
 
 
 @shared_task(base=ErosTask, bind=True, name=FORGET_USER_TASK, ignore_result=False)

@@ -18,17 +18,34 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError
 
-from eros.consolidation.services.consolidate import defer_for_guard, record_failure, start_pass
+from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+from eros.consolidation.services.consolidate import (
+    Consolidator,
+    defer_for_guard,
+    record_failure,
+    start_pass,
+)
 from eros.consolidation.services.consolidation_bulk import combined, first_pass
 from eros.consolidation.services.consolidation_finder import find_and_claim
 from eros.core.names import CONSOLIDATE_TASK, FIND_CONSOLIDATION_TASK
 from eros.core.retry import decide
 from eros.errors import PermanentError, TransientError
 from eros.ops import metrics
+from eros.providers import make_providers
 from eros.settings import SOFT_LIMIT_FRACTION
-from eros.tasks.base import ErosTask, describe_database_error
+from eros.tasks.base import ErosTask, Resources, describe_database_error
 
 log = logging.getLogger("eros.consolidation")
+
+
+def make_consolidator(resources: Resources) -> Consolidator:
+    """Consolidation: its own model (CONSOLIDATION_MODEL), the same embedder (one per worker
+    process, shared by its tasks)."""
+    settings = resources.settings
+    llm, _ = make_providers(settings.model_copy(
+        update={"dreaming_model": settings.consolidation_model_name}))
+    return Consolidator(settings, resources.engine, llm, resources.embedder,
+                        load_consolidation_prompt())
 
 
 @shared_task(base=ErosTask, bind=True, name=FIND_CONSOLIDATION_TASK)
@@ -61,7 +78,7 @@ def consolidate_user(self: ErosTask, user_id: str) -> dict[str, Any]:
         log.error("consolidate_user: %r is not a user UUID", user_id)
         return {"user_id": user_id, "outcome": "invalid_argument"}
     settings = self.settings
-    c = self.resources.consolidator
+    c = self.resources.shared(make_consolidator)
     attempt = 1
     try:
         if defer_for_guard(c, uid):

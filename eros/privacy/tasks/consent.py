@@ -17,8 +17,8 @@ from eros.core.names import ALLOW_SENSITIVE_TASK, RELABEL_TASK
 from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.errors import ConfigError, PermanentError, TransientError
 from eros.privacy.services import consent
+from eros.privacy.tasks import purge
 from eros.providers.ratelimit import make_limiter
-from eros.tasks import results
 from eros.tasks.base import ErosTask, describe_database_error
 
 log = logging.getLogger("eros.worker")
@@ -60,7 +60,7 @@ def relabel_sensitivity(self: ErosTask, batch: int = 1000, max_batches: int | No
         result = consent.relabel(self.resources.engine, batch=batch, max_batches=max_batches,
                                  labeller=labeller,  # type: ignore[arg-type]
                                  settings=settings, llm=llm, limiter=limiter,
-                                 after_erasure=lambda erasure_id: results.purge_after_erasure(
+                                 after_erasure=lambda erasure_id: purge.purge_after_erasure(
                                      self.app, self.resources.engine, erasure_id))
     except ConfigError as err:
         log.error("relabel_sensitivity: %s", err)

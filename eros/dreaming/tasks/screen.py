@@ -14,6 +14,7 @@ from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import SCREEN_UNSCREENED_TASK
 from eros.dreaming.services.guard_unscreened import settle_unscreened
+from eros.dreaming.tasks.classify import make_pipeline
 from eros.errors import ErosError
 from eros.tasks.base import ErosTask, describe_database_error
 
@@ -23,7 +24,7 @@ log = logging.getLogger("eros.guard")
 @shared_task(base=ErosTask, bind=True, name=SCREEN_UNSCREENED_TASK)
 def screen_unscreened(self: ErosTask) -> dict[str, Any]:
     """Judge every unscreened memory with the meaning layer's model (nothing while none)."""
-    pipeline = self.resources.pipeline
+    pipeline = self.resources.shared(make_pipeline)
     try:
         return settle_unscreened(self.settings, pipeline.engine, pipeline.embedder,
                                  llm=pipeline.llm).to_dict()

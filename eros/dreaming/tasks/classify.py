@@ -23,10 +23,21 @@ from eros.errors import PermanentError, TransientError
 from eros.memory.db import repo
 from eros.memory.db.repo import Attempt, Claim, Outcome
 from eros.ops import metrics
-from eros.providers.ratelimit import Throttled
-from eros.tasks.base import ErosTask, describe_database_error
+from eros.prompts import load_prompt
+from eros.providers.ratelimit import Throttled, make_limiter
+from eros.tasks.base import ErosTask, Resources, describe_database_error
 
 log = logging.getLogger("eros.worker")
+
+
+def make_pipeline(resources: Resources) -> Pipeline:
+    """Classification: extraction model, embedder, prompt and the global limits (one per
+    worker process, shared by its tasks)."""
+    settings = resources.settings
+    llm, embedder = resources.providers
+    return Pipeline(settings, resources.engine, llm, embedder,
+                    load_prompt(settings.dreaming_prompt_file, settings.dreaming_prompt_version),
+                    make_limiter(settings))
 
 
 @shared_task(base=ErosTask, bind=True, name=CLAIM_TASK)
@@ -81,7 +92,7 @@ def classify_session(self: ErosTask, session_id: str, claim_token: str | None = 
         log.error("classify_session: %r is not a session UUID", session_id)
         return {"session_id": session_id, "outcome": "invalid_argument"}
     settings = self.settings
-    p = self.resources.pipeline
+    p = self.resources.shared(make_pipeline)
     try:
         if token is None:
             with p.engine.begin() as conn:
