@@ -15,10 +15,10 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from eros.consolidation.settings import ConsolidationSettings
 from eros.errors import ConfigError
 from eros.prompts import DEFAULT_VERSION, PROMPT_VERSIONS
-from eros.settings.consolidation import ConsolidationSettings
-from eros.settings.recall import RecallSettings
+from eros.recall.settings import RecallSettings
 
 Providers = Literal["auto", "live", "offline"]
 _CHANNEL = re.compile(r"[a-z0-9_.-]{1,64}")

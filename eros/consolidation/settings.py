@@ -1,4 +1,4 @@
-"""Consolidation's settings (docs/consolidation.md): a section of
+"""Consolidation's settings (docs/consolidation.md): its section of
 :class:`eros.settings.Settings`."""
 
 from __future__ import annotations
