@@ -131,11 +131,11 @@ def rescreen(dry_run: bool, as_json: bool, restore: uuid.UUID | None,
     passes stays quarantined. Prints counts per reason, never text. `--restore ID` puts a
     memory back as it was, `--restore-turn SEQ` a turn.
     """
+    from eros.dreaming.services.rescreen_turns import rescreen_turns
     from eros.guard.db import guard_sql
     from eros.guard.services.guard_model import screen_texts
     from eros.providers import make_providers
     from eros.recall.db import turn_trust_sql
-    from eros.recall.services.rescreen_turns import rescreen_turns
 
     with runtime() as rt:
         if restore is not None:

@@ -63,3 +63,20 @@ def estimate_tokens(text: str) -> int:
     prompt's cost and its measurement agree."""
     cjk = len(_CJK.findall(text))
     return cjk + math.ceil((len(text) - cjk) / 4)
+
+
+_TAGS = re.compile(r"[\U000e0000-\U000e007f]")  # Unicode tag characters (invisible ASCII copy)
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CR = re.compile(r"\r\n?")
+
+
+def strip_invisible(text: str) -> str:
+    """The text without invisible format characters (Unicode category Cf, tag characters) and
+    control characters other than whitespace; a carriage return becomes a newline: what a person
+    sees is what the model reads."""
+    text = _CR.sub("\n", text)
+    if text.isascii():  # most memories: one regex pass instead of a category lookup per char
+        return _ASCII_CONTROL.sub("", text)
+    text = _TAGS.sub("", text)
+    return "".join(ch for ch in text
+                   if unicodedata.category(ch) not in ("Cf", "Cc") or ch in "\t\n")

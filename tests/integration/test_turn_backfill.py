@@ -14,6 +14,7 @@ import redis
 from sqlalchemy import Engine, text
 
 from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.dreaming.services.turn_backfill import backfill
 from eros.guard.services.guard_model import forget_models
 from eros.memory.db import repo
 from eros.privacy.db import consent_sql
@@ -22,7 +23,6 @@ from eros.prompts import load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.providers.ratelimit import Limits, RedisLimiter
-from eros.recall.services.turn_backfill import backfill
 from eros.settings import load_settings
 from tests.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_classify_turns import ATTACK, CHURCH, SPOKEN, TOKYO, add_turns

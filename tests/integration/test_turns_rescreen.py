@@ -13,12 +13,12 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine, text
 
+from eros.dreaming.services.rescreen_turns import rescreen_turns
 from eros.guard.services.guard_model import forget_models
 from eros.guard.services.guard_training import ensure_model
 from eros.providers.embeddings import VoyageEmbedder
 from eros.recall.db import turn_trust_sql, turns_sql
 from eros.recall.services.recall import recall
-from eros.recall.services.rescreen_turns import rescreen_turns
 from eros.settings import load_settings
 from tests.fakes import FakeVoyageServer
 from tests.integration.test_guard_ready import INSTRUCTION, STATEMENT, HeldMeaning

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from eros.core.text import strip_invisible
 from eros.guard.core.guard import (
     PatternError,
     build_guard,
@@ -14,7 +15,6 @@ from eros.guard.core.guard import (
     load_guard,
     normalise,
     screen,
-    strip_invisible,
 )
 from eros.settings import ConfigError, load_settings
 

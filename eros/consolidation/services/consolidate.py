@@ -57,8 +57,9 @@ from eros.consolidation.core.consolidation_reply import (
 from eros.consolidation.db import consolidation_sql as sql
 from eros.consolidation.db import consolidation_state_sql as state_sql
 from eros.consolidation.services.consolidation_read import Read, read_new
+from eros.core.text import strip_invisible
 from eros.errors import PermanentError
-from eros.guard.core.guard import Verdict, strip_invisible
+from eros.guard.core.guard import Verdict
 from eros.guard.services.guard_model import meaning_layer, screen_texts
 from eros.memory.core.provenance import merged
 from eros.ops import metrics

@@ -16,8 +16,11 @@ from typing import Any
 from sqlalchemy import Engine
 
 from eros.core.cost import Prices, cost_usd
+from eros.core.text import strip_invisible
 from eros.core.transcript import Transcript, build_transcript
-from eros.guard.core.guard import scalar_text, strip_invisible
+from eros.dreaming.services import turn_index
+from eros.dreaming.services.turn_index import TurnCounts, TurnText
+from eros.guard.core.guard import scalar_text
 from eros.guard.services.guard_model import TURN_EMBED_CHARS, guard_for, screen_texts
 from eros.memory.core.channels import readable_turns
 from eros.memory.core.parsing import Candidate, ParseResult, parse_extraction
@@ -31,8 +34,6 @@ from eros.providers.base import ChatCompleter, Completion, Embedder
 from eros.providers.ratelimit import Limiter, NoLimits
 from eros.recall.db import turn_write_sql
 from eros.recall.db.turns_sql import TurnRow
-from eros.recall.services import turn_index
-from eros.recall.services.turn_index import TurnCounts, TurnText
 from eros.settings import Settings
 
 #: what an extraction's embedding request is charged against EMBEDDING_TOKENS_PER_MINUTE
@@ -112,7 +113,7 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
         return _finish(pipeline, attempt, report, Outcome("empty"), through_seq, transcript,
                        [], task_id, dry_run)
     # the user's own turns become a recall layer (issue 31): embedded in the same request
-    # as the candidates, screened and labelled alike (eros/recall/services/turn_index.py)
+    # as the candidates, screened and labelled alike (eros/dreaming/services/turn_index.py)
     user_turns = turn_index.user_turns(turns, settings.channels)
 
     _reserve(pipeline, transcript, user_turns)

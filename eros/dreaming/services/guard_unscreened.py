@@ -23,11 +23,11 @@ from dataclasses import asdict, dataclass, field
 
 from sqlalchemy import Engine
 
+from eros.dreaming.services.turn_index import judged_text, status_of
 from eros.guard.db import guard_sql, turn_guard_sql
 from eros.guard.services.guard_model import meaning_layer, screen_texts
 from eros.ops import metrics
 from eros.providers.base import ChatCompleter, Embedder
-from eros.recall.services.turn_index import judged_text, status_of
 from eros.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -35,15 +35,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+from eros.core.text import strip_invisible
 from eros.guard.core.guard_secrets import find_secret
 from eros.guard.core.guard_speech import quotes_someone_else
-from eros.guard.core.guard_text import (
-    alternate_views,
-    compact,
-    normalise,
-    strip_invisible,
-    unjoined,
-)
+from eros.guard.core.guard_text import alternate_views, compact, normalise, unjoined
 
 View = Literal["text", "compact"]
 #: the reason codes a rule may carry (``too_long`` is the length cap's own; ``instruction`` is
@@ -58,7 +53,7 @@ DEFAULT_MAX_CHARS = 300
 
 __all__ = ["KEEP", "LAYERS", "REASONS", "Guard", "PatternError", "Rule", "Screened",
            "Verdict", "build_guard", "compact", "load_guard", "normalise", "scalar_text",
-           "screen", "strip_invisible"]
+           "screen"]
 
 
 @dataclass(frozen=True)

@@ -39,14 +39,12 @@ from functools import lru_cache
 from importlib import resources
 from urllib.parse import unquote
 
+from eros.core.text import strip_invisible
 from eros.guard.core.guard_segment import read_words
 
-_TAGS = re.compile(r"[\U000e0000-\U000e007f]")  # Unicode tag characters (invisible ASCII copy)
 _SPACE = re.compile(r"\s+")
 _NOT_WORD = re.compile(r"[\W_]+")
 # ASCII's control characters other than tab and newline (a \r is turned into \n first)
-_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_CR = re.compile(r"\r\n?")
 _WORD = re.compile(r"\w+")
 _LATIN = re.compile(r"[a-z]")
 _ASCII_LETTER = re.compile(r"[A-Za-z]")
@@ -80,18 +78,6 @@ _LEET_ANY = re.compile(r"\b(?=[a-zA-Z0-9@$]*[a-zA-Z])(?=[a-zA-Z0-9@$]*[0-9@$])[a
 #: a text is read as leetspeak when at least this many of its words are
 MIN_LEET_WORDS = 2
 _PERCENT = re.compile(r"%[0-9a-fA-F]{2}")
-
-
-def strip_invisible(text: str) -> str:
-    """The text without invisible format characters (Unicode category Cf, tag characters) and
-    control characters other than whitespace; a carriage return becomes a newline: what a person
-    sees is what the model reads."""
-    text = _CR.sub("\n", text)
-    if text.isascii():  # most memories: one regex pass instead of a category lookup per char
-        return _ASCII_CONTROL.sub("", text)
-    text = _TAGS.sub("", text)
-    return "".join(ch for ch in text
-                   if unicodedata.category(ch) not in ("Cf", "Cc") or ch in "\t\n")
 
 
 @lru_cache(maxsize=1)

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field, replace
 from pydantic import ValidationError
 from sqlalchemy import Engine
 
-from eros.guard.core.guard import KEEP, Guard, Verdict, load_guard, strip_invisible
+from eros.core.text import strip_invisible
+from eros.guard.core.guard import KEEP, Guard, Verdict, load_guard
 from eros.guard.core.guard_meaning import MeaningModel, load_bank
 from eros.guard.core.guard_text import reading
 from eros.guard.services.guard_layer import HASH_EMBEDDER, PENDING, State, layer_off, resolve

@@ -29,8 +29,7 @@ from typing import Literal, Protocol, TypeVar
 
 from eros.core.categories import CATEGORIES
 from eros.core.sensitivity import CRISIS, most_sensitive
-from eros.core.text import normalise_for_dedup
-from eros.guard.core.guard import strip_invisible
+from eros.core.text import normalise_for_dedup, strip_invisible
 
 LabelSet = Literal["zh", "en"]
 

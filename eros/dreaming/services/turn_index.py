@@ -28,9 +28,9 @@ from datetime import datetime
 from typing import Any
 
 from eros.core.sensitivity import most_sensitive
-from eros.core.text import clean_text
+from eros.core.text import clean_text, strip_invisible
 from eros.core.transcript import Turn
-from eros.guard.core.guard import Verdict, strip_invisible
+from eros.guard.core.guard import Verdict
 from eros.guard.services.guard_model import Screening
 from eros.memory.core.channels import VOICE, readable_turns, strip_voice_tags
 from eros.memory.core.parsing import Candidate

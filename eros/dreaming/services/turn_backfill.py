@@ -8,7 +8,7 @@ skipped, then left alone). Batched: one embedding request a batch (``--batch`` t
 the provider's 1,000 inputs), through the same global EMBEDDING_* limits as classify (a
 throttled batch waits; a transient error is retried a few times, then the run stops and can
 be resumed). Each turn is screened, labelled and written exactly as classify writes it
-(:mod:`eros.recall.services.turn_index`), under its user's erasure lock and behind the same fence
+(:mod:`eros.dreaming.services.turn_index`), under its user's erasure lock and behind the same fence
 (:mod:`eros.recall.db.turn_write_sql`): never a turn a forget took out, never one its classification
 did not read. ``dry_run`` embeds and judges but writes nothing, not even the cursor. Counts
 only, never text.
@@ -27,6 +27,8 @@ from typing import Any
 from sqlalchemy import Engine
 
 from eros.core.cost import Prices, cost_usd
+from eros.dreaming.services import turn_index
+from eros.dreaming.services.turn_index import TurnCounts, TurnText, judged_text, labelled
 from eros.errors import TransientError
 from eros.guard.services.guard_model import TURN_EMBED_CHARS, Screening, screen_texts
 from eros.ops import metrics
@@ -34,8 +36,6 @@ from eros.providers.base import ChatCompleter, Embedder
 from eros.providers.ratelimit import Limiter, NoLimits, Throttled
 from eros.recall.db import turn_backfill_sql as sql
 from eros.recall.db import turn_write_sql
-from eros.recall.services import turn_index
-from eros.recall.services.turn_index import TurnCounts, TurnText, judged_text, labelled
 from eros.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """``eros rescreen`` over the turns recall layer (issue 31 item 4): the current guard re-judges
 every indexed turn that is recallable or could be made so, exactly as the classify path judges
-a turn it indexes (:func:`eros.recall.services.turn_index.status_of`, on the turn's stored vector:
+a turn it indexes (:func:`eros.dreaming.services.turn_index.status_of`, on the turn's stored vector:
 no embedding call when it is the configured embedder's).
 
 - a ``current`` turn the meaning layer (or its second opinion) now rejects becomes
@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass, field
 
 from sqlalchemy import Engine
 
+from eros.dreaming.services.turn_index import judged_text, status_of
 from eros.guard.services.guard_model import screen_texts
 from eros.providers.base import ChatCompleter, Embedder
 from eros.recall.db import turn_trust_sql
-from eros.recall.services.turn_index import judged_text, status_of
 from eros.settings import Settings
 
 
