@@ -60,8 +60,9 @@ from eros.consolidation.core.consolidation import Pair, cluster
 from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
 from eros.consolidation.db import consolidation_sql as sql
 from eros.consolidation.db import finder_sql
-from eros.consolidation.services.consolidate import ConsolidationReport, Consolidator, consolidate
+from eros.consolidation.services.consolidate import Consolidator, consolidate
 from eros.consolidation.services.consolidation_read import PAGE, choose_search, search_pairs
+from eros.consolidation.services.consolidation_report import ConsolidationReport
 from eros.db import hnsw_index, schema
 from eros.guard.services.guard_training import ensure_model
 from eros.providers.base import Completion, Embeddings, InputType

@@ -16,7 +16,8 @@ from eros.errors import ErosError, PermanentError, TransientError
 if TYPE_CHECKING:
     from eros.cli._common import Runtime
     from eros.consolidation.db.lineage_sql import Lineage
-    from eros.consolidation.services.consolidate import ConsolidationReport, Consolidator
+    from eros.consolidation.services.consolidate import Consolidator
+    from eros.consolidation.services.consolidation_report import ConsolidationReport
 
 
 @main.command()

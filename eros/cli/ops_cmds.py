@@ -17,7 +17,7 @@ from eros.errors import ErosError, PermanentError, TransientError
 if TYPE_CHECKING:
     from eros.cli._common import Runtime
     from eros.dreaming.services.classify import Pipeline, Report
-    from eros.memory.db.repo import Attempt, Claim
+    from eros.memory.core.claims import Attempt, Claim
 
 
 # --- sweep ----------------------------------------------------------------------------------
@@ -125,8 +125,8 @@ def _pipeline(rt: Runtime) -> Pipeline:
 
 def _dry_attempt(rt: Runtime, session: uuid.UUID, force: bool) -> Attempt:
     """An attempt built from the row as it is: nothing is claimed or counted."""
+    from eros.memory.core.claims import Attempt, Claim
     from eros.memory.db.queries import session_state
-    from eros.memory.db.repo import Attempt, Claim
 
     with rt.engine.connect() as conn:
         state = session_state(conn, session)
@@ -160,8 +160,8 @@ def _take(rt: Runtime, pipeline: Pipeline, session: uuid.UUID, force: bool) -> A
 
 def _release(pipeline: Pipeline, attempt: Attempt, err: Exception) -> None:
     """Give the claim back so the sweeper retries later (like a worker does)."""
+    from eros.memory.core.claims import Outcome
     from eros.memory.db import repo
-    from eros.memory.db.repo import Outcome
 
     permanent = isinstance(err, PermanentError)
     delay = pipeline.settings.dreaming_claim_stale_secs if permanent else 0

@@ -19,6 +19,7 @@ from eros.consolidation.core.consolidation import near_dup_share
 from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
 from eros.consolidation.db import consolidation_sql as sql
 from eros.consolidation.db import consolidation_state_sql as state_sql
+from eros.consolidation.db import consolidation_write_sql as write_sql
 from eros.consolidation.db import lineage_sql
 from eros.consolidation.services.consolidate import Consolidator, consolidate, start_pass
 from eros.consolidation.services.consolidation_finder import find_and_claim
@@ -266,7 +267,7 @@ def test_failure_inside_the_write_transaction_rolls_everything_back(
     def crash(*_: Any, **__: Any) -> None:
         raise RuntimeError("worker died mid-write")
 
-    monkeypatch.setattr(sql, "insert_history", crash)
+    monkeypatch.setattr(write_sql, "insert_history", crash)
     with pytest.raises(RuntimeError):
         consolidate(c, user)
     assert rows(engine) == before

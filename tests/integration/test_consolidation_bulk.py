@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 from bench.consolidation_data import load
 from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
 from eros.consolidation.db.consolidation_sql import unique_pairs
-from eros.consolidation.services.consolidate import ConsolidationReport, Consolidator, consolidate
+from eros.consolidation.services.consolidate import Consolidator, consolidate
 from eros.consolidation.services.consolidation_bulk import (
     bulk_due,
     bulk_neighbours,
@@ -31,6 +31,7 @@ from eros.consolidation.services.consolidation_bulk import (
     read_chunk,
 )
 from eros.consolidation.services.consolidation_read import choose_search, search_pairs
+from eros.consolidation.services.consolidation_report import ConsolidationReport
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.providers.offline.hashing import hash_embedding

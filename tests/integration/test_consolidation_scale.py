@@ -16,6 +16,7 @@ from eros.consolidation.core.consolidation_plan import Change
 from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
 from eros.consolidation.db import consolidation_sql as sql
 from eros.consolidation.db import consolidation_state_sql as state_sql
+from eros.consolidation.db import consolidation_write_sql as write_sql
 from eros.consolidation.services.consolidate import Consolidator, consolidate
 from eros.consolidation.services.consolidation_finder import find_and_claim
 from eros.consolidation.services.consolidation_read import choose_search, search_pairs
@@ -218,7 +219,7 @@ def test_a_merged_member_leaves_the_graph_instead_of_entering_it_again(
             tx.rollback()
     assert merged * 2 < kept, (merged, kept)
     with engine.begin() as conn:  # and the pass's own statement merges them
-        assert sql.apply_changes(conn, [Change(ids[i], "merged", ids[300 + i])
+        assert write_sql.apply_changes(conn, [Change(ids[i], "merged", ids[300 + i])
                                         for i in range(300)]) == 300
     # the HNSW search of a very large user still walks the graph (its WHERE implies the
     # index's predicate), and finds no merged row

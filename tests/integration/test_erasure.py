@@ -19,6 +19,7 @@ from sqlalchemy.exc import DBAPIError
 from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
 from eros.consolidation.services.consolidate import Consolidator, consolidate
 from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.memory.core.claims import Attempt
 from eros.memory.db import repo
 from eros.ops import metrics
 from eros.privacy.db import erasure_sql
@@ -62,7 +63,7 @@ def _contents(engine: Engine, user: uuid.UUID) -> list[str]:
             {"u": user}).scalars())
 
 
-def _forced(pipeline: Pipeline, sid: uuid.UUID) -> repo.Attempt | None:
+def _forced(pipeline: Pipeline, sid: uuid.UUID) -> Attempt | None:
     """What ``eros classify SID --force`` and a ``force=true`` message do: claim, attempt."""
     with pipeline.engine.begin() as conn:
         claim = repo.claim_one(conn, sid, stale_secs=600, force=True)
@@ -91,7 +92,7 @@ def _runs_since_forget(engine: Engine, user: uuid.UUID) -> list[tuple[str, int]]
 
 
 def _replay_everything(pipeline: Pipeline, sid: uuid.UUID,
-                       before: repo.Attempt | None = None) -> None:
+                       before: Attempt | None = None) -> None:
     """Every replay path after a forget; none may write a memory."""
     engine = pipeline.engine
     if before is not None:  # a retry of an attempt begun before the forget

@@ -15,13 +15,10 @@ import pytest
 from sqlalchemy import Engine, text
 
 from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
-from eros.consolidation.services.consolidate import (
-    ConsolidationReport,
-    Consolidator,
-    consolidate,
-    start_pass,
-)
+from eros.consolidation.services.consolidate import Consolidator, consolidate, start_pass
+from eros.consolidation.services.consolidation_report import ConsolidationReport
 from eros.dreaming.services.classify import Pipeline, Report, classify, start_attempt
+from eros.memory.core.claims import Attempt
 from eros.memory.db import repo
 from eros.privacy.db import forget_sql
 from eros.privacy.services.forget import forget_memory, forget_user
@@ -59,7 +56,7 @@ def c(settings: Any, engine: Engine) -> Consolidator:
                         load_consolidation_prompt())
 
 
-def _claim(pipeline: Pipeline, sid: uuid.UUID) -> repo.Attempt:
+def _claim(pipeline: Pipeline, sid: uuid.UUID) -> Attempt:
     with pipeline.engine.begin() as conn:
         claim = repo.claim_one(conn, sid, stale_secs=600)
     assert claim is not None

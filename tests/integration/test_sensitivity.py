@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.consolidation.db import consolidation_sql
+from eros.consolidation.db import consolidation_write_sql
 from eros.dreaming.services.classify import Pipeline, classify, start_attempt
 from eros.memory.db import repo
 from eros.privacy.services import forget
@@ -142,9 +142,9 @@ def test_a_merge_keeps_the_most_sensitive_label(engine: Engine, settings: Settin
                                      ids["Spoke of wanting to end it all"],
                                      ids["Goes to church on Sundays"])
     with engine.begin() as conn:
-        consolidation_sql.keep_most_sensitive(conn, [(kept, beliefs), (kept, health)])
-        consolidation_sql.keep_most_sensitive(conn, [(beliefs, crisis)])
-        consolidation_sql.keep_most_sensitive(conn, [(crisis, health)])  # never a downgrade
+        consolidation_write_sql.keep_most_sensitive(conn, [(kept, beliefs), (kept, health)])
+        consolidation_write_sql.keep_most_sensitive(conn, [(beliefs, crisis)])
+        consolidation_write_sql.keep_most_sensitive(conn, [(crisis, health)])  # never a downgrade
     labels = _labels(engine, user)
     assert labels["Works as a nurse"] == "health"  # health outranks beliefs
     assert labels["Goes to church on Sundays"] == "crisis"

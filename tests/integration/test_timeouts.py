@@ -10,8 +10,8 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from eros.db.engine import get_engine, make_engine
+from eros.memory.core.claims import Outcome
 from eros.memory.db import repo
-from eros.memory.db.repo import Outcome
 from eros.recall.services.recall import recall_by_vector
 from eros.settings import load_settings
 from eros.tasks.base import is_database_transient

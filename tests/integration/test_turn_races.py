@@ -16,8 +16,8 @@ from datetime import timedelta
 
 from sqlalchemy import Connection, Engine, text
 
+from eros.memory.core.claims import Attempt, MemoryRow, Outcome
 from eros.memory.db import repo
-from eros.memory.db.repo import Attempt, MemoryRow, Outcome
 from tests.support.data import add_session, ago
 
 VEC = [1.0] + [0.0] * 511

@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
+from eros.memory.core.claims import MemoryRow, Outcome
 from eros.memory.db import repo
-from eros.memory.db.repo import MemoryRow, Outcome
 from tests.support.data import add_messages, add_session, ago
 
 VEC = [1.0] + [0.0] * 511

@@ -16,10 +16,10 @@ from eros.recall.core.fusion import (
     cited,
     fuse,
     turn_score,
-    within_budget,
 )
 from eros.recall.core.fusion_subject import named
 from eros.recall.core.ranking import Candidate, Scored, similarity
+from eros.recall.core.render_fused import within_budget
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 P = FusionParams(now=NOW, turn_offset=0.03, stale_penalty=0.2, composite_weight=0.0)

@@ -29,13 +29,10 @@ with backoff), a reply that cannot be parsed changes nothing and is recorded.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import Connection, Engine
 
@@ -56,7 +53,14 @@ from eros.consolidation.core.consolidation_reply import (
 )
 from eros.consolidation.db import consolidation_sql as sql
 from eros.consolidation.db import consolidation_state_sql as state_sql
+from eros.consolidation.db import consolidation_write_sql as write_sql
 from eros.consolidation.services.consolidation_read import Read, read_new
+from eros.consolidation.services.consolidation_report import (
+    ConsolidationReport,
+    cluster_view,
+    describe,
+    timed,
+)
 from eros.core.text import strip_invisible
 from eros.errors import PermanentError
 from eros.guard.core.guard import Verdict
@@ -80,75 +84,6 @@ class Consolidator:
     llm: ChatCompleter
     embedder: Embedder
     prompt: Prompt
-
-
-@dataclass
-class ConsolidationReport:
-    """What one pass found and did (or, dry-run, would do): for logs, the CLI, the task's
-    result, tests and metrics (:meth:`metrics`)."""
-
-    user_id: str
-    outcome: str = "pending"
-    dry_run: bool = False
-    #: the memories the pass looked at: the new ones compared and their near neighbours
-    #: (the shares below are over these, not over all the user's memories).
-    memories: int = 0
-    #: not-yet-compared memories this pass compared (one chunk).
-    compared: int = 0
-    #: "exact", "quantised" or "hnsw": how the neighbours were searched.
-    search: str = ""
-    #: memories still waiting to be compared after this pass (the next chunk).
-    backlog: bool = False
-    share_before: float = 0.0
-    share_after: float | None = None
-    exact_groups: int = 0
-    clusters: int = 0
-    clusters_sent: int = 0
-    clusters_deferred: int = 0
-    clusters_settled: int = 0
-    merged: int = 0
-    superseded: int = 0
-    canonical_written: int = 0
-    steps_skipped: int = 0
-    llm_calls: int = 0
-    embedding_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    embedding_tokens: int = 0
-    model: str | None = None
-    error: str | None = None
-    raw_reply: str = ""
-    rejected: list[dict[str, Any]] = field(default_factory=list)
-    #: canonical texts the memory guard dropped, by reason (counts only, docs/security.md).
-    guard_dropped: dict[str, int] = field(default_factory=dict)
-    cluster_view: list[dict[str, Any]] = field(default_factory=list)
-    changes: list[dict[str, Any]] = field(default_factory=list)
-    #: milliseconds per phase: read, cluster, llm, embed, write.
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def metrics(self) -> dict[str, float]:
-        """The numbers worth exporting (e.g. as Prometheus counters/gauges), by name."""
-        return {"near_dup_share_before": self.share_before,
-                "near_dup_share_after": self.share_after if self.share_after is not None
-                else self.share_before,
-                "memories_merged": self.merged, "memories_superseded": self.superseded,
-                "canonical_written": self.canonical_written, "llm_calls": self.llm_calls,
-                "embedding_calls": self.embedding_calls, "clusters_sent": self.clusters_sent,
-                "clusters_rejected": len(self.rejected),
-                "guard_dropped": sum(self.guard_dropped.values()),
-                **{f"{k}_ms": v for k, v in self.timings.items()}}
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@contextmanager
-def _timed(report: ConsolidationReport, phase: str) -> Iterator[None]:
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        report.timings[phase] = round((time.perf_counter() - start) * 1000, 3)
 
 
 def start_pass(c: Consolidator, user_id: uuid.UUID) -> int | None:
@@ -186,23 +121,23 @@ def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
     the chunk's read instead of :func:`read_new` (the bulk first pass's)."""
     s = c.settings
     report = ConsolidationReport(str(user_id), dry_run=dry_run)
-    with _timed(report, "read"):
+    with timed(report, "read"):
         read = reader() if reader is not None else read_new(c.engine, c.settings, user_id)
     report.compared, report.search = len(read.chunk), read.search
     memories, pairs = read.memories, read.pairs
-    with _timed(report, "cluster"):
+    with timed(report, "cluster"):
         clustering = cluster(memories, pairs, max_size=s.consolidation_max_cluster_size)
         selection = select_clusters(clustering.clusters, max_clusters=s.consolidation_max_clusters)
     report.memories, report.share_before = len(memories), round(clustering.share.value, 4)
     report.exact_groups, report.clusters = len(clustering.exact), len(clustering.clusters)
     report.clusters_sent, report.clusters_deferred = len(selection.sent), len(selection.deferred)
     report.clusters_settled = len(selection.settled)
-    report.cluster_view = _cluster_view(selection)
+    report.cluster_view = cluster_view(selection)
     reply: ReplyResult | None = None
     #: canonical texts' vectors computed by the guard, reused by the write (no second call)
     prepared: dict[str, list[float]] = {}
     if selection.sent:
-        with _timed(report, "llm"):
+        with timed(report, "llm"):
             reply = _ask(c, selection, report, prepared)
         if reply.status == "unparseable":
             report.outcome, report.error = "unparseable", reply.error
@@ -214,7 +149,7 @@ def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
             return report
     plan = build_plan(clustering, selection, reply, new_id=new_id)
     by_id = {m.id: m for m in memories}
-    report.changes = [_describe(step, by_id) for step in plan.steps]
+    report.changes = [describe(step, by_id) for step in plan.steps]
     if dry_run:
         report.outcome = "dry_run"
         report.merged, report.superseded = plan.merged, plan.superseded
@@ -222,9 +157,9 @@ def consolidate(c: Consolidator, user_id: uuid.UUID, *, dry_run: bool = False,
         return report
     vectors: dict[uuid.UUID, list[float]] = {}
     if plan.new_rows:
-        with _timed(report, "embed"):
+        with timed(report, "embed"):
             vectors = _embed(c, plan, report, prepared)
-    with _timed(report, "write"):
+    with timed(report, "write"):
         _write(c, user_id, read, plan, vectors, report, keep_claim_on_backlog)
     return report
 
@@ -333,7 +268,7 @@ def _write(c: Consolidator, user_id: uuid.UUID, read: Read, plan: Plan,
     memories, pairs, claim = read.memories, read.pairs, read.claim
     pass_id = str(uuid.uuid4())
     with c.engine.begin() as conn:
-        if not sql.try_lock(conn, user_id):
+        if not write_sql.try_lock(conn, user_id):
             report.outcome = "busy"
             log.info("user %s: another consolidation pass holds the lock; leaving it", user_id)
             return
@@ -347,28 +282,28 @@ def _write(c: Consolidator, user_id: uuid.UUID, read: Read, plan: Plan,
         # the rows still current, locked, with their provenance: each result carries the
         # union of its members' sources (read under the row locks, so no member changes
         # before the commit)
-        members = sql.lock_current(conn, required)
+        members = write_sql.lock_current(conn, required)
         applied = [st for st in plan.steps if all(i in members for i in st.requires)]
         skipped = [st for st in plan.steps if st not in applied]
         sources = {st.result_id: merged(members.get(i) for i in st.requires)
                    for st in applied if st.result_id is not None}
         canonical = [(st.new_row, vectors[st.new_row.id]) for st in applied
                      if st.new_row is not None]
-        sql.insert_canonical(conn, user_id, canonical,
+        write_sql.insert_canonical(conn, user_id, canonical,
                              model=s.consolidation_model_name, prompt_version=c.prompt.version,
                              embedding_model=c.embedder.name,
                              pass_id=pass_id, sources=sources)
         changes = [ch for st in applied for ch in st.changes]
-        sql.apply_changes(conn, changes)
+        write_sql.apply_changes(conn, changes)
         untouchable = {i for st in skipped for i in st.requires}
         # the kept rows, each rewritten once: a kept result's provenance and importance, and
         # the judged stamp of the judged rows still current
-        sql.update_kept(conn, sources=[(st.result_id, sources[st.result_id]) for st in applied
+        write_sql.update_kept(conn, sources=[(st.result_id, sources[st.result_id]) for st in applied
                                        if st.new_row is None and st.result_id is not None],
                         importance=[st.importance for st in applied if st.importance],
                         seen=sorted(plan.judged - untouchable, key=str))
         # the result of a merge keeps the most sensitive label of what went into it
-        sql.keep_most_sensitive(conn, [(st.result_id, ch.memory_id) for st in applied
+        write_sql.keep_most_sensitive(conn, [(st.result_id, ch.memory_id) for st in applied
                                        if st.result_id is not None for ch in st.changes])
         # ... and the turns it cites (the union of its members') take that label (issue 31)
         turn_trust_sql.inherit_labels(conn, sorted({st.result_id for st in applied
@@ -391,7 +326,7 @@ def _write(c: Consolidator, user_id: uuid.UUID, read: Read, plan: Plan,
         run = {"pass": pass_id, "share_before": report.share_before,
                "share_after": report.share_after, "merged": report.merged,
                "superseded": report.superseded}
-        sql.insert_history(conn, user_id, [h for st in applied for h in st.history],
+        write_sql.insert_history(conn, user_id, [h for st in applied for h in st.history],
                            model=report.model, run=run)
         report.outcome = "consolidated" if applied else "nothing_to_do"
         if report.rejected:
@@ -404,34 +339,3 @@ def _write(c: Consolidator, user_id: uuid.UUID, read: Read, plan: Plan,
             error=report.error, keep_claim_on_backlog=keep_claim_on_backlog)
     log.info("user %s consolidated: merged=%d superseded=%d share %.3f -> %.3f", user_id,
              report.merged, report.superseded, report.share_before, report.share_after)
-
-
-def _cluster_view(selection: Selection) -> list[dict[str, Any]]:
-    view = []
-    for item in selection.sent:
-        view.append({"cluster": item.number, "category": item.cluster.category, "sent": True,
-                     "members": [_member(n, m) for n, m in zip(item.numbers,
-                                                               item.cluster.members,
-                                                               strict=True)]})
-    for other in (*selection.deferred, *selection.settled):
-        view.append({"cluster": None, "category": other.category, "sent": False,
-                     "reason": "deferred" if other in selection.deferred else "already judged",
-                     "members": [_member(None, m) for m in other.members]})
-    return view
-
-
-def _member(number: int | None, m: Memory) -> dict[str, Any]:
-    return {"number": number, "id": str(m.id), "content": m.content,
-            "created_at": m.created_at.isoformat(), "new": not m.seen}
-
-
-def _describe(step: Step, by_id: dict[uuid.UUID, Memory]) -> dict[str, Any]:
-    """One step as a person reads it: which rows stop being current, into what."""
-    target = step.new_row.content if step.new_row else by_id[step.result_id].content \
-        if step.result_id in by_id else None
-    return {"kind": step.kind, "cluster": step.cluster,
-            "result_id": str(step.result_id), "result": target,
-            "new_row": step.new_row is not None,
-            "changes": [{"id": str(ch.memory_id), "status": ch.status,
-                         "content": by_id[ch.memory_id].content if ch.memory_id in by_id
-                         else None} for ch in step.changes]}

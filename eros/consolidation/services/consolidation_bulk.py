@@ -47,8 +47,9 @@ from eros.consolidation.core.consolidation_search import (
 from eros.consolidation.db import consolidation_bulk_sql as bulk_sql
 from eros.consolidation.db import consolidation_sql as sql
 from eros.consolidation.db import consolidation_state_sql as state_sql
-from eros.consolidation.services.consolidate import ConsolidationReport, Consolidator, consolidate
+from eros.consolidation.services.consolidate import Consolidator, consolidate
 from eros.consolidation.services.consolidation_read import PAGE, Read, choose_search, search_pairs
+from eros.consolidation.services.consolidation_report import ConsolidationReport
 from eros.db.timeouts import set_statement_timeout
 from eros.recall.db import cells_sql
 from eros.recall.services import recall_cells

@@ -23,10 +23,10 @@ from eros.dreaming.services.turn_index import TurnCounts, TurnText
 from eros.guard.core.guard import scalar_text
 from eros.guard.services.guard_model import TURN_EMBED_CHARS, guard_for, screen_texts
 from eros.memory.core.channels import readable_turns
+from eros.memory.core.claims import Attempt, MemoryRow, Outcome, OutcomeKind
 from eros.memory.core.parsing import Candidate, ParseResult, parse_extraction
 from eros.memory.core.provenance import resolve_sources
 from eros.memory.db import repo
-from eros.memory.db.repo import Attempt, MemoryRow, Outcome
 from eros.ops import metrics
 from eros.privacy.services.consent import drop_withheld
 from eros.prompts import Prompt, user_message
@@ -228,10 +228,12 @@ def _complete(pipeline: Pipeline, transcript: Transcript) -> tuple[Completion, b
     return merged, retry.truncated
 
 
-def _outcome_kind(parsed: ParseResult, truncated: bool) -> str:
+def _outcome_kind(parsed: ParseResult, truncated: bool) -> OutcomeKind:
     if truncated:
         return "truncated"
-    return {"ok": "memories", "empty": "no_memories", "unparseable": "unparseable"}[parsed.status]
+    kinds: dict[str, OutcomeKind] = {"ok": "memories", "empty": "no_memories",
+                                     "unparseable": "unparseable"}
+    return kinds[parsed.status]
 
 
 def _screened_metadata(settings: Settings, candidates: Sequence[Candidate]

@@ -20,8 +20,8 @@ from eros.core.names import CLAIM_TASK, CLASSIFY_TASK
 from eros.core.retry import compute_backoff, decide
 from eros.dreaming.services.classify import Pipeline, classify, start_attempt
 from eros.errors import PermanentError, TransientError
+from eros.memory.core.claims import Attempt, Claim, Outcome
 from eros.memory.db import repo
-from eros.memory.db.repo import Attempt, Claim, Outcome
 from eros.ops import metrics
 from eros.prompts import load_prompt
 from eros.providers.ratelimit import Throttled, make_limiter

@@ -9,18 +9,19 @@ from collections.abc import Callable, Sequence
 from sqlalchemy import Engine
 
 from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.memory.core.claims import Claim
 from eros.memory.db import repo
 from eros.settings import Settings
 
 
-def claim_next(engine: Engine, settings: Settings) -> list[repo.Claim]:
+def claim_next(engine: Engine, settings: Settings) -> list[Claim]:
     """The next idle sessions, claimed with the production claim statement."""
     with engine.begin() as conn:
         return repo.claim_idle(conn, idle_secs=settings.dreaming_idle_secs,
                                stale_secs=settings.dreaming_claim_stale_secs, batch=500)
 
 
-def classify_claims(pipeline: Pipeline, claims: Sequence[repo.Claim],
+def classify_claims(pipeline: Pipeline, claims: Sequence[Claim],
                     advance: Callable[[int], None]) -> tuple[int, int]:
     """Classify claimed sessions in order (the service the Celery task runs): the memories
     written and the sessions classified. ``advance(1)`` after each."""

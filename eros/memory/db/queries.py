@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select, text
 
 from eros.db.schema import chat_messages, chat_sessions, companion_memories
+from eros.memory.core.claims import Claim
 from eros.memory.db.repo import (
     FRESH_CLAIM,
     IDLE,
@@ -23,7 +24,6 @@ from eros.memory.db.repo import (
     NOT_BACKING_OFF,
     OPEN,
     STALE_CLAIM,
-    Claim,
 )
 
 

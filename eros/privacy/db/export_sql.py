@@ -15,14 +15,8 @@ from pgvector.sqlalchemy import HALFVEC, Vector
 from sqlalchemy import Column, Connection, Select, Table, select, text
 from sqlalchemy.dialects.postgresql import BIT
 
-from eros.db.schema import (
-    chat_sessions,
-    classification_runs,
-    consolidation_state,
-    erasure_log,
-    memory_history,
-    sensitivity_withheld,
-)
+from eros.db.records_schema import erasure_log, sensitivity_withheld
+from eros.db.schema import chat_sessions, classification_runs, consolidation_state, memory_history
 from eros.db.turns_schema import memory_turns
 
 #: rows fetched per round trip from the server-side cursor.

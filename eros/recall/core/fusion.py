@@ -381,23 +381,3 @@ def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
         returned.add(item.turn.seq)
         out.append(item)
     return out
-
-
-def within_budget(items: Sequence[FusedItem], budget: int | None,
-                  cost: Callable[[FusedItem], int], limit: int | None = None) -> list[FusedItem]:
-    """The items, in rank order, whose ``cost`` fits in ``budget`` (None: no budget): an item
-    that would pass it is left out and the next ones still get their chance, so one long turn
-    never empties the rest of the section. ``limit``: at most that many (the first ones kept,
-    the rest never priced: rendering an item to count its tokens is most of the cost)."""
-    if budget is None:
-        return list(items)[:limit]
-    out: list[FusedItem] = []
-    spent = 0
-    for item in items:
-        if limit is not None and len(out) >= limit:
-            break
-        price = cost(item)
-        if spent + price <= budget:
-            out.append(item)
-            spent += price
-    return out

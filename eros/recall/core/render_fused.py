@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from eros.core.text import estimate_tokens, normalise_for_dedup
+from eros.recall.core.fusion import FusedItem
 from eros.recall.core.render import (
     Labels,
     LabelSet,
@@ -113,3 +114,23 @@ def render_fused(items: Sequence[Any], labels: LabelSet | str | Labels = "zh", *
             if fits(_compose(chosen, trial, chosen_labels, dated)):
                 quotes = trial
     return _compose(chosen, quotes, chosen_labels, dated)
+
+
+def within_budget(items: Sequence[FusedItem], budget: int | None,
+                  cost: Callable[[FusedItem], int], limit: int | None = None) -> list[FusedItem]:
+    """The items, in rank order, whose ``cost`` fits in ``budget`` (None: no budget): an item
+    that would pass it is left out and the next ones still get their chance, so one long turn
+    never empties the rest of the section. ``limit``: at most that many (the first ones kept,
+    the rest never priced: rendering an item to count its tokens is most of the cost)."""
+    if budget is None:
+        return list(items)[:limit]
+    out: list[FusedItem] = []
+    spent = 0
+    for item in items:
+        if limit is not None and len(out) >= limit:
+            break
+        price = cost(item)
+        if spent + price <= budget:
+            out.append(item)
+            spent += price
+    return out

@@ -26,11 +26,10 @@ from eros.recall.core.fusion import (
     carry_labels,
     cited,
     fuse,
-    within_budget,
 )
 from eros.recall.core.ranking import RankParams, rank
 from eros.recall.core.render import bullet, get_labels
-from eros.recall.core.render_fused import turn_line
+from eros.recall.core.render_fused import turn_line, within_budget
 from eros.recall.db import fusion_sql, turns_sql
 from eros.recall.db.recall_sql import ScopeFilter
 from eros.recall.services.recall_result import RecalledMemory, RecalledTurn
