@@ -131,11 +131,11 @@ def consolidate_user(self: ErosTask, user_id: str) -> dict[str, Any]:
 def _observe(outcome: str, merged: int, superseded: int, before: float | None,
              after: float | None) -> None:
     """Prometheus: runs by outcome, memories merged/superseded, share before and after."""
-    metrics.CONSOLIDATION_RUNS.labels(outcome).inc()
+    metrics.registry().CONSOLIDATION_RUNS.labels(outcome).inc()
     if merged:
-        metrics.CONSOLIDATED.labels("merged").inc(merged)
+        metrics.registry().CONSOLIDATED.labels("merged").inc(merged)
     if superseded:
-        metrics.CONSOLIDATED.labels("superseded").inc(superseded)
+        metrics.registry().CONSOLIDATED.labels("superseded").inc(superseded)
     for when, share in (("before", before), ("after", after)):
         if share is not None:
-            metrics.NEAR_DUP_SHARE.labels(when).observe(share)
+            metrics.registry().NEAR_DUP_SHARE.labels(when).observe(share)

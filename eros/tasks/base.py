@@ -155,7 +155,7 @@ class ErosTask(Task):  # type: ignore[misc]
         (``engine.rejected_tasks``) and answered with the error, never retried."""
         task_id = getattr(self.request, "id", None)
         log.error("%s: message %s refused, invalid arguments: %s", self.name, task_id, error)
-        metrics.TASKS_REJECTED.labels(self.name).inc()
+        metrics.registry().TASKS_REJECTED.labels(self.name).inc()
         try:
             with self.resources.engine.begin() as conn:
                 rejected_sql.record(conn, self.name, task_id, error)

@@ -351,7 +351,7 @@ def test_a_failed_erasure_is_logged_counted_and_leaves_everything(engine: Engine
     user = uuid.uuid4()
     with engine.begin() as conn:
         add_session(conn, [("user", "hi")], user_id=user)
-    failed = metrics.ERASURES_FAILED.labels("user")
+    failed = metrics.registry().ERASURES_FAILED.labels("user")
     before = failed._value.get()
     request = user_request(user, task_id="task-9")
     out: list[Any] = []

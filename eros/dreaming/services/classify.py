@@ -208,7 +208,7 @@ def _complete(pipeline: Pipeline, transcript: Transcript) -> tuple[Completion, b
     """One call; a reply cut off at max_tokens is retried once with the larger limit."""
     settings = pipeline.settings
     message = user_message(transcript.text)
-    with metrics.LLM_LATENCY.time():
+    with metrics.registry().LLM_LATENCY.time():
         completion = pipeline.llm.complete(pipeline.prompt.system, message,
                                            max_tokens=settings.dreaming_max_tokens)
     if not completion.truncated:
@@ -219,7 +219,7 @@ def _complete(pipeline: Pipeline, transcript: Transcript) -> tuple[Completion, b
     # rather than give up the reply because the bucket is empty
     pipeline.limiter.reserve("llm", tokens=_llm_estimate(pipeline, transcript, retry=True),
                              debt=True)
-    with metrics.LLM_LATENCY.time():
+    with metrics.registry().LLM_LATENCY.time():
         retry = pipeline.llm.complete(pipeline.prompt.system, message,
                                       max_tokens=settings.dreaming_truncation_retry_tokens)
     merged = Completion(retry.text, retry.finish_reason, retry.model,

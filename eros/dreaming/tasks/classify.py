@@ -62,9 +62,9 @@ def claim_and_fan_out(batch: int | None = None, *, task: ErosTask | None = None)
             batch=batch or settings.dreaming_batch,
             idle_secs=settings.dreaming_idle_secs, stale_secs=stale)
     want = min(batch or settings.dreaming_batch, settings.dreaming_max_in_flight - in_flight)
-    metrics.CLAIM_TICKS.labels("full" if want <= 0 else "claimed").inc()
-    metrics.CLAIM_BATCH.observe(len(claims))
-    metrics.CLAIMED.inc(len(claims))
+    metrics.registry().CLAIM_TICKS.labels("full" if want <= 0 else "claimed").inc()
+    metrics.registry().CLAIM_BATCH.observe(len(claims))
+    metrics.registry().CLAIMED.inc(len(claims))
     if want <= 0:
         log.info("not claiming: %d sessions already in flight (DREAMING_MAX_IN_FLIGHT=%d)",
                  in_flight, settings.dreaming_max_in_flight)
@@ -153,8 +153,8 @@ def _retry_or_dead_letter(task: ErosTask, p: Pipeline, attempt: Attempt, err: Tr
                                   task.request.id)
     if not alive:
         return {"session_id": sid, "outcome": "claim_lost"}
-    metrics.RETRIES.labels(err.provider).inc()
-    metrics.OUTCOMES.labels("retrying").inc()
+    metrics.registry().RETRIES.labels(err.provider).inc()
+    metrics.registry().OUTCOMES.labels("retrying").inc()
     log.warning("session %s: transient %s error (%s); retry in %.1fs, %s", sid, err.provider,
                 err, decision.countdown, decision.reason)
     raise task.retry(args=[sid], kwargs=_retry_kwargs(attempt.claim.token, force),
@@ -169,7 +169,7 @@ def _throttled(task: ErosTask, p: Pipeline, attempt: Attempt, err: Throttled,
         alive = repo.record_throttled(conn, attempt)
     if not alive:
         return {"session_id": sid, "outcome": "claim_lost"}
-    metrics.THROTTLED.labels(err.resource).inc()
+    metrics.registry().THROTTLED.labels(err.resource).inc()
     # jittered within [wait, 1.5 × wait] so throttled replicas do not come back in step
     wait = max(err.wait, 0.1)
     countdown = compute_backoff(1, base=wait * 1.5, retry_after=wait,
@@ -184,7 +184,7 @@ def _permanent(task: ErosTask, p: Pipeline, attempt: Attempt,
     settings = task.settings
     sid = str(attempt.claim.session_id)
     log.error("session %s: permanent %s error, not retried now: %s", sid, err.provider, err)
-    metrics.OUTCOMES.labels("permanent_error").inc()
+    metrics.registry().OUTCOMES.labels("permanent_error").inc()
     if attempt.attempt >= settings.dreaming_max_attempts:
         return _dead_letter(p, attempt, task.request.id, f"permanent error: {err}")
     with p.engine.begin() as conn:
@@ -198,7 +198,7 @@ def _dead_letter(p: Pipeline, attempt: Attempt, task_id: str | None,
     sid = str(attempt.claim.session_id)
     with p.engine.begin() as conn:
         repo.dead_letter(conn, attempt, Outcome("dead_letter", error=reason[:2000]), task_id)
-    metrics.DEAD_LETTERS.inc()
-    metrics.OUTCOMES.labels("dead_letter").inc()
+    metrics.registry().DEAD_LETTERS.inc()
+    metrics.registry().OUTCOMES.labels("dead_letter").inc()
     log.error("session %s dead-lettered after %d attempts: %s", sid, attempt.attempt, reason)
     return {"session_id": sid, "outcome": "dead_letter", "error": reason}

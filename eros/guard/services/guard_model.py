@@ -189,7 +189,7 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
     readings = readings_of(texts, survivors) if model is not None else {}
     read: list[list[float]] = []
     if missing or readings:
-        with metrics.EMBED_LATENCY.time():
+        with metrics.registry().EMBED_LATENCY.time():
             out.embeddings, out.requests = embed_in_requests(
                 embedder, [texts[i] for i in missing] + list(readings.values()),
                 input_type="document")

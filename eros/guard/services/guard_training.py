@@ -128,7 +128,7 @@ def _embed_bank(embedder: Embedder, texts: list[str], limiter: Limiter, report: 
         while True:
             try:
                 limiter.reserve("embedding", tokens=sum(max(1, len(t) // 4) for t in batch))
-                with limiter.slot("embedding"), metrics.EMBED_LATENCY.time():
+                with limiter.slot("embedding"), metrics.registry().EMBED_LATENCY.time():
                     result = embedder.embed(batch, input_type="document")
             except Throttled as err:
                 sleep(err.wait)

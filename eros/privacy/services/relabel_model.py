@@ -148,7 +148,7 @@ def _ask(llm: ChatCompleter, texts: list[str], limits: Limiter, run: ModelRun,
     while True:
         try:
             limits.reserve("llm", tokens=_estimate(texts))
-            with limits.slot("llm"), metrics.LLM_LATENCY.time():
+            with limits.slot("llm"), metrics.registry().LLM_LATENCY.time():
                 completion = llm.complete(SYSTEM, build_request(texts), max_tokens=MAX_TOKENS)
         except Throttled as err:
             run.throttled_secs += err.wait
