@@ -7,10 +7,11 @@ import time
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.exc import DisconnectionError, OperationalError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from eros.core.green import green_process
+from eros.core.retry import UNMIGRATED_SQLSTATES, sqlstate
 from eros.db import dimension_sql, hnsw_index
 from eros.db.timeouts import connect_options, local_timeouts
 from eros.errors import ConfigError, ServiceUnavailable
@@ -167,8 +168,8 @@ def check_database(engine: Engine, settings: Settings) -> None:
         raise ServiceUnavailable(
             f"cannot connect to DATABASE_URL ({safe_url(str(engine.url))}): "
             f"{str(err.orig).strip().splitlines()[0] if err.orig else err}") from None
-    except Exception as err:  # undefined table → not migrated
-        if "companion_memories" in str(err) or "does not exist" in str(err):
+    except DBAPIError as err:
+        if sqlstate(err) in UNMIGRATED_SQLSTATES:
             raise ServiceUnavailable(
                 "the database has no eros schema: run `eros migrate` (alembic upgrade head)"
             ) from None

@@ -37,7 +37,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from eros.core.green import green_process
-from eros.core.retry import RetryPolicy, compute_backoff, is_transient_sqlstate
+from eros.core.retry import RetryPolicy, compute_backoff, is_transient_sqlstate, sqlstate
 from eros.db.engine import get_engine
 from eros.errors import TransientError
 from eros.memory.db import rejected_sql
@@ -204,11 +204,6 @@ class ErosTask(Task):  # type: ignore[misc]
         exc = TransientError(f"database error: {describe_database_error(err)}",
                              provider="database")
         raise self.retry(args=args, kwargs=kwargs, countdown=countdown, exc=exc)
-
-
-def sqlstate(err: DBAPIError) -> str | None:
-    """The server's SQLSTATE of a failed statement, if the server answered at all."""
-    return getattr(getattr(err, "orig", None), "sqlstate", None)
 
 
 def is_database_transient(err: DBAPIError) -> bool:
