@@ -40,7 +40,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, TextClause, create_engine, text
 
 from eros.db.migrate import upgrade
-from eros.db.repo import CLAIM_IDLE
+from eros.memory.db.repo import CLAIM_IDLE
 from testkit.services import postgres_server, with_database
 
 IDLE_SECS = 1800  # the reference's defaults

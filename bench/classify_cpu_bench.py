@@ -53,13 +53,13 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from bench.claim_bench import machine
 from bench.drain_run import MEMORIES_PER_SESSION, SEED_MESSAGES, SEED_SESSIONS
 from bench.drain_support import FakeServer, postmaster_pid, tree_cpu
-from eros.core.prompts import load_prompt
-from eros.db import repo
 from eros.db.engine import make_engine
 from eros.db.schema import hnsw_index_sql
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.memory.db import repo
+from eros.prompts import load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
-from eros.services.classify import Pipeline, classify, start_attempt
 from eros.settings import load_settings
 from testkit.guard import seed_template
 from testkit.services import TemplateDatabases, postgres_server

@@ -22,7 +22,8 @@ Per size, on a fresh table holding that user (HNSW index built after the load):
   pass is bounded by the chunk, not by the per-call cluster budget). Database work = the sum of
   every pass's read and write transactions; the longest single transaction is reported too.
 - **bulk first pass** (issue 34): the same first pass on a copy of the database taken just
-  before it, through ``eros.services.consolidation_bulk.first_pass`` (the neighbours of every
+  before it, through ``eros.consolidation.services.consolidation_bulk.first_pass`` (the neighbours
+  of every
   memory read at once when the backlog is due for it, ``(not due)`` otherwise), always over the
   whole backlog; where today's first pass ran whole too, ``same`` says whether both ended with
   the same memories merged or superseded into the same results.
@@ -55,16 +56,18 @@ from sqlalchemy.engine import make_url
 from bench.claim_bench import machine, scratch_database
 from bench.consolidation_bulk_run import copy_of, decisions, run_bulk
 from bench.consolidation_data import EMBEDDING_MODEL, add_new, load
-from eros.core.consolidation import Pair, cluster
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.db import consolidation_sql as sql
-from eros.db import finder_sql, hnsw_index, schema
+from eros.consolidation.core.consolidation import Pair, cluster
+from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+from eros.consolidation.db import consolidation_sql as sql
+from eros.consolidation.db import finder_sql
+from eros.consolidation.services.consolidate import Consolidator, consolidate
+from eros.consolidation.services.consolidation_read import PAGE, choose_search, search_pairs
+from eros.consolidation.services.consolidation_report import ConsolidationReport
+from eros.db import hnsw_index, schema
+from eros.guard.services.guard_training import ensure_model
 from eros.providers.base import Completion, Embeddings, InputType
 from eros.providers.offline.heuristic import offline_consolidation_reply
-from eros.services import recall_cells
-from eros.services.consolidate import ConsolidationReport, Consolidator, consolidate
-from eros.services.consolidation_read import PAGE, choose_search, search_pairs
-from eros.services.guard_training import ensure_model
+from eros.recall.services import recall_cells
 from eros.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent

@@ -15,8 +15,9 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from eros.services.consolidate import ConsolidationReport, Consolidator
-from eros.services.consolidation_bulk import first_pass
+from eros.consolidation.services.consolidate import Consolidator
+from eros.consolidation.services.consolidation_bulk import first_pass
+from eros.consolidation.services.consolidation_report import ConsolidationReport
 
 DECISIONS = text("""
 SELECT m.id, m.status, COALESCE(r.content, CAST(m.replaced_by AS text)) AS into

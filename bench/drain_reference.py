@@ -19,8 +19,8 @@ from voyageai.client import Client as VoyageClient
 
 from bench.claim_bench import reference_claim
 from eros.core.categories import normalise_category
-from eros.core.prompts import load_prompt
 from eros.db.schema import companion_memories
+from eros.prompts import load_prompt
 
 # MISSION.md's claim statement, run against our tables; the reference's default thresholds.
 REFERENCE_CLAIM = reference_claim("engine")

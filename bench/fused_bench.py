@@ -40,9 +40,9 @@ from sqlalchemy import create_engine, event, text
 
 from bench import fused_scale
 from bench.claim_bench import scratch_database
-from eros.core.fusion import RECALL_STRATEGIES
-from eros.db import turns_sql
-from eros.services.recall import recall_by_vector
+from eros.core.names import RECALL_STRATEGIES
+from eros.recall.db import turns_sql
+from eros.recall.services.recall import recall_by_vector
 from eros.settings import load_settings
 
 DIM = 512
@@ -190,7 +190,7 @@ def fused_scale_run(args: argparse.Namespace, strategies: tuple[str, ...]) -> di
 
     from bench.recall_setup import bench_server
     from eros.db.migrate import upgrade
-    from eros.services import recall_cells, turn_centres
+    from eros.recall.services import recall_cells, turn_centres
 
     scale = fused_scale.Scale(args.users, args.background_memories or args.memories,
                               args.background_turns or args.turns, args.memories, args.turns,

@@ -31,7 +31,7 @@ import numpy as np
 from sqlalchemy import Connection, Engine, text
 
 from eros.db.schema import hnsw_index_sql
-from eros.db.write_sql import Float4Array
+from eros.memory.db.write_sql import Float4Array
 
 #: turns per session (the other users' and the heavy user's)
 SESSION_TURNS = 50

@@ -4,7 +4,7 @@ settings variants and print ``fused``'s exact recall per variant beside the memo
 strategies and the baseline (asked once, with the first variant).
 
 A development tool: it runs the production recall (:func:`recall_by_vector` through
-:func:`eros.services.evaluation.run.ask`) with settings overrides, so a variant is a value of
+:func:`eros.evaluation.services.run.ask`) with settings overrides, so a variant is a value of
 the RECALL_FUSION_* settings, never a patched function. Use it on the DEVELOPMENT sets only
 (LoCoMo's first users, the shipped suite, ``implicit_suite.json``,
 ``implicit_heavy_suite.json``) — never on ``implicit_holdout_suite.json``.
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.claim_bench import scratch_database
-from eros.core.evaluation.exact import BUDGETS, KS
-from eros.core.evaluation.formats import convert
-from eros.core.evaluation.scoring import aggregate
+from eros.evaluation.core.exact import BUDGETS, KS
+from eros.evaluation.core.formats import convert
+from eros.evaluation.core.scoring import aggregate
 
 
 def _value(raw: str) -> Any:
@@ -69,16 +69,16 @@ def main(argv: list[str] | None = None) -> int:
         print("fusion_dev: the held-out set is never tuned on", file=sys.stderr)
         return 2
 
-    from eros.core.evaluation.suite import shipped_suite
     from eros.db.engine import make_engine
-    from eros.db.eval_cache import VectorCache
     from eros.devstack.embedded import data_dir
+    from eros.evaluation.core.suite import shipped_suite
+    from eros.evaluation.db.eval_cache import VectorCache
+    from eros.evaluation.services.cached_embedder import CachedEmbedder
+    from eros.evaluation.services.judges import DEFAULT_FLOORS, EmbeddingJudge
+    from eros.evaluation.services.observations import ObservationReplay
+    from eros.evaluation.services.replay import replay
+    from eros.evaluation.services.run import ask
     from eros.providers import make_providers
-    from eros.services.evaluation.cached_embedder import CachedEmbedder
-    from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge
-    from eros.services.evaluation.observations import ObservationReplay
-    from eros.services.evaluation.replay import replay
-    from eros.services.evaluation.run import ask
     from eros.settings import load_settings
 
     suite = (convert(json.loads(Path(args.suite).read_text(encoding="utf-8")), args.format)

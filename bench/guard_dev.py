@@ -24,9 +24,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from bench.poisoning_detail import sample_turns
-from eros.core.guard import Guard, load_guard
-from eros.core.guard_meaning import MeaningModel, load_bank, load_shipped
-from eros.services.guard_model import candidate_text, readings_of, worst_scores
+from eros.guard.core.guard import Guard, load_guard
+from eros.guard.core.guard_meaning import MeaningModel, load_bank, load_shipped
+from eros.guard.services.guard_model import candidate_text, readings_of, worst_scores
 from testkit.redteam.corpus import HELDOUT, Case, load
 
 #: the sets the guard may be tuned on: the main corpus, the released held-out sets, the

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.guard_dev import tally
-from eros.core.guard import load_guard
-from eros.core.guard_meaning import (
+from eros.guard.core.guard import load_guard
+from eros.guard.core.guard_meaning import (
     BAND,
     MIN_KEPT,
     THRESHOLD_RUNS,
@@ -37,7 +37,7 @@ from eros.core.guard_meaning import (
     load_bank,
     out_of_fold,
 )
-from eros.services.guard_model import candidate_text, readings_of
+from eros.guard.services.guard_model import candidate_text, readings_of
 from testkit.redteam.corpus import Case, load
 
 #: tuning groups: a bank ``src`` value per set, and the corpus files it is judged on
@@ -101,7 +101,8 @@ def _cases(files: Sequence[str]) -> list[Case]:
 
 def train(x_raw: np.ndarray, y: np.ndarray, families: Sequence[str] | None,
           min_kept: float, repeats: int) -> tuple[MeaningModel, dict[str, float]]:
-    """As :func:`eros.core.guard_meaning.train` (with ``min_kept`` and ``repeats`` free), plus a
+    """As :func:`eros.guard.core.guard_meaning.train` (with ``min_kept`` and ``repeats`` free),
+    plus a
     threshold per script family (chosen on the same out-of-fold scores) when ``families`` is
     given."""
     mean, scale = x_raw.mean(axis=0), x_raw.std(axis=0) + 1e-6

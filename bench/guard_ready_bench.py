@@ -55,9 +55,9 @@ def _unscreened(server_url: str, name: list[str]) -> int:
 def e5_first_availability(templates: TemplateDatabases) -> tuple[int, float]:
     """Embedding calls and milliseconds until the layer is ready with e5 on a fresh database
     (a clone of the run's template without its trained models)."""
+    from eros.guard.services.guard_model import forget_models, meaning_layer
     from eros.providers.base import Embeddings, InputType
     from eros.providers.offline.e5 import E5Embedder
-    from eros.services.guard_model import forget_models, meaning_layer
     from eros.settings import load_settings
 
     class Counting(E5Embedder):

@@ -2,7 +2,7 @@
 served by the application (``eros.ledger``, in-process over ASGI: the server's own time,
 access-log write, every query, the template) — median of 20 after 3 warm-ups, with the page
 size and the bytes; the last page too (the deepest OFFSET); (2) the recall playground (every
-strategy, one page) against the recall calls themselves (``eros.services.recall.recall`` for
+strategy, one page) against the recall calls themselves (``eros.recall.services.recall.recall`` for
 each strategy, back to back in the same run): its overhead must not exceed the recall.
 
 Data: one user with N memories (default 10,000) over two years, in every category, with
@@ -97,9 +97,9 @@ def run(url: str, *, memories: int, others: int, repeats: int, size: int) -> dic
 
     from eros.ledger.app import create_app
     from eros.ledger.security import Keys
+    from eros.ledger.services.ledger import playground
     from eros.ledger.web import Context
     from eros.providers import make_providers
-    from eros.services.ledger import playground
     from eros.settings import load_settings
 
     settings = load_settings(database_url=url, eros_providers="offline",

@@ -46,17 +46,17 @@ from bench.poisoning_detail import (
     guard_cpu,
     sample_corpus_full,
 )
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.core.guard import load_guard
-from eros.core.parsing import parse_extraction
-from eros.core.prompts import load_prompt
-from eros.core.render import get_labels, render_memories
+from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+from eros.consolidation.services.consolidate import Consolidator
+from eros.dreaming.services.classify import Pipeline
+from eros.guard.core.guard import load_guard
+from eros.guard.services.guard_model import meaning_model
+from eros.guard.services.guard_training import ensure_model
+from eros.memory.core.parsing import parse_extraction
+from eros.prompts import load_prompt
 from eros.providers.base import Completion
 from eros.providers.offline.e5 import e5_available
-from eros.services.classify import Pipeline
-from eros.services.consolidate import Consolidator
-from eros.services.guard_model import meaning_model
-from eros.services.guard_training import ensure_model
+from eros.recall.core.render import get_labels, render_memories
 from eros.settings import load_settings
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, main_corpus
 from testkit.redteam.harness import (

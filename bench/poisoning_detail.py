@@ -14,8 +14,8 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from eros.guard.services.guard_model import guard_for, meaning_model, readings_of, screen_texts
 from eros.providers.base import Embedder, Embeddings, InputType
-from eros.services.guard_model import guard_for, meaning_model, readings_of, screen_texts
 from eros.settings import Settings
 from testkit.redteam.corpus import Case
 from testkit.redteam.harness import CaseResult

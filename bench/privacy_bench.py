@@ -3,10 +3,11 @@
 For each size N, two identical users with N memories (half of them merged into the other
 half, with one history row each), two sessions of 20 turns and their classification runs:
 
-* **export** — ours (:func:`eros.services.export.export_user`, rows streamed from a server-side
+* **export** — ours (:func:`eros.privacy.services.export.export_user`, rows streamed from a
+server-side
   cursor and written one by one) against the baseline that fetches every row and dumps one
   document; wall time and peak Python heap (tracemalloc) of each, into a byte-counting sink;
-* **forget** — ours (:func:`eros.services.forget.forget_user`: locks, sessions marked read,
+* **forget** — ours (:func:`eros.privacy.services.forget.forget_user`: locks, sessions marked read,
   every derived row) on one user against the baseline ``DELETE FROM companion_memories WHERE
   user_id = …`` (what a naive erasure does, leaving history, runs and state) on the other.
 
@@ -27,9 +28,9 @@ from typing import IO, Any, cast
 from sqlalchemy import Engine, create_engine, text
 
 from bench.claim_bench import machine, scratch_database
-from eros.db import export_sql
-from eros.services.export import export_user
-from eros.services.forget import forget_user
+from eros.privacy.db import export_sql
+from eros.privacy.services.export import export_user
+from eros.privacy.services.forget import forget_user
 
 SEED = text("""
 WITH s AS (

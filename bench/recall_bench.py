@@ -64,8 +64,8 @@ from bench.recall_setup import (
     warm,
 )
 from eros.core.categories import CATEGORIES
-from eros.db.recall_sql import ScopeFilter
 from eros.recall import recall_by_vector
+from eros.recall.db.recall_sql import ScopeFilter
 from eros.settings import Settings, load_settings
 
 #: method → (strategy, settings overrides): the API's strategies with the defaults (heavy

@@ -52,7 +52,7 @@ from bench.recall_setup import (
 )
 from eros.db.engine import get_replica_engine, make_engine
 from eros.recall import recall_by_vector
-from eros.services import read_route
+from eros.recall.services import read_route
 from eros.settings import Settings, load_settings
 from testkit.topology import replica_heartbeat, streaming_replica
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from eros.services.recall_cells import ClusterReport
+from eros.recall.services.recall_cells import ClusterReport
 
 ROOT = Path(__file__).resolve().parent
 

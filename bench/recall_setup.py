@@ -17,8 +17,8 @@ from sqlalchemy import Connection, Engine, create_engine, text
 from bench import recall_data as rd
 from eros.db.migrate import upgrade
 from eros.db.schema import hnsw_index_sql
-from eros.services import recall_cells
-from eros.services.recall_cells import ClusterReport
+from eros.recall.services import recall_cells
+from eros.recall.services.recall_cells import ClusterReport
 from eros.settings import Settings
 
 DB = "eros_recall_bench"

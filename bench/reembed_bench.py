@@ -1,13 +1,15 @@
 """Re-embedding throughput, and recall latency while a re-embed runs (issue 18).
 
-Ours: ``eros.services.reembed.Reembedder`` — batches of REEMBED_BATCH texts (Voyage's maximum,
+Ours: ``eros.recall.services.reembed.Reembedder`` — batches of REEMBED_BATCH texts (Voyage's
+maximum,
 1000) in one request each, one UPDATE per batch. Baseline in the same run: the reference's write
 shape applied to re-embedding — one embedding request and one committed UPDATE per memory —
 over a sample (``--baseline``), as its rate is all that is compared.
 
 Recall: before the re-embed (every row on the old model: one search) and during it (users whose
 rows are on both models get one exact search per model, interleaved by rank), from a thread that
-keeps recalling random users (``eros.services.recall.recall``, strategy ``decay``, K 10) while
+keeps recalling random users (``eros.recall.services.recall.recall``, strategy ``decay``, K 10)
+while
 the re-embed runs in the main thread. Both talk to the fake Voyage server (testkit/fakes, the
 real voyageai SDK over HTTP, no added latency: what is measured is our side — JSON of 1000×512
 floats each way, the UPDATE, the fake's hashing) in this process, on the same 2 cores.
@@ -38,8 +40,8 @@ from sqlalchemy import Engine, create_engine, text
 from bench.claim_bench import machine, scratch_database
 from eros.db.schema import hnsw_index_sql
 from eros.providers import make_embedder
-from eros.services.recall import recall
-from eros.services.reembed import Reembedder
+from eros.recall.services.recall import recall
+from eros.recall.services.reembed import Reembedder
 from eros.settings import Settings, load_settings
 from testkit.fakes import FakeVoyageServer
 

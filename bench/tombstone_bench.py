@@ -36,7 +36,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, TextClause, create_engine, text
 
 from bench.claim_bench import BATCH, IDLE_SECS, LOAD, STALE_SECS, machine, scratch_database
-from eros.db.repo import BEGIN_ATTEMPT, CLAIM_IDLE, READ_NEW_TURNS
+from eros.memory.db.repo import BEGIN_ATTEMPT, CLAIM_IDLE, READ_NEW_TURNS
 
 #: repo.READ_NEW_TURNS before issue 26 (the baseline).
 BEFORE_READ = text("""

@@ -30,8 +30,8 @@ import numpy as np
 from sqlalchemy import create_engine, text
 
 from bench.claim_bench import scratch_database
-from eros.db import turns_sql
-from eros.services import recall_cells, turn_centres
+from eros.recall.db import turns_sql
+from eros.recall.services import recall_cells, turn_centres
 from eros.settings import load_settings
 
 DIM = 512
@@ -60,9 +60,9 @@ def embedder(smoke: bool) -> Any:
 
     if smoke:
         return make_offline_embedder(DIM, "hash")
-    from eros.db.eval_cache import VectorCache
     from eros.devstack.embedded import data_dir
-    from eros.services.evaluation.cached_embedder import CachedEmbedder
+    from eros.evaluation.db.eval_cache import VectorCache
+    from eros.evaluation.services.cached_embedder import CachedEmbedder
 
     return CachedEmbedder(make_offline_embedder(DIM, "e5"),
                           VectorCache(data_dir() / "eval-embeddings.sqlite3"))
@@ -144,7 +144,7 @@ def run(suite: Path | None, conversations: int, queries: int, pools: list[int],
         for centred in (False, True):
             if centred:
                 with engine.begin() as conn:
-                    from eros.db import turn_cells_sql
+                    from eros.recall.db import turn_cells_sql
                     turn_cells_sql.set_centre(conn, emb.name, turn_centres.SAMPLE)
                 turn_centres.resketch(engine, emb.name)
             for share in reads:

@@ -2,23 +2,24 @@
 
 It builds the app from the environment and imports the task modules, which register the
 tasks (``shared_task``) and the worker's signal handlers; nothing else happens at import.
-The tasks themselves live in :mod:`eros.tasks`.
+Each feature keeps its own task family (``eros/<feature>/tasks``) over the one base class
+:class:`eros.tasks.base.ErosTask`; :mod:`eros.tasks` is the app's wiring.
 """
 
 from __future__ import annotations
 
-import eros.tasks.lifecycle  # noqa: F401 - connects the worker's signal handlers
+import eros.lifecycle  # noqa: F401 - connects the worker's signal handlers
+from eros.consolidation.tasks import consolidate_user, find_consolidation_candidates
+from eros.dreaming.tasks.classify import claim_and_fan_out, claim_idle_sessions, classify_session
+from eros.dreaming.tasks.screen import screen_unscreened
+from eros.privacy.tasks.consent import allow_sensitive, relabel_sensitivity
+from eros.privacy.tasks.forget import forget_memory, forget_message, forget_session, forget_user
+from eros.privacy.tasks.retention import apply_retention
+from eros.recall.tasks.cells import cluster_memories
+from eros.recall.tasks.recall import recall_memories
+from eros.recall.tasks.reembed import reembed_memories
 from eros.settings import get_settings
 from eros.tasks.app import create_app
-from eros.tasks.cells import cluster_memories
-from eros.tasks.classify import claim_and_fan_out, claim_idle_sessions, classify_session
-from eros.tasks.consent import allow_sensitive, relabel_sensitivity
-from eros.tasks.consolidation import consolidate_user, find_consolidation_candidates
-from eros.tasks.guard import screen_unscreened
-from eros.tasks.privacy import forget_memory, forget_message, forget_session, forget_user
-from eros.tasks.recall import recall_memories
-from eros.tasks.reembed import reembed_memories
-from eros.tasks.retention import apply_retention
 
 app = create_app(get_settings())
 

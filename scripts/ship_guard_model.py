@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from eros.core.guard_meaning import load_bank, model_to_dict, shipped_path, train  # noqa: E402
+from eros.guard.core.guard_meaning import load_bank, model_to_dict, shipped_path, train  # noqa: E402
 from eros.providers.offline.e5 import E5_DIM, E5_MODEL_NAME, E5Embedder  # noqa: E402
 
 

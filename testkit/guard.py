@@ -3,7 +3,7 @@
 - e5: its model ships in the package (``eros/data/guard/multilingual-e5-small-q4.json``);
   :func:`e5_meaning_model` is that model.
 - the fake Voyage server: the test run's template database is seeded once
-  (:func:`seed_template`, through the same :func:`~eros.services.guard_training.ensure_model`
+  (:func:`seed_template`, through the same :func:`~eros.guard.services.guard_training.ensure_model`
   a worker runs at start-up) with the model trained on the fake server's vectors for the
   default EMBEDDING_MODEL, so every cloned database has it, as a migrated production database
   does, and no test process embeds the bank. The fake's hash vectors carry no meaning: that
@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, create_engine
 
-from eros.core.guard_meaning import MeaningModel, load_bank, load_shipped
-from eros.db import guard_sql
+from eros.guard.core.guard_meaning import MeaningModel, load_bank, load_shipped
+from eros.guard.db import guard_sql
+from eros.guard.services.guard_training import ensure_model
 from eros.providers.base import Embeddings, InputType
 from eros.providers.offline.e5 import E5_MODEL_NAME
-from eros.services.guard_training import ensure_model
 from eros.settings import load_settings
 from testkit.fakes.voyage_server import hash_embedding
 

@@ -12,7 +12,7 @@ import redis
 from sqlalchemy import Engine, create_engine
 
 import eros  # noqa: F401 - before anything imports numpy: the shipped BLAS thread defaults
-from eros.services.consolidate import Consolidator
+from eros.consolidation.services.consolidate import Consolidator
 from eros.settings import Settings, load_settings
 from testkit.fakes import FakeLLMServer, FakeVoyageServer
 from testkit.guard import seed_template

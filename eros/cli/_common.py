@@ -11,9 +11,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from eros.dreaming.services.status import mask as mask  # re-exported
+from eros.dreaming.services.status import providers_info as providers_info  # re-exported
 from eros.errors import ServiceUnavailable
-from eros.services.status import mask as mask  # re-exported
-from eros.services.status import providers_info as providers_info  # re-exported
 from eros.settings import Settings, load_settings
 
 if TYPE_CHECKING:

@@ -67,8 +67,8 @@ def _train_guard(settings: Settings, url: str) -> None:
     schema is migrated; the first worker tries again)."""
     from eros.db.engine import make_engine
     from eros.errors import ErosError
-    from eros.ops.guard_layer import embedder_name
-    from eros.services.guard_training import train_for_settings
+    from eros.guard.services.guard_layer import embedder_name
+    from eros.guard.services.guard_training import train_for_settings
 
     if settings.embedder_is_offline and embedder_name(settings) != "local-hash":
         return  # e5: the model ships in the package

@@ -25,8 +25,8 @@ def consent(user: uuid.UUID, allow: str | None, as_json: bool) -> None:
     USER --sensitive [LABEL]`): the extraction drops candidates with them, counted in
     eros_sensitive_withheld_total. --allow LABEL lifts one."""
     from eros.cli._common import runtime
-    from eros.db.consent_sql import withheld
-    from eros.services.consent import allow_sensitive
+    from eros.privacy.db.consent_sql import withheld
+    from eros.privacy.services.consent import allow_sensitive
 
     with runtime() as rt:
         lifted = allow_sensitive(rt.engine, user, allow)["allowed"] if allow else None
@@ -73,8 +73,8 @@ def relabel(labeller: str, batch: int, max_batches: int | None, restart: bool,
     LABELLER:turns); a stopped run goes on where it was. The same as the task
     eros.relabel_sensitivity."""
     from eros.cli._common import runtime
-    from eros.services.consent import relabel as run
-    from eros.tasks.results import purge_for_process
+    from eros.privacy.services.consent import relabel as run
+    from eros.privacy.tasks.purge import purge_for_process
 
     with runtime() as rt:
         llm = limiter = None

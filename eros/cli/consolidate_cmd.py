@@ -15,8 +15,9 @@ from eros.errors import ErosError, PermanentError, TransientError
 
 if TYPE_CHECKING:
     from eros.cli._common import Runtime
-    from eros.db.lineage_sql import Lineage
-    from eros.services.consolidate import ConsolidationReport, Consolidator
+    from eros.consolidation.db.lineage_sql import Lineage
+    from eros.consolidation.services.consolidate import Consolidator
+    from eros.consolidation.services.consolidation_report import ConsolidationReport
 
 
 @main.command()
@@ -35,8 +36,8 @@ def consolidate(user: uuid.UUID, dry_run: bool, as_json: bool) -> None:
     it when the pass succeeds.
     """
     from eros.cli._common import runtime
-    from eros.services.consolidate import consolidate as run
-    from eros.services.consolidate import record_failure, start_pass
+    from eros.consolidation.services.consolidate import consolidate as run
+    from eros.consolidation.services.consolidate import record_failure, start_pass
 
     with runtime() as rt:
         c = _consolidator(rt)
@@ -59,9 +60,9 @@ def consolidate(user: uuid.UUID, dry_run: bool, as_json: bool) -> None:
 
 
 def _consolidator(rt: Runtime) -> Consolidator:
-    from eros.core.consolidation_reply import load_consolidation_prompt
+    from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+    from eros.consolidation.services.consolidate import Consolidator
     from eros.providers import make_providers
-    from eros.services.consolidate import Consolidator
 
     settings = rt.settings
     llm, embedder = make_providers(settings.model_copy(

@@ -10,8 +10,8 @@ import click
 from eros.cli import main
 
 if TYPE_CHECKING:
-    from eros.core.session_file import BadLine
-    from eros.services.ingest import IngestReport
+    from eros.dreaming.core.session_file import BadLine
+    from eros.dreaming.services.ingest import IngestReport
 
 _SHIFT_HELP = ("Move all timestamps so the newest session ended one hour ago (keeps the gaps "
                "between them), so the sessions look recent but are already idle.")
@@ -36,7 +36,7 @@ def seed(shift_to_now: bool) -> None:
     in the past, so every session is idle at once; see eros/data/README.md for what it holds.
     """
     from eros.cli._common import runtime
-    from eros.services.ingest import corpus_lines, ingest
+    from eros.dreaming.services.ingest import corpus_lines, ingest
 
     with runtime() as rt:
         report = ingest(rt.engine, corpus_lines, shift="always" if shift_to_now else "never")
@@ -56,7 +56,7 @@ def ingest_cmd(path: str, shift_to_now: bool) -> None:
     is missing or unreadable.
     """
     from eros.cli._common import runtime
-    from eros.services.ingest import file_lines, ingest
+    from eros.dreaming.services.ingest import file_lines, ingest
 
     def bad(line: BadLine) -> None:
         click.echo(f"{path}: {line}", err=True)

@@ -26,7 +26,7 @@ def drain(engine: Engine, settings: Settings, check: Callable[[], None], *,
     Sessions backing off after an error are not waited for: they are in the summary instead.
     ``check`` raises if a child process died.
     """
-    from eros.db.queries import session_counts
+    from eros.memory.db.queries import session_counts
 
     def remaining() -> int:
         with engine.connect() as conn:
@@ -74,16 +74,17 @@ def consolidate_all(engine: Engine, settings: Settings) -> Dreamt:
     recall about the first superseded fact: the newer one answers it.
 
     The sample corpus spans two months and is dreamt in seconds, so its memories are first
-    dated by their sessions (:mod:`eros.db.replay_sql`): recency and "which fact is newer"
+    dated by their sessions (:mod:`eros.evaluation.db.replay_sql`): recency and "which fact is
+    newer"
     then follow the corpus's timeline, not the order the worker happened to finish in."""
-    from eros.core.consolidation_reply import load_consolidation_prompt
-    from eros.db import queries
-    from eros.db.replay_sql import date_memories_by_session
+    from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+    from eros.consolidation.services.consolidate import Consolidator, consolidate, start_pass
+    from eros.evaluation.db.replay_sql import date_memories_by_session
+    from eros.memory.db import queries
     from eros.providers import make_providers
     from eros.providers.offline.hashing import HAS_CJK
     from eros.providers.offline.judge import residence
-    from eros.services.consolidate import Consolidator, consolidate, start_pass
-    from eros.services.recall import recall
+    from eros.recall.services.recall import recall
 
     llm, embedder = make_providers(settings)
     c = Consolidator(settings, engine, llm, embedder, load_consolidation_prompt())
@@ -127,7 +128,7 @@ def print_summary(engine: Engine, settings: Settings, services: Services, *,
                   elapsed: float, dreamt: Dreamt | None = None) -> None:
     """What was extracted, per user and category, and how to look further."""
     from eros.cli._common import clip, describe_providers, providers_info, terminal_columns
-    from eros.db import queries
+    from eros.memory.db import queries
 
     with engine.connect() as conn:
         rows = queries.summary_by_user(conn)

@@ -18,13 +18,13 @@ from eros.cli import main
 from eros.errors import ErosError
 
 if TYPE_CHECKING:
-    from eros.core.evaluation.suite import Suite
-    from eros.services.evaluation.run import EvalResult
+    from eros.evaluation.core.suite import Suite
+    from eros.evaluation.services.run import EvalResult
 
 
 def _load(path: Path | None, fmt: str) -> Suite:
-    from eros.core.evaluation.formats import convert
-    from eros.core.evaluation.suite import SuiteError, shipped_suite
+    from eros.evaluation.core.formats import convert
+    from eros.evaluation.core.suite import SuiteError, shipped_suite
 
     if path is None:
         if fmt != "eros":
@@ -130,12 +130,12 @@ def _run(suite: Suite, root: Path, judge_name: str, answers: bool, floor: float 
          progress: str = "off", cache: bool = False, jobs: int = 1) -> EvalResult:
     from eros.db.engine import make_engine
     from eros.devstack.embedded import EmbeddedStack
+    from eros.evaluation.services.observations import ObservationReplay
+    from eros.evaluation.services.progress import lines, silent
+    from eros.evaluation.services.run import evaluate
+    from eros.evaluation.services.setup import JudgeName, WorkerSetup, cached, make_judge
     from eros.providers import make_providers
     from eros.providers.base import ChatCompleter
-    from eros.services.evaluation.observations import ObservationReplay
-    from eros.services.evaluation.progress import lines, silent
-    from eros.services.evaluation.run import evaluate
-    from eros.services.evaluation.setup import JudgeName, WorkerSetup, cached, make_judge
     from eros.settings import load_settings
 
     stack = EmbeddedStack(None, None, need_db=True, need_broker=False, root=root)
@@ -174,7 +174,7 @@ def _run(suite: Suite, root: Path, judge_name: str, answers: bool, floor: float 
 
 
 def _print(r: EvalResult) -> None:
-    from eros.core.evaluation.scoring import render_table
+    from eros.evaluation.core.scoring import render_table
 
     p = r.replay
     per_user = max(r.users, 1)

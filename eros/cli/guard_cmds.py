@@ -55,8 +55,8 @@ def guard_check(file: IO[str] | None) -> None:
     when kept); screened is false for a kept text the meaning layer has no model to judge yet
     (classify would write it unscreened).
     """
+    from eros.guard.services.guard_model import judge_texts
     from eros.providers import make_providers
-    from eros.services.guard_model import judge_texts
 
     stream = file if file is not None else sys.stdin
     with runtime() as rt:
@@ -83,9 +83,9 @@ def guard_train(as_json: bool) -> None:
     in the package, nothing to do. Prints the outcome (trained, stored, shipped, busy, off),
     the tokens and the cost; never a text.
     """
+    from eros.dreaming.services.guard_unscreened import settle_unscreened
+    from eros.guard.services.guard_training import train_for_settings
     from eros.providers import make_providers
-    from eros.services.guard_training import train_for_settings
-    from eros.services.guard_unscreened import settle_unscreened
 
     with runtime() as rt:
         report: dict[str, Any] = train_for_settings(rt.settings, rt.engine).to_dict()
@@ -131,10 +131,11 @@ def rescreen(dry_run: bool, as_json: bool, restore: uuid.UUID | None,
     passes stays quarantined. Prints counts per reason, never text. `--restore ID` puts a
     memory back as it was, `--restore-turn SEQ` a turn.
     """
-    from eros.db import guard_sql, turn_trust_sql
+    from eros.dreaming.services.rescreen_turns import rescreen_turns
+    from eros.guard.db import guard_sql
+    from eros.guard.services.guard_model import screen_texts
     from eros.providers import make_providers
-    from eros.services.guard_model import screen_texts
-    from eros.services.rescreen_turns import rescreen_turns
+    from eros.recall.db import turn_trust_sql
 
     with runtime() as rt:
         if restore is not None:
@@ -152,7 +153,7 @@ def rescreen(dry_run: bool, as_json: bool, restore: uuid.UUID | None,
                        else f"restored turn {restore_turn}")
             return
         llm, embedder = make_providers(rt.settings)
-        from eros.services.guard_model import meaning_layer
+        from eros.guard.services.guard_model import meaning_layer
 
         layer = meaning_layer(rt.settings, rt.engine, embedder)
         if layer.pending:

@@ -99,7 +99,7 @@ def broker_info(rt: Runtime) -> dict[str, Any]:
 
 
 def _status_report(rt: Runtime) -> dict[str, Any]:
-    from eros.services.status import status_report
+    from eros.dreaming.services.status import status_report
 
     return status_report(rt.engine, rt.settings, db_embedded=rt.services.db_embedded,
                          broker=broker_info(rt))
@@ -203,18 +203,18 @@ def memories(user: uuid.UUID, category: str | None, instance: uuid.UUID | None,
     its sources are every turn the model read.
     """
     from eros.cli._common import runtime
-    from eros.db.queries import MemoryFilter, list_memories
+    from eros.memory.db.queries import MemoryFilter, list_memories
 
     query = MemoryFilter(user, category, instance, include_all or history, limit, layer)
     with runtime() as rt, rt.engine.connect() as conn:
         rows = list_memories(conn, query)
         if history:  # consolidation lineage (eros.cli.consolidate_cmd)
             from eros.cli.consolidate_cmd import lineage_json, render_lineage
-            from eros.db.lineage_sql import lineage
+            from eros.consolidation.db.lineage_sql import lineage
 
             lineages = lineage(conn, user, [r["id"] for r in rows])
         if sources:
-            from eros.db.provenance_sql import turns
+            from eros.memory.db.provenance_sql import turns
 
             stored = turns(conn, user, [s for r in rows for s in r["source_seqs"] or ()])
     if sources:
@@ -306,7 +306,7 @@ def render_memories(rows: list[dict[str, Any]], *, show_status: bool = False) ->
 def users(limit: int) -> None:
     """List users with their session and memory counts, most recently active first."""
     from eros.cli._common import runtime, table
-    from eros.db.queries import list_users
+    from eros.memory.db.queries import list_users
 
     with runtime() as rt, rt.engine.connect() as conn:
         rows = list_users(conn, limit)

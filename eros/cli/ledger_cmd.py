@@ -68,7 +68,7 @@ def ledger_log(user: uuid.UUID | None, limit: int, as_json: bool) -> None:
     a user's ledger and every action taken in `eros ledger` — time, action, user id and the
     memory or message acted on. Ids only."""
     from eros.cli._common import runtime
-    from eros.db.ledger_sql import access_log
+    from eros.ledger.db.ledger_sql import access_log
 
     with runtime() as rt, rt.engine.connect() as conn:
         rows = access_log(conn, user, limit=limit)

@@ -16,8 +16,8 @@ from eros.errors import ErosError, PermanentError, TransientError
 
 if TYPE_CHECKING:
     from eros.cli._common import Runtime
-    from eros.db.repo import Attempt, Claim
-    from eros.services.classify import Pipeline, Report
+    from eros.dreaming.services.classify import Pipeline, Report
+    from eros.memory.core.claims import Attempt, Claim
 
 
 # --- sweep ----------------------------------------------------------------------------------
@@ -52,7 +52,7 @@ def sweep(batch: int | None, wait_: bool, timeout: float) -> None:
 
 
 def _follow(rt: Runtime, claims: list[Claim], timeout: float) -> None:
-    from eros.db.queries import claims_progress
+    from eros.memory.db.queries import claims_progress
 
     deadline = time.monotonic() + timeout
     done: list[dict[str, object]] = []
@@ -100,7 +100,7 @@ def classify(session: uuid.UUID, dry_run: bool, force: bool, as_json: bool) -> N
         pipeline = _pipeline(rt)
         attempt = _dry_attempt(rt, session, force) if dry_run else _take(rt, pipeline,
                                                                          session, force)
-        from eros.services.classify import classify as run_classify
+        from eros.dreaming.services.classify import classify as run_classify
 
         try:
             report = run_classify(pipeline, attempt, dry_run=dry_run)
@@ -113,9 +113,9 @@ def classify(session: uuid.UUID, dry_run: bool, force: bool, as_json: bool) -> N
 
 
 def _pipeline(rt: Runtime) -> Pipeline:
-    from eros.core.prompts import load_prompt
+    from eros.dreaming.services.classify import Pipeline
+    from eros.prompts import load_prompt
     from eros.providers import make_providers
-    from eros.services.classify import Pipeline
 
     llm, embedder = make_providers(rt.settings)
     return Pipeline(rt.settings, rt.engine, llm, embedder,
@@ -125,8 +125,8 @@ def _pipeline(rt: Runtime) -> Pipeline:
 
 def _dry_attempt(rt: Runtime, session: uuid.UUID, force: bool) -> Attempt:
     """An attempt built from the row as it is: nothing is claimed or counted."""
-    from eros.db.queries import session_state
-    from eros.db.repo import Attempt, Claim
+    from eros.memory.core.claims import Attempt, Claim
+    from eros.memory.db.queries import session_state
 
     with rt.engine.connect() as conn:
         state = session_state(conn, session)
@@ -140,9 +140,9 @@ def _dry_attempt(rt: Runtime, session: uuid.UUID, force: bool) -> Attempt:
 
 
 def _take(rt: Runtime, pipeline: Pipeline, session: uuid.UUID, force: bool) -> Attempt:
-    from eros.db import repo
-    from eros.db.queries import session_state
-    from eros.services.classify import start_attempt
+    from eros.dreaming.services.classify import start_attempt
+    from eros.memory.db import repo
+    from eros.memory.db.queries import session_state
 
     with rt.engine.begin() as conn:
         if session_state(conn, session) is None:
@@ -160,8 +160,8 @@ def _take(rt: Runtime, pipeline: Pipeline, session: uuid.UUID, force: bool) -> A
 
 def _release(pipeline: Pipeline, attempt: Attempt, err: Exception) -> None:
     """Give the claim back so the sweeper retries later (like a worker does)."""
-    from eros.db import repo
-    from eros.db.repo import Outcome
+    from eros.memory.core.claims import Outcome
+    from eros.memory.db import repo
 
     permanent = isinstance(err, PermanentError)
     delay = pipeline.settings.dreaming_claim_stale_secs if permanent else 0
@@ -220,7 +220,7 @@ def requeue(sessions: tuple[uuid.UUID, ...], dead_letters: bool, from_start: boo
     if not sessions and not dead_letters:
         raise click.UsageError("give one or more SESSION ids, or --dead-letters")
     from eros.cli._common import runtime
-    from eros.db import repo
+    from eros.memory.db import repo
 
     with runtime() as rt, rt.engine.begin() as conn:
         count = repo.requeue(conn, sessions, dead_letters=dead_letters, from_start=from_start)

@@ -107,9 +107,9 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
     (results_purged)."""
     from eros.cli._common import runtime
     from eros.core.erasure import error_code
-    from eros.services import forget as svc
-    from eros.services.erasure import Request, record_failed
-    from eros.tasks.results import purge_for_process
+    from eros.privacy.services import forget as svc
+    from eros.privacy.services.erasure import Request, record_failed
+    from eros.privacy.tasks.purge import purge_for_process
 
     if sum(x is not None for x in (user, memory, message, session)) != 1:
         raise click.UsageError("give one of USER, --memory ID, --message ID or --session ID")
@@ -206,7 +206,7 @@ def export(user: uuid.UUID, output: str | None, with_messages: bool, version: st
     its channel. Streams: memory use stays flat however many memories
     the user has."""
     from eros.cli._common import runtime
-    from eros.services.export import export_user
+    from eros.privacy.services.export import export_user
 
     with runtime() as rt:
         if output is None:
@@ -230,7 +230,7 @@ def erasures(user: uuid.UUID | None, failed: bool, limit: int, as_json: bool) ->
     """List erasure requests (engine.erasure_log), newest first: USER's, or everyone's.
     Ids, counts and error codes only."""
     from eros.cli._common import runtime
-    from eros.db.erasure_sql import list_erasures
+    from eros.privacy.db.erasure_sql import list_erasures
 
     with runtime() as rt, rt.engine.connect() as conn:
         rows = list_erasures(conn, user, failed_only=failed, limit=limit)

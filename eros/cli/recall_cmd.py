@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING
 import click
 
 from eros.cli import main
-from eros.core.fusion import RECALL_STRATEGIES
-from eros.db.recall_sql import SCOPES
+from eros.core.names import RECALL_STRATEGIES, SCOPES
 
 if TYPE_CHECKING:
-    from eros.services.recall import RecallResult
+    from eros.recall.services.recall import RecallResult
 
 
 @main.command()
@@ -56,7 +55,7 @@ def recall(user: uuid.UUID, query: str, instance_id: uuid.UUID | None, scope: st
     """
     from eros.cli._common import runtime
     from eros.providers import make_providers
-    from eros.services.recall import recall as run_recall
+    from eros.recall.services.recall import recall as run_recall
 
     with runtime() as rt:
         _, embedder = make_providers(rt.settings)
@@ -80,7 +79,7 @@ def recall(user: uuid.UUID, query: str, instance_id: uuid.UUID | None, scope: st
 def _human(result: RecallResult) -> str:
     """A header line (strategy, scope, plan, timings) over a table of the ranked memories."""
     from eros.cli._common import table
-    from eros.services.recall import RecalledTurn
+    from eros.recall.services.recall import RecalledTurn
 
     now = datetime.now(UTC)
     rows = []
@@ -123,7 +122,7 @@ def cluster(user: uuid.UUID | None, drop: bool, as_json: bool) -> None:
     Without USER it also centres the turn sketches of any embedding model that needs it.
     """
     from eros.cli._common import runtime
-    from eros.services import recall_cells, turn_centres
+    from eros.recall.services import recall_cells, turn_centres
 
     if drop and user is None:
         raise click.UsageError("--drop needs a USER")

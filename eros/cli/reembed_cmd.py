@@ -53,11 +53,12 @@ def reembed(model: str | None, dim: int | None, stamp_legacy: bool, switch: bool
     from sqlalchemy import text
 
     from eros.cli._common import runtime
-    from eros.db import dimension_sql, reembed_sql, repo
+    from eros.db import dimension_sql
     from eros.providers import make_embedder
     from eros.providers.ratelimit import make_limiter
-    from eros.services.recall_models import configured_model
-    from eros.services.reembed import Reembedder
+    from eros.recall.db import reembed_sql
+    from eros.recall.services.recall_models import configured_model
+    from eros.recall.services.reembed import Reembedder
 
     with runtime() as rt:
         settings = rt.settings
@@ -78,7 +79,7 @@ def reembed(model: str | None, dim: int | None, stamp_legacy: bool, switch: bool
                                drop_old))
             return
         with rt.engine.connect() as conn:
-            column = repo.embedding_dimension(conn)
+            column = dimension_sql.column_dimension(conn, "embedding")
             beside = dimension_sql.column_dimension(conn, "embedding_next")
         size = dim or settings.embedding_dim
         target = reembed_sql.LIVE

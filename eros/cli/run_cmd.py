@@ -174,8 +174,8 @@ def _run(settings: Settings, fields: dict[str, str], overrides: dict[str, str], 
 
 
 def _demo_seed(engine: Engine) -> None:
-    from eros.db.queries import count_sessions
-    from eros.services.ingest import corpus_lines, ingest
+    from eros.dreaming.services.ingest import corpus_lines, ingest
+    from eros.memory.db.queries import count_sessions
 
     with engine.connect() as conn:
         existing = count_sessions(conn)

@@ -1,6 +1,6 @@
 """``eros turns backfill`` (issue 31 item 1): index the user turns of sessions classified
-before classification indexed turns itself. Thin: :mod:`eros.services.turn_backfill` does the
-work. Counts only, never text."""
+before classification indexed turns itself. Thin: :mod:`eros.dreaming.services.turn_backfill`
+does the work. Counts only, never text."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import click
 
 from eros.cli import main
 
-#: eros.services.turn_backfill.BATCH (not imported here: the CLI starts without the services)
+#: eros.dreaming.services.turn_backfill.BATCH (not imported here: the CLI starts without the
+#: services)
 BATCH = 200
 
 
@@ -46,9 +47,9 @@ def turns_backfill(limit: int | None, batch: int, dry_run: bool, restart: bool,
     the first run's start are classification's to index.
     """
     from eros.cli._common import runtime
+    from eros.dreaming.services.turn_backfill import backfill
     from eros.providers import make_providers
     from eros.providers.ratelimit import make_limiter
-    from eros.services.turn_backfill import backfill
 
     with runtime() as rt:
         llm, embedder = make_providers(rt.settings)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Final, Literal, get_args
 
+from eros.core.retry import sqlstate
+
 #: ``user`` (everything of a user), ``persona`` (one relationship: instance_id), ``memory`` (one
 #: memory and its lineage), ``sensitive`` (a user's memories of a special category, issue 26)
 #: ``message`` (one chat message and what was learned from it, issue 24's
@@ -26,8 +28,7 @@ def error_code(err: BaseException) -> str:
     """A failure as a code: the SQLSTATE when the database answered one (``57014``), else the
     exception's class name (``OperationalError``). Never the message: a database error's
     message may quote a statement's parameters, i.e. a person's text."""
-    orig = getattr(err, "orig", None)
-    code = getattr(orig, "sqlstate", None) or getattr(err, "sqlstate", None)
-    if isinstance(code, str) and code:
+    code = sqlstate(err)
+    if code:
         return code[:MAX_ERROR_CODE]
-    return type(orig or err).__name__[:MAX_ERROR_CODE]
+    return type(getattr(err, "orig", None) or err).__name__[:MAX_ERROR_CODE]

@@ -1,4 +1,4 @@
-"""The names other systems use to reach eros (contract: never rename), spelled once.
+"""The names and values other systems use to reach eros (contract: never rename), spelled once.
 
 Task names are what the chat product, ``celery call`` and the beat schedule send; the beat
 heartbeat key is what ``eros health --beat`` reads.
@@ -6,7 +6,7 @@ heartbeat key is what ``eros health --beat`` reads.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal
 
 CLAIM_TASK: Final = "eros.claim_idle_sessions"
 CLASSIFY_TASK: Final = "eros.classify_session"
@@ -23,6 +23,15 @@ RELABEL_TASK: Final = "eros.relabel_sensitivity"
 RETENTION_TASK: Final = "eros.apply_retention"
 REEMBED_TASK: Final = "eros.reembed_memories"
 SCREEN_UNSCREENED_TASK: Final = "eros.screen_unscreened"
+
+#: every value of RECALL_STRATEGY (and of a recall's ``strategy``): the memory rankings and
+#: ``fused``
+RecallStrategy = Literal["grouped", "decay", "composite", "fused"]
+RECALL_STRATEGIES: tuple[RecallStrategy, ...] = ("grouped", "decay", "composite", "fused")
+FUSED: RecallStrategy = "fused"
+#: every value of a recall's ``scope``: the profile layer, the persona's own, or both
+Scope = Literal["profile", "relationship", "both"]
+SCOPES: tuple[Scope, ...] = ("profile", "relationship", "both")
 
 #: Redis key where beat's scheduler records the time of its last loop.
 BEAT_HEARTBEAT_KEY: Final = "eros:beat:heartbeat"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Final
 
 
 @dataclass(frozen=True)
@@ -75,3 +76,15 @@ def is_transient_sqlstate(code: str | None) -> bool:
     if not code:
         return False
     return code in TRANSIENT_SQLSTATES or code[:2] in TRANSIENT_SQLSTATE_CLASSES
+
+
+#: what a database without eros's schema answers: the table or the schema is not there
+#: (undefined_table, invalid_schema_name)
+UNMIGRATED_SQLSTATES: Final = frozenset({"42P01", "3F000"})
+
+
+def sqlstate(err: BaseException) -> str | None:
+    """The server's SQLSTATE of a failed statement (on the driver's error that SQLAlchemy
+    wraps, or on that error itself), None when the server never answered."""
+    code = getattr(getattr(err, "orig", None), "sqlstate", None) or getattr(err, "sqlstate", None)
+    return code if isinstance(code, str) and code else None

@@ -18,7 +18,7 @@ SENSITIVITY_LABELS: Final[tuple[Sensitivity, ...]] = get_args(Sensitivity)
 #: how much harm a disclosure does, and how often a product must act on it).
 SENSITIVITY_ORDER: Final[tuple[Sensitivity, ...]] = ("crisis", "health", "sexuality",
                                                      "biometric", "ethnicity", "beliefs")
-#: the label ``eros.core.render`` marks in a prompt, so a product can act on it
+#: the label ``eros.recall.core.render`` marks in a prompt, so a product can act on it
 CRISIS: Final[Sensitivity] = "crisis"
 
 

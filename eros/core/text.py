@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from urllib.parse import urlsplit, urlunsplit
@@ -50,3 +51,32 @@ def safe_error_code(value: object) -> str | None:
     the status and a code-shaped identifier are ever stored or logged (issue 26)."""
     text = str(value) if isinstance(value, int | str) and not isinstance(value, bool) else ""
     return text if len(text) <= 64 and _ERROR_CODE.fullmatch(text) else None
+
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough chat-model tokens of ``text``: one a CJK character, one per 4 other characters.
+
+    Recall's token budget and the eval's within-budget figures both count with it, so a
+    prompt's cost and its measurement agree."""
+    cjk = len(_CJK.findall(text))
+    return cjk + math.ceil((len(text) - cjk) / 4)
+
+
+_TAGS = re.compile(r"[\U000e0000-\U000e007f]")  # Unicode tag characters (invisible ASCII copy)
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CR = re.compile(r"\r\n?")
+
+
+def strip_invisible(text: str) -> str:
+    """The text without invisible format characters (Unicode category Cf, tag characters) and
+    control characters other than whitespace; a carriage return becomes a newline: what a person
+    sees is what the model reads."""
+    text = _CR.sub("\n", text)
+    if text.isascii():  # most memories: one regex pass instead of a category lookup per char
+        return _ASCII_CONTROL.sub("", text)
+    text = _TAGS.sub("", text)
+    return "".join(ch for ch in text
+                   if unicodedata.category(ch) not in ("Cf", "Cc") or ch in "\t\n")

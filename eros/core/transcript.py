@@ -3,7 +3,7 @@
 A numbered transcript (prompts that ask for citations, ``extract_v3`` on) starts every kept
 turn with ``[n]``: n = 1, 2, … in transcript order, over the turns the model is shown (trimmed
 turns get no number). :attr:`Transcript.seqs` maps them back — turn n is
-``chat_messages.seq`` ``seqs[n - 1]`` — and :mod:`eros.core.provenance` resolves a reply's
+``chat_messages.seq`` ``seqs[n - 1]`` — and :mod:`eros.memory.core.provenance` resolves a reply's
 citations with it.
 """
 

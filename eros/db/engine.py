@@ -7,11 +7,12 @@ import time
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.exc import DisconnectionError, OperationalError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from eros.core.green import green_process
-from eros.db import hnsw_index, repo
+from eros.core.retry import UNMIGRATED_SQLSTATES, sqlstate
+from eros.db import dimension_sql, hnsw_index
 from eros.db.timeouts import connect_options, local_timeouts
 from eros.errors import ConfigError, ServiceUnavailable
 from eros.settings import Settings
@@ -160,15 +161,15 @@ def check_database(engine: Engine, settings: Settings) -> None:
     """Fail at start-up, naming the variable, if the database is unreachable or mismatched."""
     try:
         with engine.connect() as conn:
-            dim = repo.embedding_dimension(conn)
+            dim = dimension_sql.column_dimension(conn, "embedding")
             conn.execute(text("SELECT 1"))
             hnsw = hnsw_index.state(conn)
     except OperationalError as err:
         raise ServiceUnavailable(
             f"cannot connect to DATABASE_URL ({safe_url(str(engine.url))}): "
             f"{str(err.orig).strip().splitlines()[0] if err.orig else err}") from None
-    except Exception as err:  # undefined table → not migrated
-        if "companion_memories" in str(err) or "does not exist" in str(err):
+    except DBAPIError as err:
+        if sqlstate(err) in UNMIGRATED_SQLSTATES:
             raise ServiceUnavailable(
                 "the database has no eros schema: run `eros migrate` (alembic upgrade head)"
             ) from None

@@ -1,7 +1,7 @@
 """The memories' HNSW index exists only where a configured read path reads it (issue 34).
 
 ``ix_companion_memories_embedding_hnsw`` (partial on current rows, 0028) is read by two plans
-only: recall with RECALL_QUANTIZED_SCAN=false (:mod:`eros.db.recall_hnsw_sql`) and a
+only: recall with RECALL_QUANTIZED_SCAN=false (:mod:`eros.recall.db.recall_hnsw_sql`) and a
 consolidation pass of a user with no recall cells above CONSOLIDATION_HNSW_ABOVE (0 = never,
 the default). Recall's default plans (the quantised scan, the cells) and consolidation's
 (exact, sketches, cells, the bulk first pass) never read it, yet every current row written —

@@ -12,9 +12,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 
+from eros.ledger.services import ledger as svc
 from eros.ledger.web import ctx, error, render, require_csrf
-from eros.services import ledger as svc
-from eros.tasks.results import purge_for_process
+from eros.privacy.tasks.purge import purge_for_process
 
 CSRF_MISSING = "The form's CSRF token is missing or wrong: reload the page and try again."
 

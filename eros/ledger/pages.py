@@ -11,11 +11,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from eros.core.categories import CATEGORIES
-from eros.core.ranking import STRATEGIES
-from eros.db.recall_sql import SCOPES
+from eros.core.names import SCOPES
 from eros.errors import RecallError
+from eros.ledger.services import ledger as svc
 from eros.ledger.web import ctx, error, render
-from eros.services import ledger as svc
+from eros.recall.core.ranking import STRATEGIES
 
 LANGS = ("zh", "en")
 
@@ -29,7 +29,7 @@ def _int(request: Request, name: str, default: int) -> int:
 
 def users(request: Request) -> Response:
     """Search by id (a prefix), with session and memory counts, most recently active first."""
-    from eros.db.ledger_sql import search_users
+    from eros.ledger.db.ledger_sql import search_users
 
     q = request.query_params.get("q", "").strip()
     try:  # a whole id opens that user's ledger
@@ -116,7 +116,7 @@ def recall_json(request: Request) -> Response:
 
 
 def _status(request: Request) -> dict[str, Any]:
-    from eros.services.status import status_report
+    from eros.dreaming.services.status import status_report
 
     c = ctx(request)
     return status_report(c.engine, c.settings, db_embedded=c.db_embedded,

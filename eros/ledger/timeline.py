@@ -18,7 +18,7 @@ WIDTH, HEIGHT, AXIS = 720, 150, 18
 
 
 def svg(rows: Sequence[tuple[datetime, str, int]]) -> Markup:
-    """``rows`` of (month, category, count), as from :func:`eros.db.ledger_sql.timeline`."""
+    """``rows`` of (month, category, count), as from :func:`eros.ledger.db.ledger_sql.timeline`."""
     if not rows:
         return Markup("")
     months = sorted({m for m, _, _ in rows})

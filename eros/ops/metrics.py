@@ -4,7 +4,8 @@ Prefork pool processes update counters and histograms in prometheus-client's mul
 (files in ``PROMETHEUS_MULTIPROC_DIR``, a directory the worker prepares when it starts); the
 worker's main process serves them, together with gauges read from the database at scrape time
 (backlog, in flight, dead letters), on ``EROS_METRICS_PORT``. Importing this module has no
-side effect: the metric objects are built on first use. The broker's queue depths
+side effect: the metric objects are built on first use (:func:`registry`), each declared
+with its type in :class:`Registry`. The broker's queue depths
 (``eros_queue_messages``) are read from Redis or RabbitMQ at scrape time as well.
 """
 
@@ -15,7 +16,11 @@ import os
 import tempfile
 import threading
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from prometheus_client import Counter, Histogram
 
 log = logging.getLogger(__name__)
 
@@ -32,237 +37,203 @@ def prepare_multiprocess_dir() -> None:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="eros-metrics-")
 
 
-_built: dict[str, Any] = {}
+@dataclass(frozen=True)
+class Registry:
+    """Every metric of the worker system, declared once with its type."""
+
+    CLAIMED: Counter
+    CLAIM_TICKS: Counter
+    CLAIM_BATCH: Histogram
+    OUTCOMES: Counter
+    RETRIES: Counter
+    DEAD_LETTERS: Counter
+    THROTTLED: Counter
+    LLM_LATENCY: Histogram
+    EMBED_LATENCY: Histogram
+    TOKENS: Counter
+    COST: Counter
+    MEMORIES: Counter
+    SENSITIVE: Counter
+    WITHHELD: Counter
+    GUARD_DROPPED: Counter
+    TURNS_INDEXED: Counter
+    CONSOLIDATION_RUNS: Counter
+    CONSOLIDATED: Counter
+    ERASURES: Counter
+    ERASURES_FAILED: Counter
+    TASKS_REJECTED: Counter
+    RELABEL_UNREADABLE: Counter
+    RETENTION_DELETED: Counter
+    NEAR_DUP_SHARE: Histogram
+    REPLICA_FALLBACKS: Counter
+    RECALL_LATENCY: Histogram
+
+
+_built: list[Registry] = []
 _building = threading.Lock()
 
 
-def _metrics() -> dict[str, Any]:
+def registry() -> Registry:
     """The metric objects, built once on first use (importing prometheus_client then, after
     the worker has chosen its mode); the lock makes the first use safe under the threads and
     gevent pools, where two tasks may start at the same moment."""
     if not _built:
         with _building:
             if not _built:
-                _built.update(_build())
-    return _built
+                _built.append(_build())
+    return _built[0]
 
 
-def _build() -> dict[str, Any]:
+def _build() -> Registry:
     from prometheus_client import Counter, Histogram
 
-    return {
-        "CLAIMED": Counter("eros_claimed_sessions", "Sessions claimed by claim ticks"),
-        "CLAIM_TICKS": Counter("eros_claim_ticks", "Claim ticks run", ["result"]),
-        "CLAIM_BATCH": Histogram("eros_claimed_per_tick", "Sessions claimed per tick",
-                                 buckets=(0, 1, 5, 10, 25, 50, 100, 250, 500, 1000)),
-        "OUTCOMES": Counter("eros_classify_outcomes", "Classification attempts by outcome",
-                            ["outcome"]),
-        "RETRIES": Counter("eros_retries", "Transient failures retried", ["provider"]),
-        "DEAD_LETTERS": Counter("eros_dead_letters", "Sessions dead-lettered"),
-        "THROTTLED": Counter("eros_throttled", "Tasks rescheduled by a global provider limit",
-                             ["resource"]),
-        "LLM_LATENCY": Histogram("eros_llm_latency_seconds", "LLM call latency",
-                                 buckets=LATENCY_BUCKETS),
-        "EMBED_LATENCY": Histogram("eros_embedding_latency_seconds", "Embedding call latency",
-                                   buckets=LATENCY_BUCKETS),
-        "TOKENS": Counter("eros_tokens", "Tokens used", ["kind"]),
-        "COST": Counter("eros_cost_usd", "Estimated provider cost in US dollars"),
-        "MEMORIES": Counter("eros_memories_written", "Memories written"),
-        "SENSITIVE": Counter("eros_sensitive_memories_written",
-                             "Memories written with a special-category label, by label",
-                             ["label"]),
-        "WITHHELD": Counter("eros_sensitive_withheld",
-                            "Candidates dropped at extraction: their label is withheld by "
-                            "the user (forget --sensitive, issue 32), by label", ["label"]),
-        "GUARD_DROPPED": Counter("eros_guard_dropped",
-                                 "Memories dropped by the memory guard (docs/security.md)",
-                                 ["stage", "reason"]),
-        "TURNS_INDEXED": Counter("eros_turns_indexed",
-                                 "User turns written to the turns recall layer (issue 31), by "
-                                 "what wrote them (classify, backfill) and status", ["source",
-                                                                                   "status"]),
-        "CONSOLIDATION_RUNS": Counter("eros_consolidation_runs",
-                                      "Consolidation passes by outcome", ["outcome"]),
-        "CONSOLIDATED": Counter("eros_consolidated_memories", "Memories merged or superseded",
-                                ["action"]),
-        "ERASURES": Counter("eros_erasures", "Erasures done (engine.erasure_log)", ["scope"]),
-        "ERASURES_FAILED": Counter("eros_erasures_failed",
-                                   "Erasures that failed for good (status 'failed' in"
-                                   " engine.erasure_log)", ["scope"]),
-        "TASKS_REJECTED": Counter("eros_tasks_rejected",
-                                  "Task messages refused for their arguments (dead-lettered in"
-                                  " engine.rejected_tasks)", ["task"]),
-        "RELABEL_UNREADABLE": Counter("eros_relabel_unreadable",
-                                      "Memories the model labeller left unlabelled: their"
-                                      " entry in its reply could not be read (issue 32)"),
-        "RETENTION_DELETED": Counter("eros_retention_deleted",
-                                     "Rows deleted by the retention task", ["table"]),
-        "NEAR_DUP_SHARE": Histogram("eros_near_duplicate_share",
-                                    "Near-duplicate share of a consolidated user's memories",
-                                    ["when"], buckets=(0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1)),
-        "REPLICA_FALLBACKS": Counter("eros_recall_replica_fallbacks",
-                                     "Recalls that read the primary although a read replica "
-                                     "is configured (lag, down, conflict)", ["reason"]),
-        "RECALL_LATENCY": Histogram("eros_recall_latency_seconds",
-                                    "Recall latency (database search and ranking) by plan",
-                                    ["plan", "strategy"], buckets=RECALL_BUCKETS),
-    }
+    return Registry(
+        CLAIMED=Counter("eros_claimed_sessions", "Sessions claimed by claim ticks"),
+        CLAIM_TICKS=Counter("eros_claim_ticks", "Claim ticks run", ["result"]),
+        CLAIM_BATCH=Histogram("eros_claimed_per_tick", "Sessions claimed per tick",
+                              buckets=(0, 1, 5, 10, 25, 50, 100, 250, 500, 1000)),
+        OUTCOMES=Counter("eros_classify_outcomes", "Classification attempts by outcome",
+                         ["outcome"]),
+        RETRIES=Counter("eros_retries", "Transient failures retried", ["provider"]),
+        DEAD_LETTERS=Counter("eros_dead_letters", "Sessions dead-lettered"),
+        THROTTLED=Counter("eros_throttled", "Tasks rescheduled by a global provider limit",
+                          ["resource"]),
+        LLM_LATENCY=Histogram("eros_llm_latency_seconds", "LLM call latency",
+                              buckets=LATENCY_BUCKETS),
+        EMBED_LATENCY=Histogram("eros_embedding_latency_seconds", "Embedding call latency",
+                                buckets=LATENCY_BUCKETS),
+        TOKENS=Counter("eros_tokens", "Tokens used", ["kind"]),
+        COST=Counter("eros_cost_usd", "Estimated provider cost in US dollars"),
+        MEMORIES=Counter("eros_memories_written", "Memories written"),
+        SENSITIVE=Counter("eros_sensitive_memories_written",
+                          "Memories written with a special-category label, by label",
+                          ["label"]),
+        WITHHELD=Counter("eros_sensitive_withheld",
+                         "Candidates dropped at extraction: their label is withheld by "
+                         "the user (forget --sensitive, issue 32), by label", ["label"]),
+        GUARD_DROPPED=Counter("eros_guard_dropped",
+                              "Memories dropped by the memory guard (docs/security.md)",
+                              ["stage", "reason"]),
+        TURNS_INDEXED=Counter("eros_turns_indexed",
+                              "User turns written to the turns recall layer (issue 31), by "
+                              "what wrote them (classify, backfill) and status", ["source",
+                                                                                "status"]),
+        CONSOLIDATION_RUNS=Counter("eros_consolidation_runs",
+                                   "Consolidation passes by outcome", ["outcome"]),
+        CONSOLIDATED=Counter("eros_consolidated_memories", "Memories merged or superseded",
+                             ["action"]),
+        ERASURES=Counter("eros_erasures", "Erasures done (engine.erasure_log)", ["scope"]),
+        ERASURES_FAILED=Counter("eros_erasures_failed",
+                                "Erasures that failed for good (status 'failed' in"
+                                " engine.erasure_log)", ["scope"]),
+        TASKS_REJECTED=Counter("eros_tasks_rejected",
+                               "Task messages refused for their arguments (dead-lettered in"
+                               " engine.rejected_tasks)", ["task"]),
+        RELABEL_UNREADABLE=Counter("eros_relabel_unreadable",
+                                   "Memories the model labeller left unlabelled: their"
+                                   " entry in its reply could not be read (issue 32)"),
+        RETENTION_DELETED=Counter("eros_retention_deleted",
+                                  "Rows deleted by the retention task", ["table"]),
+        NEAR_DUP_SHARE=Histogram("eros_near_duplicate_share",
+                                 "Near-duplicate share of a consolidated user's memories",
+                                 ["when"], buckets=(0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1)),
+        REPLICA_FALLBACKS=Counter("eros_recall_replica_fallbacks",
+                                  "Recalls that read the primary although a read replica "
+                                  "is configured (lag, down, conflict)", ["reason"]),
+        RECALL_LATENCY=Histogram("eros_recall_latency_seconds",
+                                 "Recall latency (database search and ranking) by plan",
+                                 ["plan", "strategy"], buckets=RECALL_BUCKETS),
+    )
 
 
 def all_metrics() -> list[Any]:
     """Every metric object this module exports (building them if needed)."""
-    return list(_metrics().values())
-
-
-def __getattr__(name: str) -> Any:
-    """``metrics.CLAIMED`` and friends, built on first access (PEP 562)."""
-    if name.isupper():
-        try:
-            return _metrics()[name]
-        except KeyError:
-            pass
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    built = registry()
+    return [getattr(built, name) for name in built.__dataclass_fields__]
 
 
 def record_outcome(outcome: str, *, memories: int = 0, prompt_tokens: int = 0,
                    completion_tokens: int = 0, embedding_tokens: int = 0,
                    cost: float = 0.0) -> None:
-    m = _metrics()
-    m["OUTCOMES"].labels(outcome).inc()
+    m = registry()
+    m.OUTCOMES.labels(outcome).inc()
     if memories:
-        m["MEMORIES"].inc(memories)
+        m.MEMORIES.inc(memories)
     for kind, value in (("prompt", prompt_tokens), ("completion", completion_tokens),
                         ("embedding", embedding_tokens)):
         if value:
-            m["TOKENS"].labels(kind).inc(value)
+            m.TOKENS.labels(kind).inc(value)
     if cost:
-        m["COST"].inc(cost)
+        m.COST.inc(cost)
 
 
 def record_spend(*, embedding_tokens: int = 0, prompt_tokens: int = 0,
                  completion_tokens: int = 0, cost: float = 0.0) -> None:
     """Provider spend outside a classification (the guard's training, the model relabel):
     tokens and cost only."""
-    m = _metrics()
+    m = registry()
     for kind, value in (("prompt", prompt_tokens), ("completion", completion_tokens),
                         ("embedding", embedding_tokens)):
         if value:
-            m["TOKENS"].labels(kind).inc(value)
+            m.TOKENS.labels(kind).inc(value)
     if cost:
-        m["COST"].inc(cost)
+        m.COST.inc(cost)
 
 
 def record_relabel_unreadable(count: int) -> None:
     """Memories the model labeller could not read a label for (never their text)."""
     if count:
-        _metrics()["RELABEL_UNREADABLE"].inc(count)
+        registry().RELABEL_UNREADABLE.inc(count)
 
 
 def record_sensitive(labels: dict[str, int]) -> None:
     """Count memories written with a special-category label, by label (never their text)."""
     for label, count in labels.items():
         if count:
-            _metrics()["SENSITIVE"].labels(label).inc(count)
+            registry().SENSITIVE.labels(label).inc(count)
 
 
 def record_withheld(labels: dict[str, int]) -> None:
     """Count candidates dropped because the user withheld their label (never their text)."""
     for label, count in labels.items():
         if count:
-            _metrics()["WITHHELD"].labels(label).inc(count)
+            registry().WITHHELD.labels(label).inc(count)
 
 
 def record_guard_drops(stage: str, reasons: dict[str, int]) -> None:
     """Count the guard's drops by stage (``extract``/``consolidate``) and reason code."""
     for reason, count in reasons.items():
         if count:
-            _metrics()["GUARD_DROPPED"].labels(stage, reason).inc(count)
+            registry().GUARD_DROPPED.labels(stage, reason).inc(count)
 
 
 def record_turns_indexed(source: str, statuses: dict[str, int]) -> None:
     """Count turn rows written (a re-run's re-indexed turns count again), by status."""
     for status, count in statuses.items():
         if count:
-            _metrics()["TURNS_INDEXED"].labels(source, status).inc(count)
+            registry().TURNS_INDEXED.labels(source, status).inc(count)
 
 
 def record_replica_fallback(reason: str) -> None:
     """A recall read the primary instead of DATABASE_REPLICA_URL, and why."""
-    _metrics()["REPLICA_FALLBACKS"].labels(reason).inc()
+    registry().REPLICA_FALLBACKS.labels(reason).inc()
 
 
 def record_recall(plan: str, strategy: str, seconds: float) -> None:
     """One recall's latency, labelled by the search plan and the ranking strategy."""
-    _metrics()["RECALL_LATENCY"].labels(plan, strategy).observe(seconds)
+    registry().RECALL_LATENCY.labels(plan, strategy).observe(seconds)
 
 
 def record_erasure(scope: str, *, failed: bool = False) -> None:
     """Count an erasure that ended (``eros_erasures_total`` / ``eros_erasures_failed_total``)."""
-    _metrics()["ERASURES_FAILED" if failed else "ERASURES"].labels(scope).inc()
+    (registry().ERASURES_FAILED if failed else registry().ERASURES).labels(scope).inc()
 
 
 def record_retention(deleted: dict[str, int]) -> None:
     """Count what a retention pass deleted, by table."""
     for table, count in deleted.items():
         if count:
-            _metrics()["RETENTION_DELETED"].labels(table).inc(count)
-
-
-class DatabaseGauges:
-    """Backlog, oldest idle age, in flight and dead letters, read at scrape time."""
-
-    def __init__(self, engine: Any, settings: Any) -> None:
-        self._engine = engine
-        self._settings = settings
-
-    def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import GaugeMetricFamily
-
-        from eros.db.queries import backlog_snapshot
-
-        try:
-            with self._engine.connect() as conn:
-                snap = backlog_snapshot(conn, idle_secs=self._settings.dreaming_idle_secs,
-                                        stale_secs=self._settings.dreaming_claim_stale_secs)
-        except Exception as err:  # a scrape must not crash the worker
-            log.warning("metrics: database gauges unavailable: %s", type(err).__name__)
-            return
-        yield GaugeMetricFamily("eros_backlog_sessions", "Idle sessions waiting to be claimed",
-                                value=snap.eligible)
-        yield GaugeMetricFamily("eros_backlog_oldest_age_seconds",
-                                "Seconds since the oldest eligible session went idle",
-                                value=snap.oldest_idle_secs)
-        yield GaugeMetricFamily("eros_in_flight_sessions", "Claimed sessions not yet finished",
-                                value=snap.in_flight)
-        yield GaugeMetricFamily("eros_dead_lettered_sessions", "Sessions in the dead letter",
-                                value=snap.dead_letters)
-        yield from _guard_gauges(self._engine, self._settings)
-
-
-def _guard_gauges(engine: Any, settings: Any) -> Iterator[Any]:
-    """``eros_guard_meaning_layer{state}``: 1 for the meaning layer's state, 0 for the others
-    (issue 30), and ``eros_guard_unscreened_memories``: what waits for its model."""
-    from prometheus_client.core import GaugeMetricFamily
-
-    from eros.db.guard_sql import count_unscreened
-    from eros.ops.guard_layer import STATES, embedder_name, resolve
-
-    try:
-        with engine.connect() as conn:
-            state, _, _ = resolve(settings, conn, embedder_name(settings))
-            unscreened = count_unscreened(conn)
-    except Exception as err:  # a scrape must not crash the worker
-        log.warning("metrics: guard gauges unavailable: %s", type(err).__name__)
-        return
-    family = GaugeMetricFamily("eros_guard_meaning_layer",
-                               "The memory guard's meaning layer: 1 for its state",
-                               labels=["state"])
-    for name in STATES:
-        family.add_metric([name], 1.0 if name == state else 0.0)
-    yield family
-    yield GaugeMetricFamily("eros_guard_unscreened_memories",
-                            "Memories waiting for the meaning layer's model (never recalled)",
-                            value=unscreened)
+            registry().RETENTION_DELETED.labels(table).inc(count)
 
 
 class BrokerGauges:
@@ -319,8 +290,9 @@ def queue_depths(settings: Any) -> dict[str, int]:
         client.close()
 
 
-def serve(port: int, engine: Any, settings: Any) -> None:
-    """Serve this host's worker metrics (all pool processes) on ``port``."""
+def serve(port: int, *collectors: Any) -> None:
+    """Serve this host's worker metrics (all pool processes) on ``port``, with ``collectors``
+    read at scrape time (the features' gauges: the ops layer knows none of them)."""
     prepare_multiprocess_dir()
     from prometheus_client import CollectorRegistry, start_http_server
     from prometheus_client.multiprocess import MultiProcessCollector
@@ -328,8 +300,8 @@ def serve(port: int, engine: Any, settings: Any) -> None:
     registry = CollectorRegistry()
     if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
-    registry.register(DatabaseGauges(engine, settings))  # type: ignore[arg-type]
-    registry.register(BrokerGauges(settings))  # type: ignore[arg-type]
+    for collector in collectors:
+        registry.register(collector)
     start_http_server(port, registry=registry)
     log.info("metrics on :%d/metrics", port)
 

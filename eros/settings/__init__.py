@@ -15,10 +15,10 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from eros.core.prompts import DEFAULT_VERSION, PROMPT_VERSIONS
+from eros.consolidation.settings import ConsolidationSettings
 from eros.errors import ConfigError
-from eros.settings.consolidation import ConsolidationSettings
-from eros.settings.recall import RecallSettings
+from eros.prompts import DEFAULT_VERSION, PROMPT_VERSIONS
+from eros.recall.settings import RecallSettings
 
 Providers = Literal["auto", "live", "offline"]
 _CHANNEL = re.compile(r"[a-z0-9_.-]{1,64}")
@@ -245,7 +245,7 @@ class Settings(RecallSettings, ConsolidationSettings):
     def _patterns_load(cls, value: Path | None) -> Path | None:
         """Every extra pattern file must parse and compile now, not at the first session."""
         if value is not None:
-            from eros.core.guard import PatternError, build_guard, extra_sources
+            from eros.guard.core.guard import PatternError, build_guard, extra_sources
 
             try:
                 build_guard(extra_sources(value))

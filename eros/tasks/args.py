@@ -31,7 +31,6 @@ from pydantic import (
     ValidationError,
 )
 
-from eros.core.fusion import RecallStrategy
 from eros.core.names import (
     ALLOW_SENSITIVE_TASK,
     CLAIM_TASK,
@@ -48,9 +47,10 @@ from eros.core.names import (
     RELABEL_TASK,
     RETENTION_TASK,
     SCREEN_UNSCREENED_TASK,
+    RecallStrategy,
+    Scope,
 )
 from eros.core.sensitivity import SENSITIVITY_LABELS
-from eros.db.recall_sql import Scope
 
 
 def _parse_uuid(value: str) -> str:

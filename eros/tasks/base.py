@@ -27,31 +27,28 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+from collections.abc import Callable
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from eros.core.consolidation_reply import load_consolidation_prompt
 from eros.core.green import green_process
-from eros.core.prompts import load_prompt
-from eros.core.retry import RetryPolicy, compute_backoff, is_transient_sqlstate
-from eros.db import rejected_sql
+from eros.core.retry import RetryPolicy, compute_backoff, is_transient_sqlstate, sqlstate
 from eros.db.engine import get_engine
 from eros.errors import TransientError
+from eros.memory.db import rejected_sql
 from eros.ops import metrics
 from eros.providers import ChatCompleter, Embedder, make_providers
-from eros.providers.ratelimit import make_limiter
-from eros.services.classify import Pipeline
-from eros.services.consolidate import Consolidator
 from eros.settings import Settings
 from eros.tasks.args import InvalidArguments, validate
 from eros.tasks.broker import broker_countdown
 
 log = logging.getLogger("eros.worker")
+T = TypeVar("T")
 
 
 class Resources:
@@ -59,6 +56,7 @@ class Resources:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self._shared: dict[Callable[[Resources], Any], Any] = {}
 
     @property
     def engine(self) -> Engine:
@@ -72,23 +70,14 @@ class Resources:
     def embedder(self) -> Embedder:
         return self.providers[1]
 
-    @cached_property
-    def pipeline(self) -> Pipeline:
-        """Classification: extraction model, embedder, prompt and the global limits."""
-        llm, embedder = self.providers
-        return Pipeline(self.settings, self.engine, llm, embedder,
-                        load_prompt(self.settings.dreaming_prompt_file,
-                                    self.settings.dreaming_prompt_version),
-                        make_limiter(self.settings))
-
-    @cached_property
-    def consolidator(self) -> Consolidator:
-        """Consolidation: its own model (CONSOLIDATION_MODEL), the same embedder."""
-        llm_settings = self.settings.model_copy(
-            update={"dreaming_model": self.settings.consolidation_model_name})
-        llm, _ = make_providers(llm_settings)
-        return Consolidator(self.settings, self.engine, llm, self.embedder,
-                            load_consolidation_prompt())
+    def shared(self, factory: Callable[[Resources], T]) -> T:
+        """``factory(self)``, built once in this process: a task family's use case (the
+        classify pipeline, the consolidator), named by the family's own module so that this
+        base class knows none of them."""
+        found = self._shared.get(factory)
+        if found is None:
+            found = self._shared[factory] = factory(self)
+        return cast(T, found)
 
 
 _resources: dict[int, Resources] = {}
@@ -166,7 +155,7 @@ class ErosTask(Task):  # type: ignore[misc]
         (``engine.rejected_tasks``) and answered with the error, never retried."""
         task_id = getattr(self.request, "id", None)
         log.error("%s: message %s refused, invalid arguments: %s", self.name, task_id, error)
-        metrics.TASKS_REJECTED.labels(self.name).inc()
+        metrics.registry().TASKS_REJECTED.labels(self.name).inc()
         try:
             with self.resources.engine.begin() as conn:
                 rejected_sql.record(conn, self.name, task_id, error)
@@ -215,11 +204,6 @@ class ErosTask(Task):  # type: ignore[misc]
         exc = TransientError(f"database error: {describe_database_error(err)}",
                              provider="database")
         raise self.retry(args=args, kwargs=kwargs, countdown=countdown, exc=exc)
-
-
-def sqlstate(err: DBAPIError) -> str | None:
-    """The server's SQLSTATE of a failed statement, if the server answered at all."""
-    return getattr(getattr(err, "orig", None), "sqlstate", None)
 
 
 def is_database_transient(err: DBAPIError) -> bool:

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, text
 
-from eros.core.guard import compact, normalise
-from eros.core.render import Labels, get_labels, render_memories
-from eros.db import repo
-from eros.services.classify import Pipeline, classify, start_attempt
-from eros.services.consolidate import Consolidator, consolidate
+from eros.consolidation.services.consolidate import Consolidator, consolidate
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.guard.core.guard import compact, normalise
+from eros.memory.db import repo
+from eros.recall.core.render import Labels, get_labels, render_memories
 from testkit.data import add_session
 from testkit.redteam.corpus import Case
 

@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from bench import classify_cpu_bench
-from eros.db import repo
 from eros.db.engine import make_engine
-from eros.services.classify import classify, start_attempt
+from eros.dreaming.services.classify import classify, start_attempt
+from eros.memory.db import repo
 from testkit.fakes import FakeLLMServer, FakeVoyageServer
 
 pytestmark = pytest.mark.bench

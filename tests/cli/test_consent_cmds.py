@@ -8,7 +8,7 @@ import uuid
 
 from sqlalchemy import Engine, text
 
-from eros.db import consent_sql
+from eros.privacy.db import consent_sql
 from testkit.data import add_session
 from testkit.fakes import FakeLLMServer, Reply
 from tests.cli.conftest import Cli

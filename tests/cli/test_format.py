@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from eros.cli import main
 from eros.cli._common import clip, table, width
-from eros.core.session_file import BadLine, SessionIn, iter_sessions
-from eros.services.ingest import corpus_lines
+from eros.dreaming.core.session_file import BadLine, SessionIn, iter_sessions
+from eros.dreaming.services.ingest import corpus_lines
 
 LINE = {"session_id": str(uuid.uuid4()), "user_id": str(uuid.uuid4()), "instance_id": None,
         "messages": [{"role": "user", "content": "hi", "sent_at": "2026-01-01T10:00:00+08:00"}]}

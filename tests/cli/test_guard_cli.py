@@ -112,7 +112,7 @@ def test_rescreen_takes_turns_the_rules_reject_out_of_the_index_and_restores_a_t
     """Issue 31 item 4: the indexed turns are re-judged as classify judges a turn (the meaning
     layer off here: the rules decide, see above); --restore-turn makes a quarantined turn
     recallable again."""
-    from eros.db import turns_sql
+    from eros.recall.db import turns_sql
     from testkit.data import add_session
 
     user = uuid.uuid4()

@@ -141,7 +141,7 @@ def test_recall_fused_shows_memories_and_the_users_own_turns(cli: Cli, engine: E
     each saying what it is; the rendered section quotes the turn, dated."""
     from sqlalchemy import text
 
-    from eros.db import turns_sql
+    from eros.recall.db import turns_sql
 
     user, _ = _seed(engine)
     said = "my sister Ana moved to Berlin last month"
@@ -176,7 +176,7 @@ def test_recall_fused_no_sensitive_leaves_out_turns_a_labelled_memory_cites(
     returned with the inherited label."""
     from sqlalchemy import text
 
-    from eros.db import turns_sql
+    from eros.recall.db import turns_sql
 
     user = uuid.uuid4()
     said = ["some days I want to hurt myself", "I like jazz a lot"]

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, text
 
-from eros.db import turns_sql
 from eros.providers.offline.hashing import hash_embedding
+from eros.recall.db import turns_sql
 from testkit.data import add_session
 from testkit.fakes import FakeLLMServer, FakeVoyageServer
 from testkit.workers import BeatProcess, WorkerProcess, worker_env

@@ -27,10 +27,10 @@ import pytest
 from celery import Celery
 from sqlalchemy import Connection, Engine, text
 
-from eros.db import turns_sql
-from eros.db.consolidation_sql import LOCK_KEY, LOCK_NAMESPACE
-from eros.db.erasure_sql import list_erasures
-from eros.services.forget import forget_user
+from eros.memory.db.user_lock import LOCK_KEY, LOCK_NAMESPACE
+from eros.privacy.db.erasure_sql import list_erasures
+from eros.privacy.services.forget import forget_user
+from eros.recall.db import turns_sql
 from testkit.data import add_session, mem_line
 from testkit.workers import WorkerProcess, wait_until
 from tests.e2e.conftest import Starter

@@ -108,7 +108,7 @@ def test_a_relabel_tasks_erasure_purges_the_users_stored_recall_results(
         engine: Engine, start_worker: Starter, redis_url: str) -> None:
     """``eros.relabel_sensitivity`` erases a row it labels with a label its user withheld (as
     ``forget --sensitive`` would): the recall result that returned that row goes with it."""
-    from eros.db import consent_sql
+    from eros.privacy.db import consent_sql
 
     seeded = _user(engine)
     with engine.begin() as conn:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.guard_meaning import load_bank
-from eros.services.guard_training import BANK_BATCH
+from eros.guard.core.guard_meaning import load_bank
+from eros.guard.services.guard_training import BANK_BATCH
 from testkit.data import add_session, mem_line
 from testkit.fakes import FakeLLMServer, FakeVoyageServer
 from testkit.workers import BeatProcess, WorkerProcess, wait_until

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from eros.core.guard_meaning import load_bank
-from eros.services.guard_training import BANK_BATCH
+from eros.guard.core.guard_meaning import load_bank
+from eros.guard.services.guard_training import BANK_BATCH
 from testkit.data import add_session, mem_line
 from testkit.fakes import FakeLLMServer, FakeVoyageServer
 from testkit.services import ROOT, TemplateDatabases

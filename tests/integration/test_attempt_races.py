@@ -14,8 +14,8 @@ import uuid
 
 from sqlalchemy import Connection, Engine, text
 
-from eros.db import repo
-from eros.db.repo import Attempt, Outcome
+from eros.memory.core.claims import Attempt, Outcome
+from eros.memory.db import repo
 from testkit.data import add_session
 from tests.integration.test_turn_races import TURN, _pid, _session, _wait_until
 

@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.db import repo
-from eros.services.classify import Pipeline, classify, start_attempt
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.memory.db import repo
 from eros.settings import Settings, load_settings
 from testkit.data import add_session, bulk_idle_sessions
 from testkit.fakes import FakeLLMServer

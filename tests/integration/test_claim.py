@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from sqlalchemy import Engine, text
 
-from eros.db import repo
+from eros.memory.db import repo
 from testkit.data import add_session, bulk_idle_sessions
 
 

@@ -6,7 +6,7 @@ import threading
 
 from sqlalchemy import Engine
 
-from eros.db import repo
+from eros.memory.db import repo
 from testkit.data import bulk_idle_sessions
 from tests.integration.test_turn_races import _in_thread, _wait_until
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine, text
 
+from eros.dreaming.services.classify import Pipeline
 from eros.errors import PermanentError, TransientError
-from eros.services.classify import Pipeline
 from eros.settings import Settings
 from testkit.data import add_session, mem_line
 from testkit.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
@@ -202,7 +202,7 @@ def test_oversized_transcript_is_trimmed_to_the_newest_turns(pipeline: Pipeline,
 
 
 def test_cost_is_recorded_per_attempt_and_aggregated_by_the_views(pipeline: Pipeline) -> None:
-    from eros.db import queries
+    from eros.memory.db import queries
 
     with pipeline.engine.begin() as conn:
         first = add_session(conn, [mem_line("fact", 0.5, "Has two cats")])

@@ -17,15 +17,15 @@ import pytest
 from sqlalchemy import Engine, event, text
 from sqlalchemy.exc import DBAPIError
 
-from eros.core.prompts import load_prompt
 from eros.db import engine as engine_module
-from eros.db import repo
 from eros.db.engine import make_engine
-from eros.db.write_sql import Float4Array
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.guard.services.guard_model import meaning_layer
+from eros.memory.db import repo
+from eros.memory.db.write_sql import Float4Array
+from eros.prompts import load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
-from eros.services.classify import Pipeline, classify, start_attempt
-from eros.services.guard_model import meaning_layer
 from eros.settings import Settings
 from eros.tasks.base import is_database_transient
 from testkit.data import add_session, mem_line

@@ -14,14 +14,15 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, Engine, text
 
-from eros.core.prompts import load_prompt
-from eros.db import consent_sql, repo
+from eros.dreaming.services.classify import Pipeline, Report, classify, start_attempt
+from eros.guard.services.guard_model import forget_models
+from eros.memory.db import repo
+from eros.privacy.db import consent_sql
+from eros.privacy.services.forget import forget_memory, forget_message
+from eros.prompts import load_prompt
 from eros.providers.llm import OpenRouterChat
 from eros.providers.offline.e5 import E5Embedder
-from eros.services.classify import Pipeline, Report, classify, start_attempt
-from eros.services.forget import forget_memory, forget_message
-from eros.services.guard_model import forget_models
-from eros.services.recall import recall
+from eros.recall.services.recall import recall
 from eros.settings import Settings
 from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.support.classify import classify_held, fake_pipeline

@@ -14,9 +14,10 @@ from typing import Any
 from prometheus_client import REGISTRY
 from sqlalchemy import Engine, text
 
-from eros.db import consent_sql, erasure_sql, repo
-from eros.services import consent, forget
-from eros.services.classify import Pipeline, classify, start_attempt
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.memory.db import repo
+from eros.privacy.db import consent_sql, erasure_sql
+from eros.privacy.services import consent, forget
 from eros.settings import Settings
 from testkit.data import add_session
 from testkit.fakes import FakeLLMServer, Reply

@@ -15,15 +15,16 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event, text
 
-from eros.core.consolidation import near_dup_share
-from eros.db import consolidation_sql as sql
-from eros.db import consolidation_state_sql as state_sql
-from eros.db import lineage_sql
+from eros.consolidation.core.consolidation import near_dup_share
+from eros.consolidation.db import consolidation_sql as sql
+from eros.consolidation.db import consolidation_state_sql as state_sql
+from eros.consolidation.db import consolidation_write_sql as write_sql
+from eros.consolidation.db import lineage_sql
+from eros.consolidation.services.consolidate import Consolidator, consolidate, start_pass
+from eros.consolidation.services.consolidation_finder import find_and_claim
 from eros.errors import TransientError
 from eros.providers.offline.heuristic import offline_consolidation_reply
 from eros.recall import recall_by_vector
-from eros.services.consolidate import Consolidator, consolidate, start_pass
-from eros.services.consolidation_finder import find_and_claim
 from testkit.fakes import FakeLLMServer, FakeVoyageServer, Fault, Reply
 from testkit.fakes.llm_server import last_user_text
 
@@ -255,7 +256,7 @@ def test_failure_inside_the_write_transaction_rolls_everything_back(
     def crash(*_: Any, **__: Any) -> None:
         raise RuntimeError("worker died mid-write")
 
-    monkeypatch.setattr(sql, "insert_history", crash)
+    monkeypatch.setattr(write_sql, "insert_history", crash)
     with pytest.raises(RuntimeError):
         consolidate(consolidator, user)
     assert rows(engine) == before

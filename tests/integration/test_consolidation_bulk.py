@@ -21,19 +21,20 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from bench.consolidation_data import load
-from eros.db import cells_sql
-from eros.db.consolidation_sql import unique_pairs
-from eros.providers.offline.hashing import hash_embedding
-from eros.providers.offline.heuristic import offline_consolidation_reply
-from eros.services import recall_cells
-from eros.services.consolidate import ConsolidationReport, Consolidator, consolidate
-from eros.services.consolidation_bulk import (
+from eros.consolidation.db.consolidation_sql import unique_pairs
+from eros.consolidation.services.consolidate import Consolidator, consolidate
+from eros.consolidation.services.consolidation_bulk import (
     bulk_due,
     bulk_neighbours,
     first_pass,
     read_chunk,
 )
-from eros.services.consolidation_read import choose_search, search_pairs
+from eros.consolidation.services.consolidation_read import choose_search, search_pairs
+from eros.consolidation.services.consolidation_report import ConsolidationReport
+from eros.providers.offline.hashing import hash_embedding
+from eros.providers.offline.heuristic import offline_consolidation_reply
+from eros.recall.db import cells_sql
+from eros.recall.services import recall_cells
 from eros.settings import Settings, load_settings
 from testkit.fakes import FakeLLMServer, FakeVoyageServer
 from testkit.fakes.llm_server import Reply, last_user_text

@@ -7,7 +7,7 @@ import uuid
 
 from sqlalchemy import Engine, text
 
-from eros.db import consolidation_sql
+from eros.consolidation.db import consolidation_write_sql
 
 
 def _colliding_users(engine: Engine) -> tuple[uuid.UUID, uuid.UUID]:
@@ -26,8 +26,8 @@ def test_users_whose_32_bit_hashes_collide_do_not_block_each_other(engine: Engin
     with engine.connect() as a, engine.connect() as b:
         a.begin()
         b.begin()
-        assert consolidation_sql.try_lock(a, first)
-        assert consolidation_sql.try_lock(b, second), "a different user was reported busy"
-        assert not consolidation_sql.try_lock(b, first)  # the same user: really busy
+        assert consolidation_write_sql.try_lock(a, first)
+        assert consolidation_write_sql.try_lock(b, second), "a different user was reported busy"
+        assert not consolidation_write_sql.try_lock(b, first)  # the same user: really busy
         a.rollback()
         b.rollback()

@@ -12,14 +12,15 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.consolidation_plan import Change
-from eros.db import consolidation_sql as sql
-from eros.db import consolidation_state_sql as state_sql
-from eros.db.recall_hnsw_sql import HnswParams, configure_hnsw
-from eros.services import recall_cells
-from eros.services.consolidate import Consolidator, consolidate
-from eros.services.consolidation_finder import find_and_claim
-from eros.services.consolidation_read import choose_search, search_pairs
+from eros.consolidation.core.consolidation_plan import Change
+from eros.consolidation.db import consolidation_sql as sql
+from eros.consolidation.db import consolidation_state_sql as state_sql
+from eros.consolidation.db import consolidation_write_sql as write_sql
+from eros.consolidation.services.consolidate import Consolidator, consolidate
+from eros.consolidation.services.consolidation_finder import find_and_claim
+from eros.consolidation.services.consolidation_read import choose_search, search_pairs
+from eros.recall.db.recall_hnsw_sql import HnswParams, configure_hnsw
+from eros.recall.services import recall_cells
 from eros.settings import load_settings
 from tests.support.memories import copy_rows, with_hnsw
 
@@ -205,7 +206,7 @@ def test_a_merged_member_leaves_the_graph_instead_of_entering_it_again(
             tx.rollback()
     assert merged * 2 < kept, (merged, kept)
     with engine.begin() as conn:  # and the pass's own statement merges them
-        assert sql.apply_changes(conn, [Change(ids[i], "merged", ids[300 + i])
+        assert write_sql.apply_changes(conn, [Change(ids[i], "merged", ids[300 + i])
                                         for i in range(300)]) == 300
     # the HNSW search of a very large user still walks the graph (its WHERE implies the
     # index's predicate), and finds no merged row

@@ -11,9 +11,9 @@ import os
 
 from voyageai.api_resources import api_requestor
 
+from eros.lifecycle import _after_fork
 from eros.providers.embeddings import VoyageEmbedder
 from eros.settings import load_settings
-from eros.tasks.lifecycle import _after_fork
 from testkit.fakes.voyage_server import FakeVoyageServer
 
 

@@ -17,12 +17,14 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-from eros.db import erasure_sql, repo
+from eros.consolidation.services.consolidate import Consolidator, consolidate
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.memory.core.claims import Attempt
+from eros.memory.db import repo
 from eros.ops import metrics
-from eros.services import erasure
-from eros.services.classify import Pipeline, classify, start_attempt
-from eros.services.consolidate import Consolidator, consolidate
-from eros.services.forget import forget_memory, forget_user, user_request
+from eros.privacy.db import erasure_sql
+from eros.privacy.services import erasure
+from eros.privacy.services.forget import forget_memory, forget_user, user_request
 from eros.settings import Settings
 from testkit.data import add_messages, add_session, ago, mem_line
 from testkit.fakes import FakeLLMServer, Reply
@@ -55,7 +57,7 @@ def _contents(engine: Engine, user: uuid.UUID) -> list[str]:
             {"u": user}).scalars())
 
 
-def _forced(pipeline: Pipeline, sid: uuid.UUID) -> repo.Attempt | None:
+def _forced(pipeline: Pipeline, sid: uuid.UUID) -> Attempt | None:
     """What ``eros classify SID --force`` and a ``force=true`` message do: claim, attempt."""
     with pipeline.engine.begin() as conn:
         claim = repo.claim_one(conn, sid, stale_secs=600, force=True)
@@ -84,7 +86,7 @@ def _runs_since_forget(engine: Engine, user: uuid.UUID) -> list[tuple[str, int]]
 
 
 def _replay_everything(pipeline: Pipeline, sid: uuid.UUID,
-                       before: repo.Attempt | None = None) -> None:
+                       before: Attempt | None = None) -> None:
     """Every replay path after a forget; none may write a memory."""
     engine = pipeline.engine
     if before is not None:  # a retry of an attempt begun before the forget
@@ -343,7 +345,7 @@ def test_a_failed_erasure_is_logged_counted_and_leaves_everything(engine: Engine
     user = uuid.uuid4()
     with engine.begin() as conn:
         add_session(conn, [("user", "hi")], user_id=user)
-    failed = metrics.ERASURES_FAILED.labels("user")
+    failed = metrics.registry().ERASURES_FAILED.labels("user")
     before = failed._value.get()
     request = user_request(user, task_id="task-9")
     out: list[Any] = []

@@ -33,14 +33,14 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, create_engine, text
 
-from eros.core.consolidation_reply import REQUEST_HEADER, load_consolidation_prompt
-from eros.core.prompts import load_prompt
-from eros.db import repo
+from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+from eros.consolidation.services.consolidate import Consolidator, consolidate
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.memory.db import repo
+from eros.privacy.services import forget, retention
+from eros.prompts import CONSOLIDATION_HEADER, load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
-from eros.services import forget, retention
-from eros.services.classify import Pipeline, classify, start_attempt
-from eros.services.consolidate import Consolidator, consolidate
 from eros.settings import Settings, load_settings
 from testkit.data import add_messages, add_session, ago, mem_line
 from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
@@ -63,7 +63,7 @@ def _responder(request: dict[str, Any]) -> Reply:
     """Extraction: every MEM line a relationship memory, labelled ``health`` when it speaks of
     depression. Consolidation: the one cluster's two members rewritten as CANONICAL."""
     said = last_user_text(request)
-    if said.startswith(REQUEST_HEADER):
+    if said.startswith(CONSOLIDATION_HEADER):
         return Reply(json.dumps({"clusters": [{
             "cluster": 1, "canonical": {"content": CANONICAL, "category": "fact",
                                         "importance": 0.8},

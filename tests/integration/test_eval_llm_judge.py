@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from eros.core.evaluation.suite import Question, References
+from eros.evaluation.core.suite import Question, References
+from eros.evaluation.services.judges import LLMJudge
 from eros.providers.llm import OpenRouterChat
-from eros.services.evaluation.judges import LLMJudge
 from eros.settings import load_settings
 from testkit.fakes import FakeLLMServer
 from testkit.fakes.llm_server import Reply, last_user_text

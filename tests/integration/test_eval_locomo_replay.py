@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from eros.core.evaluation.exact import BUDGETS, KS
-from eros.core.evaluation.formats import convert
-from eros.core.evaluation.scoring import BASELINE, render_table
-from eros.core.evaluation.suite import Suite
-from eros.db import replay_sql
+from eros.evaluation.core.exact import BUDGETS, KS
+from eros.evaluation.core.formats import convert
+from eros.evaluation.core.scoring import BASELINE, render_table
+from eros.evaluation.core.suite import Suite
+from eros.evaluation.db import replay_sql
+from eros.evaluation.services.ids import as_uuid
+from eros.evaluation.services.judges import DEFAULT_FLOORS, EmbeddingJudge
+from eros.evaluation.services.observations import ObservationReplay
+from eros.evaluation.services.run import EvalResult, evaluate
 from eros.providers import make_providers
-from eros.services.evaluation.ids import as_uuid
-from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge
-from eros.services.evaluation.observations import ObservationReplay
-from eros.services.evaluation.run import EvalResult, evaluate
 from eros.settings import load_settings
 
 

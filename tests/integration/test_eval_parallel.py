@@ -16,14 +16,14 @@ from pathlib import Path
 
 from sqlalchemy import create_engine
 
-from eros.core.evaluation.formats import convert
-from eros.core.evaluation.scoring import Scored
+from eros.evaluation.core.formats import convert
+from eros.evaluation.core.scoring import Scored
+from eros.evaluation.services.observations import ObservationReplay
+from eros.evaluation.services.parallel import Workers
+from eros.evaluation.services.replay import replay
+from eros.evaluation.services.run import ask
+from eros.evaluation.services.setup import WorkerSetup, cached, make_judge
 from eros.providers import make_providers
-from eros.services.evaluation.observations import ObservationReplay
-from eros.services.evaluation.parallel import Workers
-from eros.services.evaluation.replay import replay
-from eros.services.evaluation.run import ask
-from eros.services.evaluation.setup import WorkerSetup, cached, make_judge
 from eros.settings import load_settings
 from testkit.services import TemplateDatabases
 from tests.integration.test_eval_locomo_replay import SAMPLE

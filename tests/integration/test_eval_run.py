@@ -8,13 +8,13 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import Engine
 
-from eros.core.evaluation.scoring import BASELINE, render_table
-from eros.core.evaluation.suite import shipped_suite
-from eros.db.eval_cache import VectorCache
+from eros.evaluation.core.scoring import BASELINE, render_table
+from eros.evaluation.core.suite import shipped_suite
+from eros.evaluation.db.eval_cache import VectorCache
+from eros.evaluation.services.cached_embedder import CachedEmbedder
+from eros.evaluation.services.judges import DEFAULT_FLOORS, EmbeddingJudge
+from eros.evaluation.services.run import EvalResult, evaluate
 from eros.providers import make_providers
-from eros.services.evaluation.cached_embedder import CachedEmbedder
-from eros.services.evaluation.judges import DEFAULT_FLOORS, EmbeddingJudge
-from eros.services.evaluation.run import EvalResult, evaluate
 from eros.settings import load_settings
 
 

@@ -7,7 +7,7 @@ import uuid
 
 from sqlalchemy import Engine, text
 
-from eros.db import export_sql
+from eros.privacy.db import export_sql
 
 
 def test_memories_stream_from_a_server_side_cursor(engine: Engine) -> None:

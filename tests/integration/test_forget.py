@@ -15,17 +15,16 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.db import cells_sql, forget_sql, repo
+from eros.consolidation.services.consolidate import Consolidator, consolidate, start_pass
+from eros.consolidation.services.consolidation_report import ConsolidationReport
+from eros.dreaming.services.classify import Pipeline, Report, classify, start_attempt
+from eros.memory.core.claims import Attempt
+from eros.memory.db import repo
+from eros.privacy.db import forget_sql
+from eros.privacy.services.forget import forget_memory, forget_user
 from eros.recall import recall_by_vector
-from eros.services import recall_cells
-from eros.services.classify import Pipeline, Report, classify, start_attempt
-from eros.services.consolidate import (
-    ConsolidationReport,
-    Consolidator,
-    consolidate,
-    start_pass,
-)
-from eros.services.forget import forget_memory, forget_user
+from eros.recall.db import cells_sql
+from eros.recall.services import recall_cells
 from eros.settings import Settings
 from testkit.data import add_messages, add_session, ago, mem_line
 from testkit.fakes import FakeLLMServer, Reply
@@ -51,7 +50,7 @@ def c(settings: Any, engine: Engine) -> Consolidator:
     return fake_consolidator(settings, engine)
 
 
-def _claim(pipeline: Pipeline, sid: uuid.UUID) -> repo.Attempt:
+def _claim(pipeline: Pipeline, sid: uuid.UUID) -> Attempt:
     with pipeline.engine.begin() as conn:
         claim = repo.claim_one(conn, sid, stale_secs=600)
     assert claim is not None

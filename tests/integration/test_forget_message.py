@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.services.classify import Pipeline
-from eros.services.consolidate import consolidate
-from eros.services.forget import forget_message
+from eros.consolidation.services.consolidate import consolidate
+from eros.dreaming.services.classify import Pipeline
+from eros.privacy.services.forget import forget_message
 from eros.settings import Settings
 from testkit.data import add_session, mem_line
 from testkit.fakes import FakeLLMServer, Reply

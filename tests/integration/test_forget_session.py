@@ -15,9 +15,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from eros.db import erasure_sql, repo
-from eros.services.classify import classify, start_attempt
-from eros.services.forget import forget_session
+from eros.dreaming.services.classify import classify, start_attempt
+from eros.memory.db import repo
+from eros.privacy.db import erasure_sql
+from eros.privacy.services.forget import forget_session
 from eros.settings import Settings
 from testkit.data import add_session, mem_line
 from tests.support.classify import fake_pipeline

@@ -14,15 +14,15 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.core.guard_meaning import MeaningModel
-from eros.core.prompts import load_prompt
+from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+from eros.consolidation.services.consolidate import Consolidator, consolidate
+from eros.dreaming.services.classify import Pipeline, Report
+from eros.guard.core.guard_meaning import MeaningModel
+from eros.guard.services import guard_llm
+from eros.guard.services.guard_model import forget_models
+from eros.prompts import load_prompt
 from eros.providers.llm import OpenRouterChat
 from eros.providers.offline import OfflineEmbedder
-from eros.services import guard_llm
-from eros.services.classify import Pipeline, Report
-from eros.services.consolidate import Consolidator, consolidate
-from eros.services.guard_model import forget_models
 from eros.settings import Settings
 from testkit.data import add_session
 from testkit.fakes import FakeLLMServer, Reply

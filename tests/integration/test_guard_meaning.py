@@ -13,17 +13,17 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.guard import load_guard
-from eros.core.guard_meaning import MeaningModel, load_bank
-from eros.core.prompts import load_prompt
-from eros.db import guard_sql
+from eros.dreaming.services.classify import Pipeline, Report
+from eros.guard.core.guard import load_guard
+from eros.guard.core.guard_meaning import MeaningModel, load_bank
+from eros.guard.db import guard_sql
+from eros.guard.services.guard_model import forget_models, meaning_layer, screen_texts
+from eros.guard.services.guard_training import ensure_model
+from eros.prompts import load_prompt
 from eros.providers.base import Embeddings, InputType
 from eros.providers.llm import OpenRouterChat
 from eros.providers.offline import OfflineEmbedder
 from eros.providers.offline.e5 import E5Embedder
-from eros.services.classify import Pipeline, Report
-from eros.services.guard_model import forget_models, meaning_layer, screen_texts
-from eros.services.guard_training import ensure_model
 from eros.settings import Settings
 from testkit.data import add_session
 from testkit.fakes import FakeLLMServer, Reply
@@ -188,7 +188,7 @@ def test_second_opinion_off_by_default_and_meaning_drop_counted_on_screen(
 
 def test_a_quarantined_memory_is_never_recalled_even_with_history(
         engine: Engine, provider_settings: Callable[..., Settings]) -> None:
-    from eros.services.recall import recall
+    from eros.recall.services.recall import recall
 
     settings = _settings(provider_settings, recall_strategy="decay")
     embedder = OfflineEmbedder(512)

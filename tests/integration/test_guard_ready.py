@@ -14,19 +14,20 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.guard import load_guard
-from eros.core.guard_meaning import load_bank
-from eros.core.prompts import load_prompt
-from eros.db import guard_sql, repo
-from eros.ops.guard_layer import layer_report, resolve
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.dreaming.services.guard_unscreened import settle_unscreened
+from eros.guard.core.guard import load_guard
+from eros.guard.core.guard_meaning import load_bank
+from eros.guard.db import guard_sql
+from eros.guard.services.guard_layer import layer_report, resolve
+from eros.guard.services.guard_model import forget_models, meaning_layer
+from eros.guard.services.guard_training import BANK_BATCH, ensure_model
+from eros.memory.db import repo
+from eros.prompts import load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.providers.offline.e5 import E5Embedder
-from eros.services.classify import Pipeline, classify, start_attempt
-from eros.services.guard_model import forget_models, meaning_layer
-from eros.services.guard_training import BANK_BATCH, ensure_model
-from eros.services.guard_unscreened import settle_unscreened
-from eros.services.recall import recall
+from eros.recall.services.recall import recall
 from eros.settings import Settings, load_settings
 from testkit.data import add_session
 from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply

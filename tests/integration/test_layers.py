@@ -9,8 +9,8 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.prompts import load_prompt
-from eros.services.classify import Pipeline
+from eros.dreaming.services.classify import Pipeline
+from eros.prompts import load_prompt
 from eros.settings import Settings
 from testkit.data import add_session
 from testkit.fakes import FakeLLMServer, Reply

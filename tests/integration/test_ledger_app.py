@@ -14,11 +14,11 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from starlette.testclient import TestClient
 
-from eros.db.consolidation_sql import LOCK_NAMESPACE
-from eros.db.forget_sql import LOCK_USER
 from eros.ledger.app import create_app
 from eros.ledger.security import CSP, SESSION_COOKIE, Keys
 from eros.ledger.web import Context
+from eros.memory.db.user_lock import LOCK_NAMESPACE
+from eros.privacy.db.forget_sql import LOCK_USER
 from eros.providers import make_providers
 from eros.settings import Settings, load_settings
 from testkit.services import TemplateDatabases

@@ -10,12 +10,12 @@ import pytest
 import redis
 from sqlalchemy import Engine
 
-from eros.core.prompts import load_prompt
-from eros.db import repo
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.memory.db import repo
+from eros.prompts import load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
 from eros.providers.ratelimit import Limits, RedisLimiter, Throttled
-from eros.services.classify import Pipeline, classify, start_attempt
 from eros.settings import Settings, load_settings
 from testkit.data import add_session, mem_line
 from testkit.fakes import FakeLLMServer

@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 
 from eros.db.engine import make_engine
 from eros.providers import make_embedder
-from eros.services.reembed import ReembedBusy, Reembedder
+from eros.recall.services.reembed import ReembedBusy, Reembedder
 from eros.settings import Settings, load_settings
 from testkit.fakes import FakeVoyageServer
 from testkit.topology import PgBouncer, Unavailable, pgbouncer

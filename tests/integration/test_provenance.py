@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.prompts import load_prompt
-from eros.services.classify import Pipeline
+from eros.dreaming.services.classify import Pipeline
+from eros.prompts import load_prompt
 from eros.settings import Settings
 from testkit.data import add_session, mem_line
 from testkit.fakes import FakeLLMServer, Reply

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from eros.services.consolidate import Consolidator, consolidate
+from eros.consolidation.services.consolidate import Consolidator, consolidate
 from testkit.fakes import FakeLLMServer, Reply
 
 DIM = 512

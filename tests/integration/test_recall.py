@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.db import recall_hnsw_sql, recall_sql
 from eros.errors import RecallError
 from eros.recall import RecallResult, recall, recall_by_vector, render_prompt
+from eros.recall.db import recall_hnsw_sql, recall_sql
 from eros.settings import Settings, load_settings
 from tests.support.memories import (
     QUERY,

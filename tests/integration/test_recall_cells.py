@@ -22,11 +22,11 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.cells import cell_count, spherical_kmeans
-from eros.db import cells_sql, recall_sql
 from eros.recall import RecallResult, recall_by_vector
-from eros.services import recall_cells
-from eros.services.recall_cells import REGROW_FACTOR
+from eros.recall.core.cells import cell_count, spherical_kmeans
+from eros.recall.db import cells_sql, recall_sql
+from eros.recall.services import recall_cells
+from eros.recall.services.recall_cells import REGROW_FACTOR
 from eros.settings import Settings
 from tests.integration.test_recall import CATS, NOW, cfg, contents
 from tests.support.memories import DIM, Mem, add, copy_rows, unit

@@ -8,7 +8,7 @@ import uuid
 import numpy as np
 from sqlalchemy import Engine
 
-from eros.services import recall_cells
+from eros.recall.services import recall_cells
 from tests.integration.test_recall import contents
 from tests.integration.test_recall_cells import CELLS, EXACT, ask, load, topic_vectors
 

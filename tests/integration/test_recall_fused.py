@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, Engine, text
 
-from eros.db import turns_sql
 from eros.recall import RecallResult, recall_by_vector
-from eros.services.recall import RecalledMemory, RecalledTurn
+from eros.recall.db import turns_sql
+from eros.recall.services.recall import RecalledMemory, RecalledTurn
 from eros.settings import load_settings
 from tests.support.memories import QUERY, Mem, add, at_cosine
 
@@ -122,7 +122,7 @@ def test_the_token_budget_and_k_cap_the_answer(engine: Engine, user: uuid.UUID) 
     assert sum(i.kind == "turn" for i in small.items) < 6
     assert all(m.content.startswith("short fact") for m in small.memories)
     assert len(run(engine, user, k=3).items) == 3
-    from eros.core.evaluation.exact import estimate_tokens
+    from eros.core.text import estimate_tokens
     assert estimate_tokens(small.render("en", dated=True)) <= 300
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.db import recall_sql
+from eros.recall.db import recall_sql
 from tests.integration.test_recall import CATS, NOW, _bulk, cfg, contents, run
 from tests.support.memories import QUERY, Mem, add, at_cosine, copy_rows, near_query, random_unit
 

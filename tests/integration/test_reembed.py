@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy import Engine, text
 
 from eros.providers import make_embedder
-from eros.services.recall import recall
-from eros.services.reembed import ReembedBusy, Reembedder
+from eros.recall.services.recall import recall
+from eros.recall.services.reembed import ReembedBusy, Reembedder
 from eros.settings import Settings, load_settings
 from testkit.fakes import FakeVoyageServer
 from testkit.workers import wait_until

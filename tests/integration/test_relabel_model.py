@@ -19,12 +19,12 @@ import redis
 from prometheus_client import REGISTRY
 from sqlalchemy import Engine, text
 
-from eros.db import consent_sql, erasure_sql
 from eros.errors import ConfigError, TransientError
+from eros.privacy.db import consent_sql, erasure_sql
+from eros.privacy.services import consent
 from eros.providers.llm import OpenRouterChat
 from eros.providers.offline import OfflineChat
 from eros.providers.ratelimit import make_limiter
-from eros.services import consent
 from eros.settings import Settings
 from testkit.fakes import FakeLLMServer, Fault, Reply
 

@@ -21,8 +21,8 @@ from sqlalchemy.engine import make_url
 from eros.db.engine import get_replica_engine
 from eros.db.replica_sql import replica_lag_ms
 from eros.providers import make_embedder
-from eros.services import read_route
-from eros.services.recall import recall
+from eros.recall.services import read_route
+from eros.recall.services.recall import recall
 from eros.settings import Settings, load_settings
 from testkit.services import TemplateDatabases
 from testkit.topology import Replica, replica_heartbeat, streaming_replica

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from eros.ops import metrics
-from eros.services import retention
+from eros.privacy.services import retention
 from eros.settings import load_settings
 from eros.tasks.schedule import default_schedule
 from testkit.data import add_messages, add_session, ago
@@ -74,7 +74,7 @@ def test_messages_past_the_watermark_for_n_days_are_deleted(engine: Engine,
     resumed = _classified(engine, 8, 2, later=1)
     with engine.begin() as conn:
         unread = add_session(conn, [("user", "never classified")], idle_for=ago(days=30) - ago())
-    counter = metrics.RETENTION_DELETED.labels("chat_messages")
+    counter = metrics.registry().RETENTION_DELETED.labels("chat_messages")
     before = counter._value.get()
     deleted = retention.apply(engine, settings, batch=2)  # several batches
     assert deleted == {"chat_messages": 5, "companion_memories": 0, "memory_history": 0,
@@ -175,7 +175,7 @@ def test_every_retention_path_takes_the_turn_vectors(engine: Engine, db_url: str
                           " WHERE seq = :s"), {"s": quarantined_new})
         conn.execute(text("UPDATE engine.memory_turns SET indexed_at = now() - interval"
                           " '40 days' WHERE seq = :s"), {"s": current_old})
-    counter = metrics.RETENTION_DELETED.labels("memory_turns")
+    counter = metrics.registry().RETENTION_DELETED.labels("memory_turns")
     before = counter._value.get()
     deleted = retention.apply(engine, settings, batch=10)
     assert deleted["chat_messages"] == 4 and deleted["memory_turns"] == 5

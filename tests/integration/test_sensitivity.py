@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.db import consolidation_sql, repo
+from eros.consolidation.db import consolidation_write_sql
+from eros.dreaming.services.classify import classify, start_attempt
+from eros.memory.db import repo
+from eros.privacy.services import forget
 from eros.providers.embeddings import VoyageEmbedder
-from eros.services import forget
-from eros.services.classify import classify, start_attempt
-from eros.services.recall import recall
+from eros.recall.services.recall import recall
 from eros.settings import Settings
 from testkit.data import add_session
 from testkit.fakes import FakeLLMServer, Reply
@@ -137,9 +138,9 @@ def test_a_merge_keeps_the_most_sensitive_label(engine: Engine, settings: Settin
                                      ids["Spoke of wanting to end it all"],
                                      ids["Goes to church on Sundays"])
     with engine.begin() as conn:
-        consolidation_sql.keep_most_sensitive(conn, [(kept, beliefs), (kept, health)])
-        consolidation_sql.keep_most_sensitive(conn, [(beliefs, crisis)])
-        consolidation_sql.keep_most_sensitive(conn, [(crisis, health)])  # never a downgrade
+        consolidation_write_sql.keep_most_sensitive(conn, [(kept, beliefs), (kept, health)])
+        consolidation_write_sql.keep_most_sensitive(conn, [(beliefs, crisis)])
+        consolidation_write_sql.keep_most_sensitive(conn, [(crisis, health)])  # never a downgrade
     labels = _labels(engine, user)
     assert labels["Works as a nurse"] == "health"  # health outranks beliefs
     assert labels["Goes to church on Sundays"] == "crisis"

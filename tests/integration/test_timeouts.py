@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-from eros.db import repo
 from eros.db.engine import get_engine, make_engine
-from eros.db.repo import Outcome
-from eros.services.recall import recall_by_vector
+from eros.memory.core.claims import Outcome
+from eros.memory.db import repo
+from eros.recall.services.recall import recall_by_vector
 from eros.settings import load_settings
 from eros.tasks.base import is_database_transient
 from testkit.data import add_session

@@ -14,12 +14,12 @@ import pytest
 import redis
 from sqlalchemy import Engine, text
 
-from eros.db import consent_sql
+from eros.dreaming.services.classify import Pipeline
+from eros.dreaming.services.turn_backfill import backfill
+from eros.guard.services.guard_model import forget_models
+from eros.privacy.db import consent_sql
+from eros.privacy.services.forget import forget_memory, forget_message, forget_user
 from eros.providers.ratelimit import Limits, RedisLimiter
-from eros.services.classify import Pipeline
-from eros.services.forget import forget_memory, forget_message, forget_user
-from eros.services.guard_model import forget_models
-from eros.services.turn_backfill import backfill
 from eros.settings import Settings
 from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_classify_turns import ATTACK, CHURCH, SPOKEN, TOKYO, add_turns

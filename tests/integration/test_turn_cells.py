@@ -21,9 +21,10 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.db import forget_sql, turn_cells_sql, turns_sql
-from eros.db.turns_sql import TurnRow
-from eros.services import recall_cells, turn_centres
+from eros.privacy.db import forget_sql
+from eros.recall.db import turn_cells_sql, turns_sql
+from eros.recall.db.turns_sql import TurnRow
+from eros.recall.services import recall_cells, turn_centres
 from testkit.data import add_session
 from tests.integration.test_recall import cfg
 from tests.support.memories import DIM, Mem, add

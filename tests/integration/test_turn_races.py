@@ -16,8 +16,8 @@ from datetime import timedelta
 
 from sqlalchemy import Connection, Engine, text
 
-from eros.db import repo
-from eros.db.repo import MemoryRow, Outcome
+from eros.memory.core.claims import MemoryRow, Outcome
+from eros.memory.db import repo
 from testkit.data import add_session, ago
 from tests.support.classify import claim_and_begin
 

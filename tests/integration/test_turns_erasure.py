@@ -9,9 +9,9 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from eros.db import turns_sql
-from eros.db.turns_sql import TurnRow
-from eros.services import forget
+from eros.privacy.services import forget
+from eros.recall.db import turns_sql
+from eros.recall.db.turns_sql import TurnRow
 from testkit.data import add_session
 from tests.integration.test_turns_sql import _axis
 
@@ -95,7 +95,7 @@ def test_the_export_says_which_turns_are_indexed(engine: Engine) -> None:
     import io
     import json
 
-    from eros.services.export import export_user
+    from eros.privacy.services.export import export_user
     user, _persona, _a, sa, sb = _two_sessions(engine, sensitivity="health")
     out = io.StringIO()
     export_user(engine, user, out)

@@ -13,10 +13,10 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from eros.db import consent_sql, erasure_sql
+from eros.consolidation.services.consolidate import Consolidator, consolidate
+from eros.privacy.db import consent_sql, erasure_sql
+from eros.privacy.services import consent
 from eros.providers.llm import OpenRouterChat
-from eros.services import consent
-from eros.services.consolidate import Consolidator, consolidate
 from eros.settings import Settings, load_settings
 from testkit.data import add_session
 from testkit.fakes import FakeLLMServer, Reply
@@ -167,7 +167,7 @@ def test_retention_folding_sources_into_a_labelled_survivor_labels_their_turns(
     """A merged member written before provenance (no ``source_seqs``) is deleted by
     HISTORY_RETENTION_DAYS; its extraction window moves to the survivor (issue 32), whose
     label the window's turns then carry."""
-    from eros.services import retention
+    from eros.privacy.services import retention
 
     user = uuid.uuid4()
     (cited,) = _session(engine, user, "my migraines are back")
@@ -190,9 +190,9 @@ def test_a_withdrawn_labels_turns_are_not_indexed_again_until_allowed(
         engine: Engine, llm: FakeLLMServer, provider_settings: Callable[..., Settings]) -> None:
     """Consent that lasts covers the turns: after ``forget --sensitive health`` the next
     sessions' health turns are not indexed (the rest are), until the product lifts it."""
-    from eros.db import repo
-    from eros.services import forget
-    from eros.services.classify import classify, start_attempt
+    from eros.dreaming.services.classify import classify, start_attempt
+    from eros.memory.db import repo
+    from eros.privacy.services import forget
     from testkit.data import mem_line
     from testkit.fakes.llm_server import extract_memories, last_user_text
 

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.db import turn_trust_sql, turns_sql
+from eros.dreaming.services.rescreen_turns import rescreen_turns
+from eros.guard.services.guard_model import forget_models
+from eros.guard.services.guard_training import ensure_model
 from eros.providers.embeddings import VoyageEmbedder
-from eros.services.guard_model import forget_models
-from eros.services.guard_training import ensure_model
-from eros.services.recall import recall
-from eros.services.rescreen_turns import rescreen_turns
+from eros.recall.db import turn_trust_sql, turns_sql
+from eros.recall.services.recall import recall
 from eros.settings import load_settings
 from testkit.data import add_session
 from testkit.fakes import FakeVoyageServer

@@ -10,9 +10,9 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from eros.db import turns_sql
 from eros.db.schema import EMBEDDING_DIM
-from eros.db.turns_sql import TurnRow
+from eros.recall.db import turns_sql
+from eros.recall.db.turns_sql import TurnRow
 from testkit.data import add_session
 
 

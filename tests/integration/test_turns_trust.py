@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
+from eros.privacy.services import forget
 from eros.recall import RecallResult
-from eros.services import forget
 from tests.integration.test_recall_fused import NOW, cfg, cite, kinds, run, session
 from tests.support.memories import Mem, add, at_cosine
 
@@ -163,7 +163,7 @@ def test_the_provenance_read_probes_the_sources_index_never_the_whole_user(
     import json
 
     from eros.core.sensitivity import SENSITIVITY_ORDER
-    from eros.db import fusion_sql, turn_trust_sql
+    from eros.recall.db import fusion_sql, turn_trust_sql
 
     with engine.begin() as conn:
         conn.execute(text(
@@ -189,7 +189,7 @@ def test_the_provenance_read_probes_the_sources_index_never_the_whole_user(
     # inside a recall: the quantised scan switched bitmap scans off for the transaction, and
     # a GIN index is read only by one — the provenance read switches them on for itself, and
     # back (left off, every probe scanned the table: 1 s timeouts on the fused bench)
-    from eros.db import recall_sql
+    from eros.recall.db import recall_sql
 
     seqs = list(range(1000, 1070, 7))
     with engine.begin() as conn:

@@ -12,16 +12,17 @@ from collections.abc import Callable, Iterator
 import pytest
 from sqlalchemy import Engine, text
 
-from eros.core.prompts import load_prompt
-from eros.db import repo, turns_sql
-from eros.ops.guard_layer import layer_report
+from eros.dreaming.services.classify import Pipeline, classify, start_attempt
+from eros.dreaming.services.guard_unscreened import settle_unscreened
+from eros.guard.services.guard_layer import layer_report
+from eros.guard.services.guard_model import forget_models
+from eros.guard.services.guard_training import ensure_model
+from eros.memory.db import repo
+from eros.prompts import load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
-from eros.services.classify import Pipeline, classify, start_attempt
-from eros.services.guard_model import forget_models
-from eros.services.guard_training import ensure_model
-from eros.services.guard_unscreened import settle_unscreened
-from eros.services.recall import recall
+from eros.recall.db import turns_sql
+from eros.recall.services.recall import recall
 from eros.settings import Settings
 from testkit.fakes import FakeLLMServer, FakeVoyageServer, Reply
 from tests.integration.test_classify_turns import add_turns

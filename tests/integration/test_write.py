@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
-from eros.db import repo
-from eros.db.repo import MemoryRow, Outcome
+from eros.memory.core.claims import MemoryRow, Outcome
+from eros.memory.db import repo
 from testkit.data import add_messages, add_session, ago
 from tests.support.classify import claim_and_begin
 

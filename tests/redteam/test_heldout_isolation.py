@@ -15,9 +15,9 @@ from importlib import resources
 
 import pytest
 
-from eros.core.guard import bundled_sources
-from eros.core.guard_meaning import load_bank
 from eros.core.text import normalise_for_dedup
+from eros.guard.core.guard import bundled_sources
+from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in

@@ -11,14 +11,14 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from eros.core.consolidation_reply import load_consolidation_prompt
-from eros.core.prompts import Prompt, load_prompt
-from eros.db import repo
-from eros.db.repo import Attempt
+from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
+from eros.consolidation.services.consolidate import Consolidator
+from eros.dreaming.services.classify import Pipeline, Report, classify, start_attempt
+from eros.memory.core.claims import Attempt
+from eros.memory.db import repo
+from eros.prompts import Prompt, load_prompt
 from eros.providers.embeddings import VoyageEmbedder
 from eros.providers.llm import OpenRouterChat
-from eros.services.classify import Pipeline, Report, classify, start_attempt
-from eros.services.consolidate import Consolidator
 from eros.settings import Settings
 from testkit.fakes import FakeLLMServer, Reply
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eros.core.cells import (
+from eros.recall.core.cells import (
     MAX_CELLS,
     MIN_CELLS,
     cell_count,

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from eros.core.channels import readable_turns, strip_voice_tags
 from eros.core.transcript import Turn
+from eros.memory.core.channels import readable_turns, strip_voice_tags
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 

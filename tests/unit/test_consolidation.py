@@ -11,15 +11,15 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from eros.core.consolidation import Memory, cluster, near_dup_share, select_clusters
-from eros.core.consolidation_plan import build_plan
-from eros.core.consolidation_reply import (
-    REQUEST_HEADER,
+from eros.consolidation.core.consolidation import Memory, cluster, near_dup_share, select_clusters
+from eros.consolidation.core.consolidation_plan import build_plan
+from eros.consolidation.core.consolidation_reply import (
     build_request,
     load_consolidation_prompt,
     parse_reply,
 )
 from eros.core.names import FIND_CONSOLIDATION_TASK
+from eros.prompts import CONSOLIDATION_HEADER
 from eros.providers.offline.heuristic import offline_consolidation_reply
 from eros.settings import load_settings
 from eros.tasks.app import create_app
@@ -137,7 +137,7 @@ def test_prompt_names_memories_by_small_numbers_with_dates_never_uuids() -> None
     ms, pairs = _two_clusters()
     selection = select_clusters(cluster(ms, pairs).clusters, max_clusters=5)
     request = build_request(selection.sent, date(2026, 1, 1))
-    assert request.startswith(REQUEST_HEADER) and "Today is 2026-01-01" in request
+    assert request.startswith(CONSOLIDATION_HEADER) and "Today is 2026-01-01" in request
     assert not UUID_RE.search(request)
     assert "[1] 2025-03-02 10:15 UTC | fact | importance 0.50 | Lives in Shanghai" in request
     assert "[2] 2025-12-27 10:15 UTC | fact" in request

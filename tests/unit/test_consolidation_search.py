@@ -1,4 +1,5 @@
-"""The bulk cells search (eros/core/consolidation_search.py) against the predicate spelled out
+"""The bulk cells search (eros/consolidation/core/consolidation_search.py) against the predicate
+spelled out
 row by row: same scope and model, target in one of the memory's probed cells or in no cell,
 sketches within the Hamming bound, similarity ≥ θ — and what it cannot rank for certain is
 reported as uncertain instead of guessed."""
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from eros.core.consolidation_search import (
+from eros.consolidation.core.consolidation_search import (
     MARGIN,
     NO_CELL,
     Probers,

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from eros.core.evaluation.formats import convert
-from eros.core.evaluation.scoring import BASELINE, aggregate, render_table, score
-from eros.core.evaluation.suite import (
+from eros.evaluation.core.formats import convert
+from eros.evaluation.core.scoring import BASELINE, aggregate, render_table, score
+from eros.evaluation.core.suite import (
     QUESTION_TYPES,
     Question,
     References,

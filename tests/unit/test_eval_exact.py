@@ -5,24 +5,24 @@ from __future__ import annotations
 
 import json
 
-from eros.core.evaluation.exact import (
+from eros.core.text import estimate_tokens
+from eros.evaluation.core.exact import (
     BUDGETS,
     KS,
     Coverage,
     coverage,
     covering_level,
-    estimate_tokens,
     global_items,
     grouped_items,
     level_for_k,
     percentile,
 )
-from eros.core.evaluation.formats import convert
-from eros.core.evaluation.scoring import BASELINE, aggregate, render_table, score
-from eros.core.evaluation.suite import Question, References
-from eros.core.lexical import bm25, fuse, terms
-from eros.core.prompts import user_message
-from eros.services.evaluation.observations import ObservationReplay, category_of
+from eros.evaluation.core.formats import convert
+from eros.evaluation.core.scoring import BASELINE, aggregate, render_table, score
+from eros.evaluation.core.suite import Question, References
+from eros.evaluation.services.observations import ObservationReplay, category_of
+from eros.prompts import user_message
+from eros.recall.core.lexical import bm25, fuse, terms
 from tests.unit.test_eval_core import LOCOMO
 
 
@@ -154,7 +154,7 @@ def test_notes_rendered_with_the_day_they_are_about() -> None:
     from dataclasses import dataclass
     from datetime import UTC, datetime
 
-    from eros.core.render import render_memories
+    from eros.recall.core.render import render_memories
 
     @dataclass
     class Note:
@@ -174,9 +174,9 @@ def test_the_eval_embedding_cache_returns_the_same_vectors_and_stores_no_text(
         tmp_path: object) -> None:
     from pathlib import Path
 
-    from eros.db.eval_cache import VectorCache
+    from eros.evaluation.db.eval_cache import VectorCache
+    from eros.evaluation.services.cached_embedder import CachedEmbedder
     from eros.providers.offline.hashing import LocalEmbedder
-    from eros.services.evaluation.cached_embedder import CachedEmbedder
 
     path = Path(str(tmp_path)) / "cache.sqlite3"
     inner = LocalEmbedder(64)

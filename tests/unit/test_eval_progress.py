@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eros.services.evaluation.progress import lines
+from eros.evaluation.services.progress import lines
 
 
 def test_lines_at_most_every_interval_and_once_at_the_end() -> None:

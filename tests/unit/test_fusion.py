@@ -1,4 +1,4 @@
-"""The fused strategy's rules, pure (eros/core/fusion.py): one calibrated score for memories
+"""The fused strategy's rules, pure (eros/recall/core/fusion.py): one calibrated score for memories
 and turns, provenance deciding what is returned once, stale turns demoted, the budget."""
 
 from __future__ import annotations
@@ -8,18 +8,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from eros.core.fusion import (
-    RECALL_STRATEGIES,
+from eros.core.names import RECALL_STRATEGIES
+from eros.recall.core.fusion import (
     FusionParams,
     TurnCandidate,
     carry_labels,
     cited,
     fuse,
     turn_score,
-    within_budget,
 )
-from eros.core.fusion_subject import named
-from eros.core.ranking import Candidate, Scored, similarity
+from eros.recall.core.fusion_subject import named
+from eros.recall.core.ranking import Candidate, Scored, similarity
+from eros.recall.core.render_fused import within_budget
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 P = FusionParams(now=NOW, turn_offset=0.03, stale_penalty=0.2, composite_weight=0.0)

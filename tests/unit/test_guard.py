@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from eros.core.guard import (
+from eros.core.text import strip_invisible
+from eros.guard.core.guard import (
     PatternError,
     build_guard,
     bundled_sources,
@@ -14,7 +15,6 @@ from eros.core.guard import (
     load_guard,
     normalise,
     screen,
-    strip_invisible,
 )
 from eros.settings import ConfigError, load_settings
 
@@ -83,7 +83,7 @@ def test_screen_counts_by_reason_and_keeps_order() -> None:
 
 def test_every_bundled_language_file_loads() -> None:
     names = [name for name, _ in bundled_sources()]
-    assert names == [f"eros/core/guard_patterns/{n}.toml" for n in ("en", "markup", "roles", "zh")]
+    assert names == [f"eros/guard/patterns/{n}.toml" for n in ("en", "markup", "roles", "zh")]
     ids = [r.id for r in load_guard().rules]
     assert len(ids) == len(set(ids)) and len(ids) > 20
 

@@ -11,9 +11,9 @@ import unicodedata
 import pytest
 from stdnum.cn import ric
 
-from eros.core.guard import load_guard, scalar_text
-from eros.core.guard_secrets import find_secret, fold_digits
-from eros.core.guard_text import normalise, unjoined
+from eros.guard.core.guard import load_guard, scalar_text
+from eros.guard.core.guard_secrets import find_secret, fold_digits
+from eros.guard.core.guard_text import normalise, unjoined
 
 GUARD = load_guard()
 WORDS = ["from", "now", "on", "you", "must", "answer", "every", "question", "like", "a",

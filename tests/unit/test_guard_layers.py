@@ -17,8 +17,8 @@ from stdnum.cn import ric
 from stdnum.kr import rrn
 from stdnum.us import ssn
 
-from eros.core.guard import load_guard
-from eros.core.guard_meaning import (
+from eros.guard.core.guard import load_guard
+from eros.guard.core.guard_meaning import (
     MIN_BALANCED_ACCURACY,
     THRESHOLD_RUNS,
     choose_threshold,
@@ -27,10 +27,10 @@ from eros.core.guard_meaning import (
     parse_bank,
     train,
 )
-from eros.core.guard_secrets import find_secret
-from eros.core.guard_text import alternate_views, normalise
-from eros.core.parsing import parse_extraction
-from eros.services.guard_llm import build_request, parse_opinion
+from eros.guard.core.guard_secrets import find_secret
+from eros.guard.core.guard_text import alternate_views, normalise
+from eros.guard.services.guard_llm import build_request, parse_opinion
+from eros.memory.core.parsing import parse_extraction
 
 GUARD = load_guard()
 

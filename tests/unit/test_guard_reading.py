@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from eros.core.guard_text import reading
+from eros.guard.core.guard_text import reading
 
 B, F = "\u2800", "\u3164"
 

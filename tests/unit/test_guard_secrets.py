@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from eros.core.guard import load_guard
-from eros.core.guard_secrets import find_secret, hu_personal_id_valid
+from eros.guard.core.guard import load_guard
+from eros.guard.core.guard_secrets import find_secret, hu_personal_id_valid
 
 
 def dropped(text: str) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from eros.core.guard import load_guard
-from eros.core.guard_segment import MIN_RUN, read_letter_runs, split_words
-from eros.core.guard_text import reading
+from eros.guard.core.guard import load_guard
+from eros.guard.core.guard_segment import MIN_RUN, read_letter_runs, split_words
+from eros.guard.core.guard_text import reading
 
 
 @pytest.mark.parametrize(("text", "read"), [
@@ -90,7 +90,7 @@ def test_ordinary_words_are_not_split_or_read_as_leet(text: str) -> None:
 
 
 def test_digits_of_every_script_are_ascii_in_the_judged_view() -> None:
-    from eros.core.guard_text import ascii_digits, normalise
+    from eros.guard.core.guard_text import ascii_digits, normalise
 
     assert ascii_digits("flat \u0664\u0662, floor \u0969") == "flat 42, floor 3"
     assert normalise("Floor \u0e51\u0e52") == "floor 12"

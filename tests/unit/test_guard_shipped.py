@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from eros.core.guard_meaning import load_bank, load_shipped, shipped_path
+from eros.guard.core.guard_meaning import load_bank, load_shipped, shipped_path
 from eros.providers.offline.e5 import E5_DIM, E5_MODEL_NAME
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from eros.core.guard import load_guard
-from eros.core.guard_secrets import find_secret
-from eros.core.guard_speech import quotes_someone_else
-from eros.core.guard_text import normalise
+from eros.guard.core.guard import load_guard
+from eros.guard.core.guard_secrets import find_secret
+from eros.guard.core.guard_speech import quotes_someone_else
+from eros.guard.core.guard_text import normalise
 
 
 @pytest.mark.parametrize("text", [

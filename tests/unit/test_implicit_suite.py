@@ -11,7 +11,7 @@ import pytest
 
 from bench import implicit_holdout_data
 from bench.implicit_data import HEAVY_OUT, OUT, build
-from eros.core.evaluation.suite import load_suite_text
+from eros.evaluation.core.suite import load_suite_text
 
 
 @pytest.mark.parametrize(("path", "heavy"), [(OUT, False), (HEAVY_OUT, True)])

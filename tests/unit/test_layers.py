@@ -7,10 +7,10 @@ import uuid
 
 import pytest
 
-from eros.core.layers import normalise_layer, route_instance
-from eros.core.parsing import parse_extraction
-from eros.core.prompts import PROMPT_VERSIONS, load_prompt
 from eros.errors import ConfigError
+from eros.memory.core.layers import normalise_layer, route_instance
+from eros.memory.core.parsing import parse_extraction
+from eros.prompts import PROMPT_VERSIONS, load_prompt
 from eros.providers.offline.heuristic import heuristic_extract
 from eros.settings import load_settings
 

@@ -11,8 +11,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from eros.core.consolidation import Memory, cluster, select_clusters
-from eros.core.consolidation_reply import build_request, parse_reply
+from eros.consolidation.core.consolidation import Memory, cluster, select_clusters
+from eros.consolidation.core.consolidation_reply import build_request, parse_reply
 from eros.providers.offline import OfflineChat
 from eros.providers.offline.judge import judged_consolidation_reply, residence
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from eros.core.categories import CATEGORIES
-from eros.core.parsing import MAX_CONTENT_CHARS, ParseResult, parse_extraction
+from eros.memory.core.parsing import MAX_CONTENT_CHARS, ParseResult, parse_extraction
 
 # Budgets keep the whole unit suite under ten seconds; raise them locally to fuzz harder.
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

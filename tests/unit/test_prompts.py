@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eros.core.prompts import load_prompt, new_marker, user_message
+from eros.prompts import load_prompt, new_marker, user_message
 
 
 def test_v5_is_the_default_and_v1_to_v4_stay_selectable() -> None:

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from eros.core.parsing import parse_extraction
-from eros.core.prompts import PROMPT_VERSIONS, load_prompt
-from eros.core.provenance import Provenance, cite, resolve_sources, seq_of, union
 from eros.core.transcript import Turn, build_transcript
+from eros.memory.core.parsing import parse_extraction
+from eros.memory.core.provenance import Provenance, cite, resolve_sources, seq_of, union
+from eros.prompts import PROMPT_VERSIONS, load_prompt
 from eros.providers.offline.heuristic import OfflineExtractor, heuristic_extract
 from testkit.fakes.llm_server import extract_memories
 
@@ -125,7 +125,7 @@ def test_fake_model_cites_the_turn_of_each_mem_line() -> None:
 
 
 def test_merged_is_the_union_flagged_by_any_member_and_none_when_nothing_is_known() -> None:
-    from eros.core.provenance import merged
+    from eros.memory.core.provenance import merged
 
     assert merged([Provenance((5, 7)), None, Provenance((3, 7))]) == Provenance((3, 5, 7))
     assert merged([Provenance((1,)), Provenance((2,), True)]) == Provenance((1, 2), True)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eros.core.ranking import (
+from eros.recall.core.ranking import (
     Candidate,
     RankParams,
     age_days,

@@ -1,4 +1,5 @@
-"""The model labeller's reply is data, read strictly (issue 32, eros/core/relabel_reply.py): an
+"""The model labeller's reply is data, read strictly (issue 32,
+eros/privacy/core/relabel_reply.py): an
 entry that is not null or exactly one label leaves its memory unlabelled and counted, never
 read as "no label"; a reply that cannot be trusted as a whole labels nothing."""
 
@@ -8,7 +9,7 @@ import json
 
 import pytest
 
-from eros.core.relabel_reply import SYSTEM, build_request, parse_labels
+from eros.privacy.core.relabel_reply import SYSTEM, build_request, parse_labels
 
 
 def test_the_request_numbers_the_notes_as_data() -> None:

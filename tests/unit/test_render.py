@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from eros.core.render import (
+from eros.recall.core.render import (
     EN,
     ZH,
     Labels,

@@ -1,4 +1,4 @@
-"""Rendering a fused answer (eros/core/render_fused.py): the user's turns as quoted, dated,
+"""Rendering a fused answer (eros/recall/core/render_fused.py): the user's turns as quoted, dated,
 attributed data under their own header, the memories as always, the budget honoured."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
-from eros.core.evaluation.exact import estimate_tokens
-from eros.core.render import EN, ZH
-from eros.core.render_fused import render_fused
-from eros.services.recall_result import RecalledMemory, RecalledTurn
+from eros.core.text import estimate_tokens
+from eros.recall.core.render import EN, ZH
+from eros.recall.core.render_fused import render_fused
+from eros.recall.services.recall_result import RecalledMemory, RecalledTurn
 
 WHEN = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
 

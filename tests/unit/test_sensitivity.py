@@ -8,16 +8,16 @@ from dataclasses import dataclass
 
 import pytest
 
-from eros.core.parsing import parse_extraction
-from eros.core.render import render_memories
 from eros.core.sensitivity import (
     SENSITIVITY_LABELS,
     SENSITIVITY_ORDER,
     most_sensitive,
     normalise_sensitivity,
 )
+from eros.memory.core.parsing import parse_extraction
 from eros.providers.offline.heuristic import heuristic_extract
 from eros.providers.offline.sensitivity import sensitivity_label
+from eros.recall.core.render import render_memories
 
 
 @pytest.mark.parametrize(("value", "expected"), [

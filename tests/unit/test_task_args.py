@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from celery import Celery
 
-import eros.tasks
+import eros
 from eros.settings import load_settings
 from eros.tasks.app import create_app
 from eros.tasks.args import MODELS
@@ -28,8 +28,9 @@ from eros.tasks.base import ErosTask
 
 @pytest.fixture(scope="module")
 def app() -> Celery:
-    for module in pkgutil.iter_modules(eros.tasks.__path__):
-        importlib.import_module(f"eros.tasks.{module.name}")
+    for module in pkgutil.walk_packages(eros.__path__, "eros."):  # every feature's tasks
+        if ".tasks." in f"{module.name}." and ".migrations" not in module.name:
+            importlib.import_module(module.name)
     app = create_app(load_settings(redis_url="redis://127.0.0.1:1/0"))
     app.finalize()
     return app

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from eros.core.guard import KEEP, Verdict
-from eros.core.parsing import Candidate
 from eros.core.transcript import Turn
-from eros.providers.batches import request_slices
-from eros.services.turn_index import (
+from eros.dreaming.services.turn_index import (
     TurnText,
     cited_labels,
     judged_text,
@@ -17,6 +14,9 @@ from eros.services.turn_index import (
     status_of,
     user_turns,
 )
+from eros.guard.core.guard import KEEP, Verdict
+from eros.memory.core.parsing import Candidate
+from eros.providers.batches import request_slices
 
 NOW = datetime(2026, 12, 6, tzinfo=UTC)
 

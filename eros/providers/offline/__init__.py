@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eros.core.consolidation_reply import REQUEST_HEADER
+from eros.prompts import CONSOLIDATION_HEADER
 from eros.providers.base import Completion, Embedder, Embeddings, InputType
 from eros.providers.offline.e5 import E5Embedder, e5_available
 from eros.providers.offline.hashing import LocalEmbedder
@@ -26,7 +26,7 @@ class OfflineChat:
         self._inner = OfflineExtractor()
 
     def complete(self, system: str, user: str, *, max_tokens: int) -> Completion:
-        if user.startswith(REQUEST_HEADER):
+        if user.startswith(CONSOLIDATION_HEADER):
             text = judged_consolidation_reply(user)
             return Completion(text, "stop", "offline-consolidation",
                               (len(system) + len(user)) // 4, len(text) // 4)

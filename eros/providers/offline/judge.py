@@ -110,7 +110,8 @@ def _answer(number: int, members: list[_Member]) -> dict[str, Any]:
 
 
 def judged_consolidation_reply(request: str) -> str:
-    """The reply JSON to a consolidation request (``eros.core.consolidation_reply`` format)."""
+    """The reply JSON to a consolidation request (``eros.consolidation.core.consolidation_reply``
+    format)."""
     clusters: list[tuple[int, list[_Member]]] = []
     for line in request.splitlines():
         header = _CLUSTER_LINE.match(line)

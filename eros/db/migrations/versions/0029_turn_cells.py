@@ -7,7 +7,7 @@ user) and re-ranked the 1,000 nearest by exact cosine. Two changes cut it:
   (``memory_cells``, 0008) — the same IVF partition the memory side probes, so a recall reads
   the turns of the cells it probes (and the turns in no cell) instead of all of them. Set by a
   trigger when a turn is written and its user has cells, and for all of a user's turns when
-  the user is clustered (:func:`eros.db.cells_sql.replace_cells`); -1 (in no cell: always read)
+  the user is clustered (:func:`eros.recall.db.cells_sql.replace_cells`); -1 (in no cell: always read)
   when the user has none. ``ix_memory_turns_recall`` gains it as its last key column. Not NULL:
   a btree range ``instance_id IS NULL AND cell IS NULL`` is not an index search (it read the
   user's whole range), ``cell = ANY(probed cells || -1)`` is one multi-range scan.
@@ -19,7 +19,7 @@ user) and re-ranked the 1,000 nearest by exact cosine. Two changes cut it:
   centre row is sketched as before. Existing sketches are left as they were (no centre yet);
   the cells pass (``eros.cluster_memories``) sets a model's centre and re-sketches its turns
   (a model whose vectors share no direction gets a row with no centre: its sketches are fine as
-  they are). A model with a row gets the smaller pool (:mod:`eros.db.turns_sql`).
+  they are). A model with a row gets the smaller pool (:mod:`eros.recall.db.turns_sql`).
 
 Revision ID: 0029
 Revises: 0028

@@ -34,7 +34,7 @@ depends_on = None
 
 S = "engine"
 
-#: the advisory lock of a model's centre (eros/db/turn_cells_sql.py takes it exclusively)
+#: the advisory lock of a model's centre (eros/recall/db/turn_cells_sql.py takes it exclusively)
 _LOCK = "hashtextextended('eros.turn_centre:' || NEW.embedding_model, 0)"
 
 

@@ -1,0 +1,1 @@
+"""Consolidation: merge, supersede and rank a user's memories in later passes."""

@@ -1,0 +1,1 @@
+"""Consolidation: pure logic: no I/O, no database, no network."""

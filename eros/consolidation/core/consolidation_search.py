@@ -1,0 +1,202 @@
+"""Consolidation's cells search for all of a user's memories at once, pure (issue 34).
+
+Today's per-memory search (:data:`eros.recall.db.cells_sql.CELL_PAIRS`) finds, for one memory ``a``,
+the rows ``b`` of its user, layer and category that are current, lie in one of the
+CONSOLIDATION_CELL_PROBES cells whose centroids are nearest ``a`` (or in no cell), whose sketch
+(the sign bits of the embedding) is within the Hamming bound of ``a``'s, and whose embedding is
+of the same model and within cosine distance 1 − θ. A first pass asks this for every memory:
+n index probes reading ~8·√n sketches each.
+
+Here the same predicate is evaluated with matrix products: the rows are grouped by (cell,
+scope), each group compared at once with the memories that probe its cell (one BLAS product
+per group, ~8·√n·n/scopes multiply-adds in all, a few seconds less than the index probes at
+50k), then the Hamming bound and the model are checked on the few candidates. Floating point
+is not pgvector's (a different summation order), so a value within ``MARGIN`` of a boundary
+— a pair's similarity within MARGIN of θ, or a memory whose probe-th and next nearest centroids
+are within MARGIN — is reported as *uncertain*, and the caller decides it with pgvector's own
+``<=>`` in SQL: the result is then exactly the per-memory search's, pair for pair.
+Nothing here touches the database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float32]
+Words = npt.NDArray[np.uint64]
+
+#: twice the rounding error a 512-term float32 dot product of unit vectors can have, with room:
+#: values closer than this to a boundary are left to pgvector's own arithmetic.
+MARGIN = 1e-4
+#: "in no cell": every memory's search reads these rows too.
+NO_CELL = -1
+#: one group's product is cut into blocks of at most this many (memory, row) similarities.
+_BLOCK = 1 << 20
+#: rows whose nearest cells are ranked at once.
+_ROWS_AT_ONCE = 8192
+
+
+def unit(vectors: Floats) -> Floats:
+    """Rows scaled to length 1 (a zero row stays zero: it is near nothing)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    out: Floats = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+    return out
+
+
+def sketches(vectors: Floats) -> Words:
+    """pgvector's ``binary_quantize``: bit i is ``x[i] > 0``, packed into 64-bit words."""
+    packed = np.packbits(vectors > 0, axis=1)
+    pad = (-packed.shape[1]) % 8
+    if pad:
+        packed = np.pad(packed, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(packed).view(np.uint64)
+
+
+#: leading dimensions of the first, bounding product (see :func:`near_pairs`).
+HEAD = 128
+#: what the bound may lose to rounding (a 128-term product and two norms): kept as candidates.
+_SLACK = 1e-3
+
+
+@dataclass
+class Rows:
+    """Memories, position-aligned: unit vectors, sketches, cell (NO_CELL: none), scope (layer
+    and category) and embedding model as small integer codes; ``head`` (the first HEAD
+    coordinates) and ``rest`` (the length of the others) bound a similarity cheaply."""
+
+    unit: Floats
+    words: Words
+    cells: Ints
+    scopes: Ints
+    models: Ints
+    head: Floats
+    rest: Floats
+
+    @classmethod
+    def of(cls, vectors: Floats, cells: Ints, scopes: Ints, models: Ints) -> Rows:
+        u = unit(vectors)
+        return cls(u, sketches(vectors), cells, scopes, models,
+                   np.ascontiguousarray(u[:, :HEAD]),
+                   np.linalg.norm(u[:, HEAD:], axis=1).astype(np.float32))
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+
+def nearest_cells(rows: Rows, centroids: Floats, probes: int) -> tuple[Ints, Ints]:
+    """Each row's ``probes`` nearest cells by cosine distance (cells are centroid positions),
+    and the rows whose choice is uncertain (a tie within MARGIN at the cut, or a zero row);
+    ``_ROWS_AT_ONCE`` rows at a time, so the distances never hold rows × cells at once."""
+    n, k = len(rows), len(centroids)
+    if k == 0:
+        return np.zeros((n, 0), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if probes >= k:
+        return np.broadcast_to(np.arange(k, dtype=np.int64), (n, k)).copy(), \
+            np.flatnonzero(rows.rest + np.linalg.norm(rows.head, axis=1) < 0.5)
+    centres = unit(centroids)
+    chosen = np.empty((n, probes), dtype=np.int64)
+    uncertain = np.empty(n, dtype=bool)
+    for start in range(0, n, _ROWS_AT_ONCE):
+        distance = 1.0 - rows.unit[start:start + _ROWS_AT_ONCE] @ centres.T
+        part = np.argpartition(distance, probes, axis=1)
+        chosen[start:start + len(distance)] = part[:, :probes]
+        cut = np.take_along_axis(distance, part[:, :probes], axis=1).max(axis=1)
+        following = np.take_along_axis(distance, part[:, probes:], axis=1).min(axis=1)
+        uncertain[start:start + len(distance)] = following - cut < MARGIN
+    uncertain |= rows.rest + np.linalg.norm(rows.head, axis=1) < 0.5  # a zero row
+    return chosen, np.flatnonzero(uncertain).astype(np.int64)
+
+
+@dataclass
+class Probers:
+    """Which searched rows read each cell (every one reads the rows in NO_CELL)."""
+
+    by_cell: dict[int, Ints]
+    everyone: Ints
+
+    @classmethod
+    def of(cls, probes: Ints) -> Probers:
+        n, p = probes.shape
+        rows = np.repeat(np.arange(n, dtype=np.int64), p)
+        cells = probes.reshape(-1)
+        keep = cells >= 0
+        rows, cells = rows[keep], cells[keep]
+        order = np.lexsort((rows, cells))
+        rows, cells = rows[order], cells[order]
+        bounds = np.flatnonzero(np.diff(cells)) + 1
+        by_cell = {int(cells[s]): rows[s:e]
+                   for s, e in zip(np.r_[0, bounds], np.r_[bounds, len(cells)], strict=True)
+                   if e > s}
+        return cls(by_cell, np.arange(n, dtype=np.int64))
+
+    def of_cell(self, cell: int) -> Ints:
+        if cell == NO_CELL:
+            return self.everyone
+        return self.by_cell.get(cell, np.zeros(0, np.int64))
+
+
+@dataclass
+class Found:
+    """Directed pairs (searched row, target row) that pass the predicate; ``sure`` is False
+    where the similarity is within MARGIN of θ (pgvector decides those)."""
+
+    a: Ints
+    b: Ints
+    sure: npt.NDArray[np.bool_]
+
+
+def near_pairs(searched: Rows, probers: Probers, targets: Rows, *, similarity: float,
+               max_hamming: int, same: bool) -> Found:
+    """Every (a, b), a searched and b a target, that today's search of ``a`` finds (see the
+    module's docstring); ``same``: the targets are the searched rows (a ≠ b).
+
+    Per target cell, one product of the leading HEAD coordinates of the memories probing it
+    with its rows': by Cauchy–Schwarz a pair's similarity is at most that partial product
+    plus the product of the two rows' remaining lengths, so a pair whose bound is below θ
+    cannot be near and is dropped without its full product (for unrelated 512-d vectors
+    nearly all of them); the few left are computed in full, then the scope, the Hamming bound
+    and the model are checked. A quarter of the multiply-adds of a full product, in blocks
+    large enough for BLAS to run near its peak."""
+    order = np.argsort(targets.cells, kind="stable")
+    bounds = np.flatnonzero(np.diff(targets.cells[order])) + 1
+    out_a: list[Ints] = []
+    out_b: list[Ints] = []
+    out_sure: list[npt.NDArray[np.bool_]] = []
+    floor = similarity - MARGIN - _SLACK
+    for s, e in zip(np.r_[0, bounds], np.r_[bounds, len(order)], strict=True):
+        if e <= s:
+            continue
+        b_rows = order[s:e]
+        a_all = probers.of_cell(int(targets.cells[b_rows[0]]))
+        if not len(a_all):
+            continue
+        b_head, b_rest, b_scope = targets.head[b_rows], targets.rest[b_rows], \
+            targets.scopes[b_rows]
+        step = max(1, _BLOCK // len(b_rows))
+        for start in range(0, len(a_all), step):
+            part = a_all[start:start + step]
+            bound = searched.head[part] @ b_head.T
+            bound += searched.rest[part][:, None] * b_rest[None, :]
+            hit = (bound >= floor) & (searched.scopes[part][:, None] == b_scope[None, :])
+            if same:
+                hit &= part[:, None] != b_rows[None, :]
+            ai, bj = np.nonzero(hit)
+            if not len(ai):
+                continue
+            a, b = part[ai], b_rows[bj]
+            sim = np.einsum("ij,ij->i", searched.unit[a], targets.unit[b])
+            bits = np.bitwise_count(searched.words[a] ^ targets.words[b]).sum(
+                axis=1, dtype=np.int64)
+            ok = (sim >= similarity - MARGIN) & (bits <= max_hamming) & \
+                (searched.models[a] == targets.models[b])
+            out_a.append(a[ok])
+            out_b.append(b[ok])
+            out_sure.append(sim[ok] >= similarity + MARGIN)
+    if not out_a:
+        empty = np.zeros(0, np.int64)
+        return Found(empty, empty, np.zeros(0, bool))
+    return Found(np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_sure))

@@ -1,0 +1,1 @@
+"""Consolidation: SQL: every statement of this feature, nothing else."""

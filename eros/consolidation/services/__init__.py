@@ -1,0 +1,1 @@
+"""Consolidation: use cases: the feature's steps, over its SQL, the providers and the kernel."""

@@ -1,0 +1,2 @@
+"""Dreaming: claim an idle session, classify it (extract, screen, embed) and write its memories
+and turns."""

@@ -1,0 +1,1 @@
+"""Dreaming: pure logic: no I/O, no database, no network."""

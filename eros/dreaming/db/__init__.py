@@ -1,0 +1,1 @@
+"""Dreaming: SQL: every statement of this feature, nothing else."""

@@ -1,0 +1,1 @@
+"""Dreaming: use cases: the feature's steps, over its SQL, the providers and the kernel."""

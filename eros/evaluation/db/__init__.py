@@ -1,0 +1,1 @@
+"""Evaluation: SQL: every statement of this feature, nothing else."""

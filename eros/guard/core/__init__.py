@@ -1,0 +1,1 @@
+"""Guard: pure logic: no I/O, no database, no network."""

@@ -1,0 +1,1 @@
+"""Guard: SQL: every statement of this feature, nothing else."""

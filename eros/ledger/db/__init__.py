@@ -1,0 +1,1 @@
+"""Ledger: SQL: every statement of this feature, nothing else."""

@@ -1,0 +1,1 @@
+"""Memory: pure logic: no I/O, no database, no network."""

@@ -1,0 +1,1 @@
+"""Memory: SQL: every statement of this feature, nothing else."""

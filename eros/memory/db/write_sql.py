@@ -1,0 +1,139 @@
+"""The statements that end a classify attempt: the stamp, the memories with their count, and
+the attempt's row in ``classification_runs`` (run by :func:`eros.memory.db.repo.finish`).
+
+Why raw statements of a fixed shape (issue 17): a session's write used to be four statements,
+one of them a multi-row ``INSERT … VALUES`` that SQLAlchemy compiled afresh for every call (a
+third of the write's CPU in the worker). Now it is two statements whose text never changes —
+compiled once per process, prepared once per connection — and the rows travel as arrays that
+``unnest`` turns back into rows.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from functools import lru_cache
+
+import psycopg
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+from sqlalchemy import text
+
+_FLOAT4_OID, _FLOAT4_ARRAY_OID = 700, 1021
+
+
+class Float4Array(list[float]):
+    """A one-dimensional ``real[]`` parameter sent in PostgreSQL's binary array format.
+
+    A session's vectors travel as one flat array that SQL slices per memory and casts to
+    ``vector`` (pgvector's ``real[]`` cast): packing 1,536 floats takes microseconds, where
+    pgvector's text form (a ``repr`` per float, parsed back by the server) took about 2 ms of
+    the worker's CPU per session and more of the server's (issue 17). Same float4 values: both
+    paths round each double to the nearest float4; NaN and infinities are refused by the
+    cast as by the text form."""
+
+
+@lru_cache(maxsize=16)
+def _packer(n: int) -> struct.Struct:
+    # header: dimensions, has-nulls, element type, then (size, lower bound) of the dimension;
+    # then each element as (byte length, big-endian float4)
+    return struct.Struct(">5i" + "if" * n)
+
+
+class _Float4ArrayDumper(Dumper):
+    format = Format.BINARY
+    oid = _FLOAT4_ARRAY_OID
+
+    def dump(self, obj: Sequence[float]) -> bytes:
+        n = len(obj)
+        values: list[float] = [4] * (2 * n)  # each element's byte length, then its value
+        values[1::2] = obj
+        return _packer(n).pack(1, 0, _FLOAT4_OID, n, 1, *values)
+
+
+# registered for this class only: nothing else psycopg adapts changes
+psycopg.adapters.register_dumper(Float4Array, _Float4ArrayDumper)
+
+# Stamp only while the claim is ours and the session is not archived (archiving a session in
+# flight — "forget a relationship" — must not be undone by its late memories: the row lock
+# orders the two, and a late FINISH finds archived_at set and writes nothing). If turns past
+# the watermark arrived meanwhile, the session stays unclassified so the next idle tick picks
+# them up. "Arrived" is read from the row itself (last_seq): a turn's transaction holds this
+# row's lock until it commits, and after waiting for it PostgreSQL re-reads the row, where a
+# subquery would keep the statement's old snapshot and miss the turn.
+FINISH = text("""
+UPDATE engine.chat_sessions AS s
+   SET classified_at = CASE WHEN s.last_seq > :through_seq THEN NULL ELSE now() END,
+       classification_claimed_at = NULL,
+       claim_token = NULL,
+       next_attempt_at = NULL,
+       attempts = 0,
+       classified_through_seq = GREATEST(s.classified_through_seq, :through_seq),
+       outcome = :outcome, outcome_at = now(), memory_count = :memory_count, model = :model,
+       prompt_tokens = s.prompt_tokens + :prompt_tokens,
+       completion_tokens = s.completion_tokens + :completion_tokens,
+       embedding_tokens = s.embedding_tokens + :embedding_tokens,
+       last_error = :error, guard_dropped = :guard_dropped
+ WHERE s.id = :session_id AND s.claim_token = :token AND s.archived_at IS NULL
+RETURNING s.id
+""")
+
+_RUN_COLUMNS = """engine.classification_runs (session_id, user_id, task_id, attempt, outcome,
+        memory_count, model, prompt_tokens, completion_tokens, embedding_tokens, error,
+        cost_usd, guard_dropped)"""
+_RUN_VALUES = """CAST(:session_id AS uuid), CAST(:user_id AS uuid), CAST(:task_id AS text),
+        CAST(:attempt AS integer), CAST(:outcome AS text)"""
+_RUN_REST = """CAST(:model AS text), CAST(:prompt_tokens AS integer),
+        CAST(:completion_tokens AS integer), CAST(:embedding_tokens AS integer),
+        CAST(:error AS text), CAST(:cost_usd AS numeric), CAST(:guard_dropped AS integer)"""
+
+#: one attempt's row, for every ending that writes no memories.
+RECORD_RUN = text(f"""
+INSERT INTO {_RUN_COLUMNS}
+VALUES ({_RUN_VALUES}, CAST(:memory_count AS integer), {_RUN_REST})
+""")
+
+# After FINISH, in its transaction: the memories (a re-run's rows already written are skipped
+# by dedup_key), the session's memory_count set to the rows written — not the candidates: a
+# re-run whose memories all exist records 0 — and the attempt's row with the same count.
+# Arrays of equal length, one element per memory, and the vectors as one flat real[] of
+# ``dim`` floats per memory; WITH ORDINALITY keeps the reply's order. A memory's source seqs
+# travel as the text of a bigint[] (``{3,5}``, NULL when unknown): arrays of arrays must be
+# rectangular, a memory's sources are not.
+WRITE_MEMORIES = text(f"""
+WITH candidate AS (
+    SELECT * FROM unnest(CAST(:instance_ids AS uuid[]), CAST(:contents AS text[]),
+                         CAST(:categories AS text[]), CAST(:importances AS float8[]),
+                         CAST(:metadata AS text[]), CAST(:embedding_models AS text[]),
+                         CAST(:dedup_keys AS text[]), CAST(:source_seqs AS text[]),
+                         CAST(:source_fallbacks AS boolean[]),
+                         CAST(:sensitivities AS text[]), CAST(:statuses AS text[]))
+        WITH ORDINALITY AS c(instance_id, content, category, importance, metadata,
+                             embedding_model, dedup_key, source_seqs, source_fallback,
+                             sensitivity, status, ord)
+), flat AS (
+    SELECT CAST(:embeddings AS real[]) AS v, CAST(:dim AS integer) AS dim
+), written AS (
+    INSERT INTO engine.companion_memories (session_id, user_id, instance_id, content, category,
+                                           importance, metadata, embedding, model,
+                                           embedding_model, dedup_key, source_seqs,
+                                           source_fallback, sensitivity, status)
+    SELECT CAST(:session_id AS uuid), CAST(:user_id AS uuid), c.instance_id, c.content,
+           c.category, c.importance, CAST(c.metadata AS jsonb),
+           CAST(f.v[(c.ord - 1) * f.dim + 1 : c.ord * f.dim] AS vector),
+           CAST(:model AS text), c.embedding_model, c.dedup_key,
+           CAST(c.source_seqs AS bigint[]), c.source_fallback, c.sensitivity, c.status
+      FROM candidate AS c CROSS JOIN flat AS f ORDER BY c.ord
+    ON CONFLICT (dedup_key) DO NOTHING
+    RETURNING 1
+), counted AS (
+    SELECT count(*)::integer AS n FROM written
+), stamped AS (
+    UPDATE engine.chat_sessions SET memory_count = counted.n
+      FROM counted WHERE id = CAST(:session_id AS uuid)
+), run AS (
+    INSERT INTO {_RUN_COLUMNS}
+    SELECT {_RUN_VALUES}, counted.n, {_RUN_REST} FROM counted
+)
+SELECT n FROM counted
+""")

@@ -1,0 +1,1 @@
+"""Privacy: forget, the erasure log, export, retention and sensitivity consent."""

@@ -1,0 +1,1 @@
+"""Privacy: pure logic: no I/O, no database, no network."""

@@ -1,0 +1,1 @@
+"""Privacy: SQL: every statement of this feature, nothing else."""

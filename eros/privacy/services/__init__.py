@@ -1,0 +1,1 @@
+"""Privacy: use cases: the feature's steps, over its SQL, the providers and the kernel."""

@@ -1,0 +1,1 @@
+"""Privacy's Celery tasks: the forgets, consent and relabelling, retention."""

@@ -1,0 +1,1 @@
+"""Recall: pure logic: no I/O, no database, no network."""

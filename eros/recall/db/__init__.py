@@ -1,0 +1,1 @@
+"""Recall: SQL: every statement of this feature, nothing else."""

@@ -1,0 +1,111 @@
+"""Recall's settings (docs/recall.md): a section of :class:`eros.settings.Settings`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from eros.core.names import FUSED, RecallStrategy
+
+
+class RecallSettings(BaseSettings):
+    """RECALL_* variables. Field ``foo_bar`` is read from the variable ``FOO_BAR``."""
+
+    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
+
+    # --- recall (docs/recall.md) -----------------------------------------------------------
+    #: ``fused`` (the default since issue 31's second round: it beats the raw-turn baseline on
+    #: LoCoMo and keeps ``grouped``'s implicit recall, bench/RESULTS.md) ranks memories and the
+    #: user's own turns together by provenance (eros/recall/core/fusion.py); ``grouped`` is the
+    #: reference (K per category); ``decay`` and ``composite`` rank memories alone.
+    recall_strategy: RecallStrategy = FUSED
+    #: global top-K of ``decay`` and ``composite`` (10 = the most ``grouped`` can return).
+    recall_k: int = Field(default=10, ge=1, le=100)
+    #: K within each category for ``grouped`` (the reference's 2).
+    recall_per_category_k: int = Field(default=2, ge=1, le=50)
+    #: ``decay``: weight λ of the recency bonus ``λ · exp(−age/τ)``.
+    recall_decay_lambda: float = Field(default=0.2, ge=0, le=10)
+    #: ``decay``: τ in days.
+    recall_decay_tau_days: float = Field(default=21.0, gt=0)
+    #: ``composite``: τ in days of its recency term.
+    recall_composite_tau_days: float = Field(default=90.0, gt=0)
+    #: ``composite``: weight w of its bonus ``w · exp(−age/τ) · importance``.
+    recall_composite_weight: float = Field(default=0.1, ge=0, le=10)
+    #: ``composite``: the importance of rows that have none (written before it was emitted).
+    recall_default_importance: float = Field(default=0.5, ge=0, le=1)
+    #: the rendered prompt section ends each note with the day it is about (eros.recall task)
+    recall_render_dates: bool = True
+    #: the lexical signal (eros/recall/core/lexical.py): the pool re-ordered by reciprocal-rank
+    #: fusion with BM25 over the query's words, when the query's text is known.
+    recall_lexical: bool = False
+    #: ``grouped`` with the lexical signal reads this many × K rows per category to re-order.
+    recall_lexical_depth: int = Field(default=5, ge=1, le=50)
+    #: the pool: strategies rank the N most similar memories in scope, N = max(this, 5 × K).
+    recall_candidates: int = Field(default=50, ge=1, le=1000)
+    #: a scope with fewer rows than this is scanned exactly; larger ones by the quantised scan
+    #: (or, without it, HNSW with iterative index scans unless too small a share of the table).
+    recall_exact_scan_below: int = Field(default=2000, ge=0)
+    #: large scopes: a Hamming scan of the binary sketches (index-only), re-ranked by exact
+    #: cosine; off = HNSW with iterative index scans (docs/recall.md).
+    recall_quantized_scan: bool = True
+    #: recall's default for ``include_sensitive`` (issue 26): true recalls memories of every
+    #: special category (nothing changes for a product that does not opt in); false leaves
+    #: out every memory with a ``sensitivity`` label unless a call asks for them.
+    recall_include_sensitive: bool = True
+    #: the quantised scan re-ranks max(N, 10) × this many sketches to return N rows.
+    recall_quantized_oversample: int = Field(default=10, ge=1, le=100)
+    #: ``hnsw.ef_search`` of the HNSW path (raised to the pool size when that is larger).
+    recall_hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
+    #: ``hnsw.max_scan_tuples``: how far an iterative scan may go before giving up.
+    recall_hnsw_max_scan_tuples: int = Field(default=20000, ge=1)
+    #: ``fused``: the most tokens its answer may take in the prompt (the rendered section, as
+    #: recall's estimate counts them); K (RECALL_K) still caps how many items it holds.
+    recall_token_budget: int = Field(default=1000, ge=100, le=100_000)
+    #: ``fused``: the turn pool, the N user turns nearest the query it ranks with memories.
+    recall_turn_candidates: int = Field(default=50, ge=1, le=1000)
+    #: ``fused``: subtracted from a turn's score, so at equal similarity a memory wins and a
+    #: turn takes a memory's place only when clearly nearer the query (``standing``, ``z``: in
+    #: standard deviations; 0 with ``standing``: ties already go to the memory).
+    recall_fusion_turn_offset: float = Field(default=0.0, ge=-1, le=5)
+    #: ``fused``: ``standing`` (the default) scores each kind's r-th item by how far its kind's
+    #: r-th best similarity stands above the kind's own pool; ``rank`` by rank alone;
+    #: ``similarity`` compares the two kinds' scores as they are; ``z`` standardises each
+    #: item's score over its kind's pool (RECALL_FUSION_TURN_OFFSET then in std devs).
+    recall_fusion_calibration: Literal["similarity", "z", "rank", "standing"] = "standing"
+    #: ``fused`` with ``rank`` calibration: a memory at rank r scores this / (60 + r), a turn
+    #: 1 / (60 + r) — above 1, memories hold more of the top K.
+    recall_fusion_memory_weight: float = Field(default=1.0, gt=0, le=10)
+    #: ``fused``: subtracted from the score of a turn cited only by superseded memories.
+    recall_fusion_stale_penalty: float = Field(default=0.2, ge=0, le=2)
+    #: ``fused``: the recency term of both kinds, ``w · exp(−age / τ) · importance`` (a turn's
+    #: importance is RECALL_DEFAULT_IMPORTANCE), as composite's but with its own w and τ.
+    #: 0 by default: a recency term buried the old confidences implicit recall is about
+    #: (bench/RESULTS.md, issue 31 second round).
+    recall_fusion_recency_weight: float = Field(default=0.0, ge=0, le=10)
+    recall_fusion_tau_days: float = Field(default=21.0, gt=0)
+    #: ``fused``: weight of the query's words (BM25 over memories and turns, scaled to [0, 1])
+    #: added to every score; 0 = off.
+    recall_fusion_lexical_weight: float = Field(default=1.0, ge=0, le=1)
+    #: ``fused``: within the first this many ranked items, a newer item on the same specific
+    #: subject (a rare word both say) goes before the older one; 0 = off.
+    recall_fusion_newer_first_depth: int = Field(default=20, ge=0, le=1000)
+    #: ``fused``: a turn a shorter memory cites is returned as that memory (the turn its
+    #: quote), in the turn's place; off = the turn keeps its place.
+    recall_fusion_memory_stands_in: bool = True
+    #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
+    recall_labels: Literal["zh", "en"] = "zh"
+    #: users with at least this many memories are cut into cells by ``eros.cluster_memories``
+    #: (beat), so their recall reads only the cells nearest the query (docs/recall.md).
+    recall_cell_min_rows: int = Field(default=5000, ge=1)
+    #: the share of a clustered user's cells a recall reads (the nearest first); 1 = read all
+    #: (the plain quantised scan), a smaller share is faster and may miss a far-flung match.
+    recall_cell_probe_share: float = Field(default=0.2, gt=0, le=1)
+    #: ``fused``: the share of a clustered user's memory cells whose turns the turn search reads
+    #: (the nearest first, plus the turns in no cell; 0029); 1 = read every turn. Larger than
+    #: the memories' share: the cells are cut on memories, and turns fall farther from their
+    #: centroids (on LoCoMo's turns 0.2 kept 94.8% of the exact top 50, 0.4 kept 98.1%).
+    recall_turn_probe_share: float = Field(default=0.4, gt=0, le=1)
+    #: seconds between two beat runs of ``eros.cluster_memories`` (users due for clustering).
+    recall_cell_interval_secs: int = Field(default=3600, ge=1)

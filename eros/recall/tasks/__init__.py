@@ -1,0 +1,1 @@
+"""Recall's Celery tasks: ``eros.recall``, the cells' clustering, re-embedding."""
