@@ -79,7 +79,7 @@ def _start_checks(sender: Any = None, **_: Any) -> None:
 @signals.celeryd_after_setup.connect
 def _train_guard(instance: Any = None, **_: Any) -> None:
     """The guard's meaning model for a live embedder, made before this worker consumes
-    (issue 30; after the logging is set up and before the pool forks or the consumer starts):
+    (after the logging is set up and before the pool forks or the consumer starts):
     the first worker of the fleet trains it under the training lock; the others find it
     stored, or being trained (they start without the layer: candidates wait ``unscreened``
     until it exists). Shipped for e5: nothing happens. A failure is logged and the worker

@@ -1,4 +1,4 @@
-"""Consent (issue 32): ``eros consent`` shows and lifts a user's withdrawn special-category
+"""Consent: ``eros consent`` shows and lifts a user's withdrawn special-category
 labels, ``eros relabel`` labels memories written without a label (before migration 0018).
 Ids, labels and counts only."""
 

@@ -1,6 +1,6 @@
 """``eros guard check`` (try the memory guard on texts), ``eros guard train`` (make the meaning
-layer's model ahead of time, issue 30) and ``eros rescreen`` (run the current guard over stored
-memories), issue 25. Both make exactly the classify path's decision with the
+layer's model ahead of time) and ``eros rescreen`` (run the current guard over stored
+memories). Both make exactly the classify path's decision with the
 configured providers (offline: the e5 embedder when installed); no text is ever logged.
 """
 

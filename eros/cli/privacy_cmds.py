@@ -1,4 +1,4 @@
-"""Erasure and access (issue 14): ``eros forget`` and ``eros export``.
+"""Erasure and access: ``eros forget`` and ``eros export``.
 
 Both print ids and counts; ``export`` is the one command whose output is the person's data,
 and it goes only where asked (standard output or ``--output FILE``), never into a log.
@@ -28,7 +28,7 @@ T = TypeVar("T")
 
 def _owned_target(path: Path) -> None:
     """Refuse to replace what is not ours: a symlink, a non-regular file, or a file another
-    user owns (issue 32: a file pre-created by someone else in a shared directory stayed
+    user owns (a file pre-created by someone else in a shared directory stayed
     theirs when the export was written into it)."""
     try:
         st = os.lstat(path)
@@ -193,7 +193,7 @@ def forget(user: uuid.UUID | None, instance: uuid.UUID | None, sessions: bool,
 @click.option("--format", "version", type=click.Choice(["1", "2"]), default="2",
               show_default=True,
               help="eros-export/2: everything kept except vectors; eros-export/1: memories and "
-                   "session outcomes only (the issue-14 format).")
+                   "session outcomes only (the first export format).")
 def export(user: uuid.UUID, output: str | None, with_messages: bool, version: str) -> None:
     """Export everything eros keeps about USER as one JSON document ("format":
     "eros-export/2", see docs/export.md): every memory with its layer, persona, status, times,

@@ -45,8 +45,8 @@ def recall(user: uuid.UUID, query: str, instance_id: uuid.UUID | None, scope: st
            dates: bool) -> None:
     """Recall USER's memories for QUERY (embedded as a search query), ranked by a strategy.
 
-    Strategies: grouped (the reference: top-K by cosine in each category), decay
-    (similarity + λ·exp(−age/τ)) and composite (similarity + w·exp(−age/τ)·importance, one
+    Strategies: grouped (the original dreaming-lite recall: top-K by cosine in each category),
+    decay (similarity + λ·exp(−age/τ)) and composite (similarity + w·exp(−age/τ)·importance, one
     global top-K); with RECALL_LEXICAL, the query's words are fused in by reciprocal rank.
     fused ranks composite's memories together with the user's own turns, by provenance (a
     turn a memory cites is its quote, not a second item; a turn only superseded memories

@@ -1,4 +1,4 @@
-"""``eros turns backfill`` (issue 31 item 1): index the user turns of sessions classified
+"""``eros turns backfill``: index the user turns of sessions classified
 before classification indexed turns itself. Thin: :mod:`eros.dreaming.services.turn_backfill`
 does the work. Counts only, never text."""
 

@@ -40,14 +40,14 @@ class ConsolidationSettings(BaseSettings):
     #: max_tokens of the consolidation reply.
     consolidation_max_tokens: int = Field(default=4000, ge=64)
     #: new (not yet compared) memories one pass compares with their neighbours; a larger
-    #: backlog is worked through in chunks over several passes (issue 17).
+    #: backlog is worked through in chunks over several passes.
     consolidation_chunk_size: int = Field(default=500, ge=1, le=100000)
     #: users with more current memories than this are searched through the binary sketches
     #: (a Hamming prefilter, then the exact check); up to it, exactly.
     consolidation_exact_below: int = Field(default=2000, ge=0)
     #: users with no recall cells and more current memories than this are searched through
     #: the HNSW index instead (the k nearest per memory, an iterative scan). 0 = never (the
-    #: default since issue 34: a user above RECALL_CELL_MIN_ROWS is cut into cells by beat and
+    #: default: a user above RECALL_CELL_MIN_ROWS is cut into cells by beat and
     #: searched in them; set above 0, `eros migrate` keeps the index this needs).
     consolidation_hnsw_above: int = Field(default=0, ge=0)
     #: k of the HNSW search: a near twin beyond a memory's k nearest is not found from it.

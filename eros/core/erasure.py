@@ -1,4 +1,4 @@
-"""What an erasure is, without I/O (issue 26): its scopes, its statuses and the error code a
+"""What an erasure is, without I/O: its scopes, its statuses and the error code a
 failed one records — ids, counts and codes only, never text."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Final, Literal, get_args
 from eros.core.retry import sqlstate
 
 #: ``user`` (everything of a user), ``persona`` (one relationship: instance_id), ``memory`` (one
-#: memory and its lineage), ``sensitive`` (a user's memories of a special category, issue 26)
-#: ``message`` (one chat message and what was learned from it, issue 24's
+#: memory and its lineage), ``sensitive`` (a user's memories of a special category)
+#: ``message`` (one chat message and what was learned from it,
 #: ``eros forget --message``) and ``session`` (one whole conversation and what was learned
-#: from it alone, issue 32's ``eros forget --session``).
+#: from it alone, ``eros forget --session``).
 Scope = Literal["user", "persona", "memory", "sensitive", "message", "session"]
 SCOPES: Final[tuple[Scope, ...]] = get_args(Scope)
 

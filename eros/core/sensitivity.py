@@ -1,4 +1,4 @@
-"""Special-category labels of a memory (GDPR art. 9; issue 26): the values
+"""Special-category labels of a memory (GDPR art. 9): the values
 ``companion_memories.sensitivity`` may hold (NULL = none). The database's check constraint
 (``ck_companion_memories_sensitivity``, migration 0018) is built from this tuple."""
 

@@ -48,7 +48,7 @@ _ERROR_CODE = re.compile(r"[0-9]{1,6}|[a-z0-9]+(?:_[a-z0-9]+)+")
 def safe_error_code(value: object) -> str | None:
     """A provider's error ``code``/``type`` if it has the shape of a code, else None: error
     bodies may echo the request (an OpenAI-compatible server that quotes its input), so only
-    the status and a code-shaped identifier are ever stored or logged (issue 26)."""
+    the status and a code-shaped identifier are ever stored or logged."""
     text = str(value) if isinstance(value, int | str) and not isinstance(value, bool) else ""
     return text if len(text) <= 64 and _ERROR_CODE.fullmatch(text) else None
 

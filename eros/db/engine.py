@@ -91,7 +91,7 @@ def _ping_when_idle(engine: Engine) -> None:
     """Ping a pooled connection before use only when it has sat idle over PING_IDLE_SECS.
 
     ``pool_pre_ping`` pings on every checkout: a round trip (and a SELECT for the server) per
-    transaction, three per classified session (issue 17). A connection checked in moments ago
+    transaction, three per classified session. A connection checked in moments ago
     is almost surely alive; one that idled through a provider call or a quiet spell is pinged,
     and a dead one is replaced before anything runs on it (DisconnectionError makes the pool
     reconnect, SQLAlchemy's documented pessimistic recipe). A server restart that lands inside

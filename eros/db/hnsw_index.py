@@ -1,4 +1,4 @@
-"""The memories' HNSW index exists only where a configured read path reads it (issue 34).
+"""The memories' HNSW index exists only where a configured read path reads it.
 
 ``ix_companion_memories_embedding_hnsw`` (partial on current rows, 0028) is read by two plans
 only: recall with RECALL_QUANTIZED_SCAN=false (:mod:`eros.recall.db.recall_hnsw_sql`) and a

@@ -63,7 +63,7 @@ ledger_access_log = Table(
     Index("ix_ledger_access_log_user", "user_id", "at"),
 )
 
-#: the task dead letter (0021, issue 32): one row per message refused for its arguments —
+#: the task dead letter (0021): one row per message refused for its arguments —
 #: the task, the message id and what was wrong, never an argument's value.
 rejected_tasks = Table(
     "rejected_tasks", metadata,
@@ -76,7 +76,7 @@ rejected_tasks = Table(
     Index("ix_rejected_tasks_rejected_at", "rejected_at"),
 )
 
-# --- consent (issue 32, 0022) ----------------------------------------------------------------
+# --- consent (0022) ----------------------------------------------------------------
 #: a (user, special-category label) the user withdrew consent for: not stored again until lifted
 sensitivity_withheld = Table(
     "sensitivity_withheld", metadata,
@@ -103,7 +103,7 @@ relabel_progress = Table(
     Column("done_at", DateTime(timezone=True), nullable=True),
 )
 
-#: the replica heartbeat (0024, issue 32): one row the primary's beat updates every
+#: the replica heartbeat (0024): one row the primary's beat updates every
 #: RECALL_REPLICA_HEARTBEAT_SECS; its age on a replica is how far behind the replica is.
 replica_heartbeat = Table(
     "replica_heartbeat", metadata,

@@ -1,5 +1,5 @@
 """The SQL of reading a streaming replica: how far its replay is behind, and the heartbeat the
-primary writes so that a replica cut off from its primary cannot look caught up (issue 32)."""
+primary writes so that a replica cut off from its primary cannot look caught up."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Statement, lock and idle-transaction timeouts (issue 16, hole 5).
+"""Statement, lock and idle-transaction timeouts (without them nothing bounded a statement).
 
 Every connection a worker's engine opens carries the DATABASE_* timeouts as server options, so
 a killed task's query, a lock queue or a forgotten transaction cannot hold the database

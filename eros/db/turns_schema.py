@@ -1,4 +1,4 @@
-"""``engine.memory_turns`` (0025, issue 31): the user's turns as a recall layer.
+"""``engine.memory_turns`` (0025): the user's turns as a recall layer.
 
 One row per user turn eros has read and embedded. The turn's text is not copied: a reader joins
 ``chat_messages`` on ``seq`` (the product's table stays the product's), and deleting the message

@@ -38,7 +38,7 @@ async def _erase(request: Request, what: svc.Erasure, target: uuid.UUID,
         result = await run_in_threadpool(svc.erase, c.engine, what, target, sessions=sessions)
     except svc.ErasureFailed as err:
         return error(request, 500, f"The {what} was not forgotten: {err}.")
-    # the user's stored recall results go too, as after eros forget (issue 32)
+    # the user's stored recall results go too, as after eros forget
     await run_in_threadpool(purge_for_process, c.settings, c.engine, result.get("erasure_id"))
     return _done(owner, result)
 

@@ -1,4 +1,4 @@
-"""Who may look (issue 33, "Security"): one token, a signed session cookie, CSRF tokens and
+"""Who may look: one token, a signed session cookie, CSRF tokens and
 the headers every response carries.
 
 - The token is EROS_LEDGER_TOKEN, or a random one printed once as a login URL. A browser

@@ -1,6 +1,6 @@
 """Structured logs: one JSON event per line, carrying the session and task ids.
 
-No personal text at any level, DEBUG included (issues 14 and 26): our log calls pass ids,
+No personal text at any level, DEBUG included: our log calls pass ids,
 counts and codes; Celery's records that carry a message's arguments or body are scrubbed by
 :class:`PrivacyFilter`; the SDKs and broker libraries that log request bodies at DEBUG are
 held at WARNING (:func:`pin_third_party`) unless ``EROS_LOG_THIRD_PARTY=debug``.
@@ -55,7 +55,7 @@ def _current_task() -> tuple[str, str, str | None] | None:
 
 
 #: what Celery's own records carry that may hold a person's text: a task's arguments and
-#: result (issue 14) and, in a message's headers, their representations (issue 26).
+#: result and, in a message's headers, their representations.
 _CELERY_PAYLOAD = frozenset({"args", "kwargs", "return_value", "argsrepr", "kwargsrepr",
                              "body"})
 HIDDEN = "<hidden>"

@@ -110,12 +110,12 @@ def _build() -> Registry:
                           ["label"]),
         WITHHELD=Counter("eros_sensitive_withheld",
                          "Candidates dropped at extraction: their label is withheld by "
-                         "the user (forget --sensitive, issue 32), by label", ["label"]),
+                         "the user (forget --sensitive), by label", ["label"]),
         GUARD_DROPPED=Counter("eros_guard_dropped",
                               "Memories dropped by the memory guard (docs/security.md)",
                               ["stage", "reason"]),
         TURNS_INDEXED=Counter("eros_turns_indexed",
-                              "User turns written to the turns recall layer (issue 31), by "
+                              "User turns written to the turns recall layer, by "
                               "what wrote them (classify, backfill) and status", ["source",
                                                                                 "status"]),
         CONSOLIDATION_RUNS=Counter("eros_consolidation_runs",
@@ -131,7 +131,7 @@ def _build() -> Registry:
                                " engine.rejected_tasks)", ["task"]),
         RELABEL_UNREADABLE=Counter("eros_relabel_unreadable",
                                    "Memories the model labeller left unlabelled: their"
-                                   " entry in its reply could not be read (issue 32)"),
+                                   " entry in its reply could not be read"),
         RETENTION_DELETED=Counter("eros_retention_deleted",
                                   "Rows deleted by the retention task", ["table"]),
         NEAR_DUP_SHARE=Histogram("eros_near_duplicate_share",

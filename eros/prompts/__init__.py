@@ -20,12 +20,12 @@ from typing import Final
 
 #: a section composed onto a base: (its heading in a sectioned base, its file).
 Section = tuple[str, str]
-#: the memory layers (profile / relationship) with English and Chinese examples (issue 18).
+#: the memory layers (profile / relationship) with English and Chinese examples.
 LAYERS_SECTION: Final[Section] = ("Memory layers", "layers_section.txt")
 #: version → (base file, sections) in ``eros/prompts``; DREAMING_PROMPT_VERSION picks one.
 #: v2 treats the transcript as data (docs/security.md); v3 and v4 add the layers to v1 and v2;
 #: v5 (base ``extract_v3.txt``: v2 + numbered turns cited in ``"sources"`` + the
-#: ``"sensitivity"`` label, issue 24) adds the layers to that. The version names were taken
+#: ``"sensitivity"`` label) adds the layers to that. The version names were taken
 #: before the third base file was written, hence v5 on extract_v3.txt.
 PROMPT_VERSIONS: Final[dict[str, tuple[str, tuple[Section, ...]]]] = {
     "v1": ("extract_v1.txt", ()),

@@ -1,6 +1,6 @@
 """One embedding request per session, split only past the provider's per-request limits.
 
-A session's candidates and the user's turns travel in ONE request (issue 31): an embedding is
+A session's candidates and the user's turns travel in ONE request: an embedding is
 cheap, a round trip is not. Voyage refuses a request of more than 1,000 inputs, or whose
 inputs add up to more than the model's per-request token limit (1M tokens for
 voyage-3.5-lite, 320K for voyage-3.5, 120K for voyage-3-large and voyage-code-3). Only past

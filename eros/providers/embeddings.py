@@ -88,13 +88,13 @@ def _green_session() -> requests.Session:
 def _direct_sessions() -> None:
     """voyageai's per-thread ``requests`` sessions without ``trust_env`` when no proxy is
     configured: with it, every request scans the whole environment for ``*_proxy`` variables
-    (about 6% of an embedding call's CPU, issue 17). The CA bundle the environment names is
+    (about 6% of an embedding call's CPU). The CA bundle the environment names is
     set on the session, as ``trust_env`` would have applied it; with a proxy configured the
     SDK's default session is kept, so the proxy (and its ``no_proxy``) still applies.
 
     On a gevent worker the SDK's per-thread session is per-greenlet, and the pool spawns a
     greenlet per task: every embedding call made a new session, a DNS lookup and a new TCP
-    (and TLS) connection. There one session is shared by all (issue 34); its connection pool
+    (and TLS) connection. There one session is shared by all; its connection pool
     is thread-safe, and the process is one OS thread."""
     if voyageai.requestssession is not None or voyageai.proxy is not None \
             or urllib.request.getproxies():
@@ -108,7 +108,7 @@ def forget_inherited_sessions() -> None:
     The SDK caches one session (with its pool of keep-alive connections) in a module-level
     ``threading.local``; a prefork child's main thread inherits the parent's. When the parent
     made a call before forking — a worker training the guard's meaning model at start-up
-    (issue 30) — every child held the same TCP connection: one child's request read another's
+    — every child held the same TCP connection: one child's request read another's
     reply or waited for it until the embedding timeout (30 s stalls and a retry, measured by
     bench/guard_ready_bench.py). Each process now opens its own."""
     from voyageai.api_resources import api_requestor
@@ -131,7 +131,7 @@ def check_vectors(vectors: list[list[float]], expected: int, dim: int) -> None:
 
 def translate_voyage_error(err: verr.VoyageError) -> TransientError | PermanentError:
     """The SDK's error class, the status and a code-shaped error code: never the body, which
-    may echo the texts sent (issue 26)."""
+    may echo the texts sent."""
     status = err.http_status
     code = safe_error_code(err.code)
     message = f"embedding {type(err).__name__}" + (f" HTTP {status}" if status else "") + \

@@ -21,8 +21,7 @@ _BEARER: openai.RequestOptions = {"security": {"bearer_auth": True}}
 
 #: idle keep-alive connections the client keeps (the SDK's default is 100): a gevent worker
 #: runs 128 or more calls at once, and past the limit every reply's connection was closed and
-#: the next call connected afresh — a DNS lookup and a TCP (in production TLS) handshake each
-#: (issue 34).
+#: the next call connected afresh — a DNS lookup and a TCP (in production TLS) handshake each.
 KEEPALIVE_CONNECTIONS = 512
 
 
@@ -62,7 +61,7 @@ class OpenRouterChat:
         try:
             # The SDK's documented ``post`` for a body we build ourselves: the same request,
             # retries, timeout and errors as ``chat.completions.create``, without the typed
-            # params' recursive transform (a third of the SDK's CPU per call, issue 17); the
+            # params' recursive transform (a third of the SDK's CPU per call); the
             # body is plain JSON types already.
             response = self._client.post("/chat/completions", body=body, cast_to=ChatCompletion,
                                          options=_BEARER)
@@ -86,7 +85,7 @@ def translate_openai_error(err: openai.APIError) -> TransientError | PermanentEr
 
     The message (stored in ``last_error`` and ``classification_runs.error``, and logged) is
     the status and the provider's error code only, never its body: an OpenAI-compatible
-    server may echo the prompt — a person's messages — in its error (issue 26)."""
+    server may echo the prompt — a person's messages — in its error."""
     if isinstance(err, openai.APIConnectionError):  # includes APITimeoutError
         kind = "timeout" if isinstance(err, openai.APITimeoutError) else "connection error"
         return TransientError(f"LLM {kind}", provider="llm")

@@ -16,14 +16,15 @@ class RecallSettings(BaseSettings):
     model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
 
     # --- recall (docs/recall.md) -----------------------------------------------------------
-    #: ``fused`` (the default since issue 31's second round: it beats the raw-turn baseline on
+    #: ``fused`` (the default: it beats the raw-turn baseline on
     #: LoCoMo and keeps ``grouped``'s implicit recall, bench/RESULTS.md) ranks memories and the
     #: user's own turns together by provenance (eros/recall/core/fusion.py); ``grouped`` is the
-    #: reference (K per category); ``decay`` and ``composite`` rank memories alone.
+    #: original dreaming-lite recall (K per category); ``decay`` and ``composite`` rank
+    #: memories alone.
     recall_strategy: RecallStrategy = FUSED
     #: global top-K of ``decay`` and ``composite`` (10 = the most ``grouped`` can return).
     recall_k: int = Field(default=10, ge=1, le=100)
-    #: K within each category for ``grouped`` (the reference's 2).
+    #: K within each category for ``grouped`` (2, the original dreaming-lite recall's).
     recall_per_category_k: int = Field(default=2, ge=1, le=50)
     #: ``decay``: weight λ of the recency bonus ``λ · exp(−age/τ)``.
     recall_decay_lambda: float = Field(default=0.2, ge=0, le=10)
@@ -50,7 +51,7 @@ class RecallSettings(BaseSettings):
     #: large scopes: a Hamming scan of the binary sketches (index-only), re-ranked by exact
     #: cosine; off = HNSW with iterative index scans (docs/recall.md).
     recall_quantized_scan: bool = True
-    #: recall's default for ``include_sensitive`` (issue 26): true recalls memories of every
+    #: recall's default for ``include_sensitive``: true recalls memories of every
     #: special category (nothing changes for a product that does not opt in); false leaves
     #: out every memory with a ``sensitivity`` label unless a call asks for them.
     recall_include_sensitive: bool = True
@@ -82,7 +83,7 @@ class RecallSettings(BaseSettings):
     #: ``fused``: the recency term of both kinds, ``w · exp(−age / τ) · importance`` (a turn's
     #: importance is RECALL_DEFAULT_IMPORTANCE), as composite's but with its own w and τ.
     #: 0 by default: a recency term buried the old confidences implicit recall is about
-    #: (bench/RESULTS.md, issue 31 second round).
+    #: (bench/RESULTS.md, the fused strategy's tuning).
     recall_fusion_recency_weight: float = Field(default=0.0, ge=0, le=10)
     recall_fusion_tau_days: float = Field(default=21.0, gt=0)
     #: ``fused``: weight of the query's words (BM25 over memories and turns, scaled to [0, 1])

@@ -1,7 +1,8 @@
 """Typed configuration from environment variables, built once at the edge and passed down.
 
-Variable names are the reference implementation's so deployments can migrate unchanged. Every
-invalid value stops start-up with a :class:`~eros.errors.ConfigError` naming the variable.
+Variable names are those of the original dreaming-lite implementation, so its deployments can
+migrate unchanged. Every invalid value stops start-up with a :class:`~eros.errors.ConfigError`
+naming the variable.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class Settings(RecallSettings, ConsolidationSettings):
     #: normalisation, and a directory of extra ``*.toml`` pattern files added to the bundled ones.
     memory_guard_max_chars: int = Field(default=300, ge=20, le=10000)
     memory_guard_patterns_dir: Path | None = None
-    #: the guard's meaning layer (issue 25): ``auto`` runs it when the embedder carries meaning
+    #: the guard's meaning layer: ``auto`` runs it when the embedder carries meaning
     #: (e5, a live provider) and not with the hash embedder; ``on`` / ``off`` force it.
     memory_guard_classifier: Literal["auto", "on", "off"] = "auto"
     #: a model's second opinion on candidates in the classifier's uncertain band: one batched
@@ -122,7 +123,7 @@ class Settings(RecallSettings, ConsolidationSettings):
     eros_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     #: ``warning``: the SDKs and broker clients (voyageai, openai, httpx, httpcore, urllib3,
     #: requests, kombu, amqp) log at WARNING and above only, whatever EROS_LOG_LEVEL says —
-    #: their DEBUG records hold request bodies (issue 26); ``debug`` lets them through (with
+    #: their DEBUG records hold request bodies; ``debug`` lets them through (with
     #: a loud warning in the log): for debugging a provider locally, never in production.
     eros_log_third_party: Literal["warning", "debug"] = "warning"
     #: ``json``: one event per line with session and task ids; ``text`` for a terminal.
@@ -131,7 +132,7 @@ class Settings(RecallSettings, ConsolidationSettings):
     #: stays in the result backend; short, because a recall result holds personal text.
     eros_result_expires_secs: int = Field(default=300, ge=1)
     #: how long eros.recall's result (memories and the rendered prompt) stays in the result
-    #: backend: seconds, the time a waiting caller needs to read it (issue 32).
+    #: backend: seconds, the time a waiting caller needs to read it.
     eros_recall_result_expires_secs: int = Field(default=30, ge=1)
     #: the expiry eros.recall messages carry (they hold the query text): a message still queued
     #: after this many seconds is discarded unrun — a late recall is useless anyway.
@@ -182,8 +183,8 @@ class Settings(RecallSettings, ConsolidationSettings):
     recall_max_replica_lag_ms: int = Field(default=5000, ge=0)
     #: the primary's beat writes engine.replica_heartbeat this often (when
     #: DATABASE_REPLICA_URL is set); a replica whose heartbeat is more than two periods old
-    #: counts as lagging by the excess, so a disconnected WAL receiver cannot look caught up
-    #: (issue 32). 0 = no heartbeat: the replay-lag reading alone. With a replica it must be
+    #: counts as lagging by the excess, so a disconnected WAL receiver cannot look caught up.
+    #: 0 = no heartbeat: the replay-lag reading alone. With a replica it must be
     #: at most half of RECALL_MAX_REPLICA_LAG_MS (checked at start): a frozen replica is left
     #: after its heartbeat is RECALL_MAX_REPLICA_LAG_MS + two periods old, so a longer period
     #: would stretch the promised bound by more than itself. Beat and every process that

@@ -49,8 +49,8 @@ def create_app(settings: Settings) -> Celery:
         result_expires=settings.eros_result_expires_secs,
         # on a gevent worker a per-thread backend is per-greenlet, and the pool runs every
         # task in a new greenlet: the tracer built a Redis result backend (URL parsing, a
-        # connection pool, a result consumer) for each task, ignored results included
-        # (issue 34). Its Redis client is safe to share.
+        # connection pool, a result consumer) for each task, ignored results included.
+        # Its Redis client is safe to share.
         result_backend_thread_safe=green_process(),
         # a recall message carries the query text: it expires if not run in time (every sender
         # using this app gets the expiry; others pass expires= themselves, docs/operations.md)
@@ -71,7 +71,7 @@ def create_app(settings: Settings) -> Celery:
         task_routes={CLAIM_TASK: {"queue": settings.eros_claim_queue},
                      CLASSIFY_TASK: {"queue": settings.eros_classify_queue},
                      # the finder's cost follows the consolidation backlog: off the claim
-                     # queue, with the passes it enqueues (issue 17)
+                     # queue, with the passes it enqueues
                      FIND_CONSOLIDATION_TASK: {"queue": settings.eros_consolidate_queue},
                      CONSOLIDATE_TASK: {"queue": settings.eros_consolidate_queue},
                      # background work like consolidation (beat sends the finder run to the
@@ -82,7 +82,7 @@ def create_app(settings: Settings) -> Celery:
                      SCREEN_UNSCREENED_TASK: {"queue": settings.eros_consolidate_queue},
                      # a caller waits on recall: never behind slow LLM calls
                      RECALL_TASK: {"queue": settings.eros_recall_queue},
-                     # erasure is short database work: never behind LLM calls (issue 14)
+                     # erasure is short database work: never behind LLM calls
                      FORGET_USER_TASK: {"queue": settings.eros_claim_queue},
                      FORGET_MEMORY_TASK: {"queue": settings.eros_claim_queue},
                      FORGET_MESSAGE_TASK: {"queue": settings.eros_claim_queue},

@@ -1,4 +1,4 @@
-"""One strict argument model per task (issue 32): what a message may carry, checked once at the
+"""One strict argument model per task: what a message may carry, checked once at the
 edge (:meth:`eros.tasks.base.ErosTask.__call__`) before any task body runs.
 
 A JSON client's natural spellings must not change meaning: ``"false"``, ``"0"``, ``0`` and

@@ -133,7 +133,7 @@ class ErosTask(Task):  # type: ignore[misc]
     @cached_property
     def _signature(self) -> inspect.Signature:
         """The body's signature, read once per process: ``inspect.signature`` for every
-        message was about 2% of a gevent classify worker's CPU (issue 34)."""
+        message was about 2% of a gevent classify worker's CPU."""
         return inspect.signature(self.run)
 
     def argument_error(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:

@@ -2,7 +2,7 @@
 from a dead one even while no worker runs the ticks it sends — and, when a read replica is
 configured (DATABASE_REPLICA_URL), the replica heartbeat: ``engine.replica_heartbeat`` on the
 primary updated every RECALL_REPLICA_HEARTBEAT_SECS, whose replayed age tells recall how far
-behind a replica is even when its WAL receiver is disconnected (issue 32)."""
+behind a replica is even when its WAL receiver is disconnected."""
 
 from __future__ import annotations
 

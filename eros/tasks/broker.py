@@ -74,7 +74,7 @@ def broker_config(settings: Settings) -> dict[str, Any]:
         }
     # kombu's Redis channel caps its connection pool at 10 and raises MaxConnectionsError past
     # it instead of waiting: a gevent worker acking 128 tasks at once ran out, lost the acks and
-    # terminated the tasks (drain bench, issue 17). Connections open on demand, so a prefork
+    # terminated the tasks (drain bench). Connections open on demand, so a prefork
     # worker still uses one or two.
     return {**common,
             "broker_transport_options": {**redis_transport,

@@ -1,4 +1,4 @@
-"""Stored task results that hold a person's text (issue 32): ``eros.recall``'s memories and
+"""Stored task results that hold a person's text: ``eros.recall``'s memories and
 rendered prompt. Each is kept only EROS_RECALL_RESULT_EXPIRES_SECS and indexed by user (a Redis
 set ``eros:results:user:<user_id>`` of task ids, expiring with them), so a forget can delete
 that user's results from the result backend at once instead of leaving them readable until

@@ -52,12 +52,12 @@ def default_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
         },
     }
     # memories written while the guard's meaning layer had no model, judged once it has one
-    # (issue 30): one probe of an empty partial index when there are none
+    # (one probe of an empty partial index when there are none)
     every_guard = float(min(60, settings.dreaming_tick_secs))
     schedule["screen-unscreened"] = {
         "task": SCREEN_UNSCREENED_TASK, "schedule": every_guard,
         "options": {"queue": settings.eros_consolidate_queue, "expires": every_guard}}
-    # retention (issue 26): only when MESSAGE_RETENTION_DAYS or HISTORY_RETENTION_DAYS is set
+    # retention: only when MESSAGE_RETENTION_DAYS or HISTORY_RETENTION_DAYS is set
     if settings.message_retention_days or settings.history_retention_days:
         every = float(settings.retention_interval_secs)
         schedule["apply-retention"] = {

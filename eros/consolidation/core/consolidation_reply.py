@@ -60,7 +60,7 @@ def _number(value: Any) -> int:
         return value
     if isinstance(value, str) and (match := _NUMBER.match(value)):
         return int(match.group(1))
-    # never quote the value: it is model output, and reasons end up in last_error (issue 14)
+    # never quote the value: it is model output, and reasons end up in last_error
     raise ValueError(f"a {type(value).__name__} that is not a memory number")
 
 

@@ -1,4 +1,4 @@
-"""Consolidation's cells search for all of a user's memories at once, pure (issue 34).
+"""Consolidation's cells search for all of a user's memories at once, pure.
 
 Today's per-memory search (:data:`eros.recall.db.cells_sql.CELL_PAIRS`) finds, for one memory ``a``,
 the rows ``b`` of its user, layer and category that are current, lie in one of the

@@ -1,4 +1,4 @@
-"""The statements of the bulk first pass (issue 34): a clustered user's current vectors read
+"""The statements of the bulk first pass: a clustered user's current vectors read
 once (binary COPY) with what the cells search needs of each row, the centroids, and the
 pgvector checks of what the matrix products leave uncertain — the predicate of
 :data:`eros.recall.db.cells_sql.CELL_PAIRS`, decided in SQL wherever floating point could differ."""

@@ -47,7 +47,7 @@ SELECT a.id AS a, b.id AS b
  WHERE {_NEAR}
 """)
 
-# --- the incremental comparison (issue 17) ----------------------------------------------------
+# --- the incremental comparison ----------------------------------------------------
 # A pass compares only memories not yet compared (their rows in ``consolidation_backlog``,
 # 0013) with their neighbours, oldest first, one keyset page of the backlog's index at a
 # time: O(new × k), never the user's all pairs.
@@ -56,7 +56,7 @@ SELECT a.id AS a, b.id AS b
 # per row of the page, never a join or hashed scan of the memories). Joined to the memories
 # before the LIMIT, the planner (which expects a backlog of a few rows: it fills and empties
 # between autovacuum's analyses) read the user's whole backlog and looked every row up, then
-# sorted: ~30 ms a page at 50k, the largest statement of a first pass (issue 34, profile).
+# sorted: ~30 ms a page at 50k, the largest statement of a profiled first pass.
 UNCOMPARED_PAGE = text("""
 SELECT q.memory_id AS id, q.created_at,
        coalesce((SELECT m.status = 'current' FROM engine.companion_memories m
@@ -134,7 +134,7 @@ SELECT a.id AS a, n.id AS b
 """)
 
 # The exact comparison of the given memories with every same-scope row of the user: a small
-# user's plan (no graph to walk), and the reference the HNSW plan is measured against.
+# user's plan (no graph to walk), and the exact answer the HNSW plan is measured against.
 EXACT_PAIRS = text(f"""
 WITH mine AS MATERIALIZED (
     SELECT id, COALESCE(instance_id, {_NIL}) AS layer, category, embedding, embedding_model,

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 # Only a user with memories is claimed: a pass queued before the user was forgotten must not
-# create their state row again (issue 14).
+# create their state row again.
 BEGIN_PASS = text("""
 INSERT INTO engine.consolidation_state AS s (user_id, claimed_at, attempts)
 SELECT CAST(:user_id AS uuid), now(), 1
@@ -54,7 +54,7 @@ UPDATE engine.consolidation_state AS s SET
  WHERE user_id = :user_id
 """)
 
-# The pass's claim, re-read under the row lock in its write transaction (issue 14).
+# The pass's claim, re-read under the row lock in its write transaction.
 CLAIMED_AT = text("SELECT claimed_at FROM engine.consolidation_state WHERE user_id = :user_id")
 CLAIM_HELD = text("SELECT claimed_at FROM engine.consolidation_state WHERE user_id = :user_id"
                   " FOR UPDATE")

@@ -37,7 +37,7 @@ UPDATE engine.companion_memories AS m
  WHERE m.id = c.id AND m.status = 'current'
 """)
 
-# The rows a pass keeps, in one UPDATE (issue 34 item 3): a kept result's provenance (the
+# The rows a pass keeps, in one UPDATE: a kept result's provenance (the
 # union of its cluster's), its importance, and the "judged" stamp of the judged rows still
 # current. A 2 KB row's update is never HOT (no room on its page): each rewrite inserts the
 # row into every index again, HNSW included, so a row is rewritten once, and only when one of
@@ -63,7 +63,7 @@ UPDATE engine.companion_memories AS m
 
 # The result of a merge (a kept member or a new canonical) takes the most sensitive label of
 # itself and the memories merged or superseded into it (order: core/sensitivity.py), so a
-# consolidated memory never loses a special category (issue 26). Only the given pairs are read.
+# consolidated memory never loses a special category. Only the given pairs are read.
 KEEP_MOST_SENSITIVE = text("""
 WITH pair AS (
     SELECT * FROM unnest(CAST(:results AS uuid[]), CAST(:members AS uuid[])) AS p(result_id, id)

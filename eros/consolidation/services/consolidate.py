@@ -101,7 +101,7 @@ def record_failure(c: Consolidator, user_id: uuid.UUID, outcome: str, error: str
 
 def defer_for_guard(c: Consolidator, user_id: uuid.UUID) -> bool:
     """True (and the user's claim released, no attempt counted) while the memory guard's
-    meaning layer has no model yet (issue 30): a canonical text could not be judged, so the
+    meaning layer has no model yet: a canonical text could not be judged, so the
     pass waits for the model; the finder enqueues the user again on a later run."""
     if not meaning_layer(c.settings, c.engine, c.embedder).pending:
         return False
@@ -305,7 +305,7 @@ def _write(c: Consolidator, user_id: uuid.UUID, read: Read, plan: Plan,
         # the result of a merge keeps the most sensitive label of what went into it
         write_sql.keep_most_sensitive(conn, [(st.result_id, ch.memory_id) for st in applied
                                        if st.result_id is not None for ch in st.changes])
-        # ... and the turns it cites (the union of its members') take that label (issue 31)
+        # ... and the turns it cites (the union of its members') take that label
         turn_trust_sql.inherit_labels(conn, sorted({st.result_id for st in applied
                                                if st.result_id is not None}, key=str))
         # compared, in one statement: the canonical rows (their neighbourhood was the

@@ -1,4 +1,4 @@
-"""The first consolidation pass over a large backlog as a bulk operation (issue 34).
+"""The first consolidation pass over a large backlog as a bulk operation.
 
 A clustered user's per-memory search (:func:`eros.recall.db.cells_sql.cell_pairs`) reads, for every
 memory, the sketches of its CONSOLIDATION_CELL_PROBES nearest cells: ~8·√n rows a memory
@@ -294,7 +294,7 @@ def _cluster_first(engine: Engine, s: Settings, user_id: uuid.UUID) -> None:
     """A backlog of more than a chunk for a user beat would cut into recall cells
     (RECALL_CELL_MIN_ROWS) but has not yet: cut it now, so the pass searches in cells, in
     bulk — without cells a large user was searched through the HNSW index, which nothing
-    else reads with the defaults (issue 34: the index is built only where a plan reads it).
+    else reads with the defaults (the index is built only where a plan reads it).
     A user with cells, a small backlog or too few memories is left as it is."""
     with engine.connect() as conn:
         if bulk_sql.backlog_count(conn, user_id, cap=s.consolidation_chunk_size + 1) \

@@ -1,4 +1,4 @@
-"""The read of a consolidation pass (issue 17): the memories not yet compared, oldest first,
+"""The read of a consolidation pass: the memories not yet compared, oldest first,
 in pages, and their near pairs with the same-scope memories of the user — exactly for a small
 user, through the binary sketches for a large one, through HNSW for a very large one — never
 the user's all pairs."""

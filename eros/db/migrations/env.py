@@ -77,7 +77,7 @@ def _run(connection) -> None:  # type: ignore[no-untyped-def]
     connection.commit()
     _configure(connection=connection)
     with context.begin_transaction():
-        # bounded lock waits, unbounded statements (DATABASE_LOCK_TIMEOUT_MS; issue 16), for
+        # bounded lock waits, unbounded statements (DATABASE_LOCK_TIMEOUT_MS), for
         # this transaction only: through PgBouncer in transaction mode a session setting
         # would stay on the server connection for its next client
         set_migration_timeouts(connection, load_settings(database_url=_url()), local=True)

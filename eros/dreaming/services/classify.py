@@ -112,7 +112,7 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
     if transcript.empty:
         return _finish(pipeline, attempt, report, Outcome("empty"), through_seq, transcript,
                        [], task_id, dry_run)
-    # the user's own turns become a recall layer (issue 31): embedded in the same request
+    # the user's own turns become a recall layer: embedded in the same request
     # as the candidates, screened and labelled alike (eros/dreaming/services/turn_index.py)
     user_turns = turn_index.user_turns(turns, settings.channels)
 
@@ -122,7 +122,7 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
     # candidate's own embedding (the one written with it: no extra call); only counts by
     # reason are kept, never the dropped text.
     # Every concurrency slot is taken before the first paid call: nothing after the LLM has
-    # answered can raise Throttled and have the paid call repeated (issue 16, hole 3).
+    # answered can raise Throttled and have the paid call repeated (a retry would pay twice).
     with pipeline.limiter.slots("llm", "embedding"):
         completion, truncated_twice = _complete(pipeline, transcript)
         parsed = parse_extraction(completion.text, max_items=settings.dreaming_max_memories,
@@ -132,7 +132,7 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
         indexed, turns_withheld = turn_index.labelled(
             user_turns, turn_index.cited_labels(parsed.candidates, transcript.seqs),
             attempt.withheld)
-        # consent (issue 32): the labels this user withdrew (forget --sensitive) are not stored
+        # consent: the labels this user withdrew (forget --sensitive) are not stored
         allowed, withheld_dropped = drop_withheld(parsed.candidates, attempt.withheld)
         parsed = replace(parsed, candidates=tuple(allowed))
         texts = [strip_invisible(c.content) for c in parsed.candidates]
@@ -174,7 +174,7 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
     embeddings = screening.embeddings
     vectors = [screening.vectors[i] for i in kept]
 
-    # no meaning model yet (issue 30): what passed the rules and the secret checks waits
+    # no meaning model yet: what passed the rules and the secret checks waits
     # unscreened — never recalled nor consolidated — until eros.screen_unscreened judges it
     status = "unscreened" if screening.pending else "current"
     report.detail["unscreened"] = len(candidates) if screening.pending else 0
@@ -249,7 +249,7 @@ def _screened_metadata(settings: Settings, candidates: Sequence[Candidate]
         dropped += unknown
         for key, value in list(fields.items()):
             # a number is screened as the string it is ("confidence": 4111111111111111 is a
-            # card number, issue 30); a boolean has nothing to hide
+            # card number); a boolean has nothing to hide
             judged = scalar_text(value)
             if judged is not None and not guard.check(judged).ok:
                 del fields[key]

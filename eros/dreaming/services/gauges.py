@@ -42,8 +42,8 @@ class DatabaseGauges:
 
 
 def _guard_gauges(engine: Any, settings: Any) -> Iterator[Any]:
-    """``eros_guard_meaning_layer{state}``: 1 for the meaning layer's state, 0 for the others
-    (issue 30), and ``eros_guard_unscreened_memories``: what waits for its model."""
+    """``eros_guard_meaning_layer{state}``: 1 for the meaning layer's state, 0 for the others,
+    and ``eros_guard_unscreened_memories``: what waits for its model."""
     from prometheus_client.core import GaugeMetricFamily
 
     from eros.guard.db.guard_sql import count_unscreened

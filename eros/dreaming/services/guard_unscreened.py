@@ -1,4 +1,4 @@
-"""Settle ``unscreened`` memories once the meaning layer has its model (issue 30): the beat
+"""Settle ``unscreened`` memories once the meaning layer has its model: the beat
 task ``eros.screen_unscreened`` and ``eros guard train``.
 
 A memory is written ``unscreened`` when it passed the rules and the secret checks while no
@@ -9,7 +9,7 @@ becomes ``current``, or ``quarantined`` with the reason (codes, never text; ``er
 --restore`` undoes one). While the layer is still pending nothing changes; with the layer off or
 unusable the rules' verdict alone decides (there will be no model to wait for).
 
-The user's turns indexed ``unscreened`` (issue 31) are judged the same way, on their stored
+The user's turns indexed ``unscreened`` are judged the same way, on their stored
 vectors, as the classify path judges a turn: ``current``, ``quarantined`` when the meaning
 layer rejects it, and removed from the index when the rules now do (a turn the rules reject is
 never indexed).
@@ -42,7 +42,7 @@ class SettleReport:
     current: int = 0
     quarantined: int = 0
     by_reason: dict[str, int] = field(default_factory=dict)
-    #: the user's turns (issue 31): scanned, and what each became (``removed``: the rules
+    #: the user's turns: scanned, and what each became (``removed``: the rules
     #: now reject it, so it left the index)
     turns_scanned: int = 0
     turns: dict[str, int] = field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""``eros rescreen`` over the turns recall layer (issue 31 item 4): the current guard re-judges
+"""``eros rescreen`` over the turns recall layer: the current guard re-judges
 every indexed turn that is recallable or could be made so, exactly as the classify path judges
 a turn it indexes (:func:`eros.dreaming.services.turn_index.status_of`, on the turn's stored vector:
 no embedding call when it is the configured embedder's).

@@ -1,5 +1,5 @@
-"""The pipeline's status, one report for ``eros status`` and the ledger's status page
-(issue 33): backlog, work in flight, outcomes, dead letters, recent errors, totals, the
+"""The pipeline's status, one report for ``eros status`` and the ledger's status page:
+backlog, work in flight, outcomes, dead letters, recent errors, totals, the
 guard's state, providers and cost — ids, counts and codes, never text.
 
 The broker's reachability is looked at by the caller (the CLI knows whether an embedded Redis

@@ -1,4 +1,4 @@
-"""``eros turns backfill`` (issue 31 item 1): index the turns of sessions classified before
+"""``eros turns backfill``: index the turns of sessions classified before
 classification indexed turns itself.
 
 Resumable: the cursor (``engine.turn_backfill``, the last seq scanned and the run's cutoff) is

@@ -1,4 +1,4 @@
-"""The user's turns as a recall layer (issue 31 item 1): which turns are indexed, with which
+"""The user's turns as a recall layer: which turns are indexed, with which
 label and status. One rule for the classify path and for ``eros turns backfill``.
 
 - **Which**: the user's own turns (role ``user``) of the channels extraction reads

@@ -1,4 +1,4 @@
-"""The guard's beat task ``eros.screen_unscreened`` (issue 30; no arguments): memories written
+"""The guard's beat task ``eros.screen_unscreened`` (no arguments): memories written
 ``unscreened`` while the meaning layer had no model are judged once it has one. Cheap when
 there is nothing to do (one probe of a partial index); safe to run twice at once (a row is
 settled only while it is still ``unscreened``)."""

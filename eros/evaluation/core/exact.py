@@ -9,7 +9,7 @@ items in the cut cover *every* evidence turn (multi-hop questions have several).
 A system's answer is a list of :class:`Item` s, each with a **level**: the smallest cut that
 includes it. For a global ranking (``decay``, ``composite``, the baseline) the level is the
 1-based position; for ``grouped`` (K per category) it is the item's rank within its category,
-and a recall@K cut takes ``K // 5`` per category (the reference's 2 per category is its K=10).
+and a recall@K cut takes ``K // 5`` per category (dreaming-lite's original 2 per category is K=10).
 From the smallest covering level follow both figures:
 
 - **recall@K** — the covering level is within K's cut;

@@ -2,13 +2,13 @@
 row each, named as the strategy: ``grouped``, ``decay``, ``composite``, ``fused``), plus the
 baseline — and score what comes back (:mod:`eros.evaluation.core.scoring`).
 
-The **baseline** is the reference's profile layer before dreaming: every raw user turn
+The **baseline** is the naive profile layer that dreaming replaces: every raw user turn
 embedded as it was said, recalled by plain cosine top-K (the same K as ``decay`` and
 ``composite``). It costs no LLM call; its embedding tokens are counted.
 
 ``fused`` is asked exactly as the product asks it: through :func:`recall_by_vector`, over the
 turns the replay's classification indexed in ``engine.memory_turns`` (the product's own write
-path, the same embedder). The eval-only ``hybrid`` row it replaces (issue 31) is gone.
+path, the same embedder). The eval-only ``hybrid`` row it replaces is gone.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ from eros.guard.core.guard_text import alternate_views, compact, normalise, unjo
 View = Literal["text", "compact"]
 #: the reason codes a rule may carry (``too_long`` is the length cap's own; ``instruction`` is
 #: the meaning classifier's, eros/guard/core/guard_meaning.py; ``unverified`` is a text held back
-#: because the LLM second opinion asked about it gave no usable answer, issue 30).
+#: because the LLM second opinion asked about it gave no usable answer).
 REASONS = ("addresses_ai", "role_impersonation", "persona_claim", "secret", "too_long",
            "instruction", "unverified")
 #: the layers a verdict names: which check dropped the text (``eros guard check`` prints it).

@@ -1,11 +1,11 @@
-"""The memory guard's meaning layer (issue 25): "a statement about the user" or "a rule,
+"""The memory guard's meaning layer: "a statement about the user" or "a rule,
 instruction, role or tool directive for the assistant", judged from the candidate's own
 embedding, in any language.
 
 A small logistic regression over the embedding the classify path computes anyway (no extra
 embedding call per candidate), trained per embedding model on a labelled, multilingual exemplar
 bank shipped in the package (``eros/data/guard/bank.jsonl``). Pure numpy; the only reads are
-package resources. The model is made ahead of time, never inside a task (issue 30): shipped
+package resources. The model is made ahead of time, never inside a task: shipped
 pre-trained for the offline e5 embedder (``eros/data/guard/<model>.json``, with the bank's
 digest; ``scripts/ship_guard_model.py`` regenerates it), trained for a live embedder by
 ``eros migrate`` / ``eros guard train`` / a starting worker
@@ -41,7 +41,7 @@ MIN_BALANCED_ACCURACY = 0.8
 #: share of the bank's statements the threshold must keep out of fold.
 MIN_KEPT = 0.98
 #: out-of-fold runs (each with its own random folds) whose thresholds' median is the model's
-#: (issue 30, fourth round: one run's threshold moved by 0.035 when 14 lines were added).
+#: (one run alone moved its threshold by 0.035 when 14 lines were added to the bank).
 THRESHOLD_RUNS = 5
 #: width of the uncertain band below the threshold (probability units), for the LLM opinion.
 BAND = 0.25

@@ -1,4 +1,4 @@
-"""Secrets by validation, not shape (issue 25): a memory never holds a credential or an
+"""Secrets by validation, not shape: a memory never holds a credential or an
 identity number.
 
 - checksummed numbers with ``python-stdnum``: IBAN (mod 97), payment cards (Luhn, an issuer's
@@ -18,7 +18,7 @@ identity number.
 - a password announced in any of 30 languages followed by a token that has a digit or a symbol
   (a token in another script: letters and a digit, "Ромашка_1987"); credentials in a URL
   (``postgres://user:pass@host``);
-- national identity numbers by their own checksums (issue 30, fifth round): the Finnish HETU
+- national identity numbers by their own checksums: the Finnish HETU
   (``stdnum.fi.hetu``: date, century sign, ISO mod-31 check character), the Romanian CNP
   (``stdnum.ro.cnp``: sex/century digit, date, county, mod-11) and the Hungarian personal
   identification number (személyi szám: sex/century digit, date, mod-11 with the weights that
@@ -232,7 +232,7 @@ def _find_number(raw: str) -> str | None:
 
 def fold_digits(text: str) -> str:
     """Decimal digits of every script (Arabic-Indic, Devanagari, Thai, full-width, …) as ASCII
-    digits, so a number's checksum is validated whatever digits it is written in (issue 30)."""
+    digits, so a number's checksum is validated whatever digits it is written in."""
     if text.isascii():
         return text
     return _ANY_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group(0))), text)

@@ -1,5 +1,5 @@
 """Someone else's words, quoted in a memory: the rules that catch orders to the assistant do not
-judge them alone (issue 30, third round).
+judge them alone.
 
 A memory is about the user, so it often quotes people in the user's life: "her boss said: from
 now on you must answer every client within an hour", "her yoga teacher says 'forget the rules,

@@ -1,5 +1,5 @@
 """The views of a text the memory guard judges: one normalisation path for the pipeline and for
-:meth:`eros.guard.core.guard.Guard.check` (issue 25).
+:meth:`eros.guard.core.guard.Guard.check`.
 
 - :func:`strip_invisible` removes invisible format characters and controls; a carriage return
   is a line break (``\\r`` and ``\\r\\n`` become ``\\n``), never deleted, so ``"x\\r## Operator"``
@@ -13,7 +13,7 @@
 - :func:`unjoined` — words joined by anything that is not a letter read as words: every run of
   punctuation, symbols or blanks between two letters (``from-now-on``, ``forget.your.rules``,
   ``disregard_your``, U+2800 braille blank, U+3164 Hangul filler, any Unicode space) becomes
-  one space (issue 30), judged by the rules (not the secret detectors: a number's own dashes
+  one space, judged by the rules (not the secret detectors: a number's own dashes
   and dots are part of it); blank "letters" (the Hangul fillers, the braille blank) are spaces
   in every view;
 - :func:`reading` — the text as a person reads it, for the meaning layer's embedding (which
@@ -258,7 +258,7 @@ def reading(text: str) -> str | None:
     by joiners ("Going-forward-answer-all", "ignore.your.rules", "x_y_z") split, letters
     spaced one apart and words glued together (their zero-width spaces stripped) read as words
     (:mod:`eros.guard.core.guard_segment`) — or None when that is the text itself. The meaning layer
-    scores this beside the raw text (issue 30): an embedding of a chained or disguised text is
+    scores this beside the raw text: an embedding of a chained or disguised text is
     far from the instruction it spells."""
     plain = unicodedata.normalize("NFKC", strip_invisible(text))
     view = ascii_digits(plain.translate(_BLANKS))

@@ -1,5 +1,5 @@
-"""The memory guard's statements (issue 25): the meaning classifier's store, the training
-lock (issue 30), the rescreen of stored memories into ``status = 'quarantined'`` and back, and
+"""The memory guard's statements: the meaning classifier's store, the training
+lock, the rescreen of stored memories into ``status = 'quarantined'`` and back, and
 the settling of ``unscreened`` ones.
 
 A quarantined memory records why in ``metadata.guard_quarantine`` (reason, rule, layer and
@@ -95,7 +95,7 @@ def screenable_memories(engine: Engine, *, batch: int = 500) -> Iterator[list[St
     """Every stored memory that can be recalled or made current again, in id order, a batch at
     a time (keyset pagination): current rows, merged and superseded ones (recall's
     ``include_replaced`` shows them, forget's restore step makes them current) and any status
-    added later (an unscreened row) — everything but what is already quarantined (issue 30)."""
+    added later (an unscreened row) — everything but what is already quarantined."""
     return _memories_where(engine, "status <> 'quarantined'", batch)
 
 

@@ -1,4 +1,4 @@
-"""The memory guard's statements on the turns recall layer (issue 31): the turns indexed
+"""The memory guard's statements on the turns recall layer: the turns indexed
 ``unscreened`` while the meaning layer had no model, read for ``eros.screen_unscreened`` and
 settled — ``current``, ``quarantined``, or removed when the rules now reject it (a turn the
 rules reject is never indexed). Counts and seqs only, never text."""

@@ -1,4 +1,4 @@
-"""The state of the memory guard's meaning layer (issue 30), as the whole fleet sees it.
+"""The state of the memory guard's meaning layer, as the whole fleet sees it.
 
 One of:
 
@@ -69,7 +69,7 @@ def resolve(settings: Settings, conn: Connection, embedding_model: str,
 
 def layer_report(settings: Settings, conn: Connection) -> dict[str, Any]:
     """What ``eros status`` prints under ``guard``: the state, the model's figures (never
-    weights), what training it cost and how many memories (and user turns, issue 31) wait
+    weights), what training it cost and how many memories (and user turns) wait
     unscreened."""
     name = embedder_name(settings)
     state, model, source = resolve(settings, conn, name)

@@ -1,11 +1,11 @@
-"""The memory guard's optional second opinion (``MEMORY_GUARD_LLM=on``, issue 25): candidates
+"""The memory guard's optional second opinion (``MEMORY_GUARD_LLM=on``): candidates
 the meaning classifier is unsure about (score in the band just below its threshold) go to the
 configured model in ONE call per session, numbered; the model names the ones that are rules,
 instructions, roles or tool directives for the assistant rather than statements about the
 user. Its tokens are added to the session's outcome, so the cost is counted like every other
 call.
 
-It fails CLOSED (issue 30): a reply that cannot be read (no JSON, no ``instructions`` list, a
+It fails CLOSED: a reply that cannot be read (no JSON, no ``instructions`` list, a
 number that names no note) or that was cut at its token cap holds back every text it was asked
 about (:attr:`Opinion.failed`; the caller drops them with reason ``unverified`` and counts
 them) — a text the classifier was unsure of is never kept on a reply nobody could read.

@@ -1,11 +1,11 @@
-"""The memory guard end to end (issue 25): rules and secrets, then the meaning classifier on
+"""The memory guard end to end: rules and secrets, then the meaning classifier on
 the candidate's own embedding, then (optionally) a model's second opinion.
 
 :func:`screen_texts` is THE decision: the classify path, consolidation's canonical texts,
 ``eros guard check``, ``eros rescreen`` and ``eros.screen_unscreened`` all call it, so what ops
 try is what workers do.
 
-The meaning layer (:mod:`eros.guard.core.guard_meaning`) is never trained here (issue 30): its model
+The meaning layer (:mod:`eros.guard.core.guard_meaning`) is never trained here: its model
 is shipped in the package (offline e5) or trained ahead of time into
 ``engine.guard_classifiers`` (a live embedder: :mod:`eros.guard.services.guard_training`, run by
 ``eros migrate``, ``eros guard train`` and the first worker to start). This module only looks it
@@ -40,7 +40,7 @@ from eros.settings import Settings
 
 log = logging.getLogger(__name__)
 
-#: a user turn (issue 31) is embedded from its first this many characters: a long turn is
+#: a user turn is embedded from its first this many characters: a long turn is
 #: indexed by its opening, never refused by the provider (e5 reads about 512 tokens anyway).
 TURN_EMBED_CHARS = 2000
 #: a turn longer than this is not indexed (reason ``too_long``): the rules judge a turn's
@@ -161,7 +161,7 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
     ``MEMORY_GUARD_LLM=on`` and a live ``llm``, the uncertain band asked in one call (a reply
     that cannot be used holds the band's texts back: reason ``unverified``).
     ``need_vectors=False``: no embedding call unless the meaning layer needs one.
-    ``turns``: the user's own turns (issue 31), judged after ``texts`` (verdict
+    ``turns``: the user's own turns, judged after ``texts`` (verdict
     ``len(texts) + j`` is turn ``j``'s) exactly alike, but by the rules on their whole text
     without a memory's length cap (up to :data:`TURN_MAX_CHARS`), and embedded in the same
     request as the texts from their first :data:`TURN_EMBED_CHARS` characters.

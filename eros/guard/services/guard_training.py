@@ -1,4 +1,4 @@
-"""Make the meaning layer's model ahead of time (issue 30): never inside a classify,
+"""Make the meaning layer's model ahead of time: never inside a classify,
 consolidation or recall task.
 
 For the offline e5 embedder the model ships in the package (nothing to do). For a live

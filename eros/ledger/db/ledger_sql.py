@@ -1,4 +1,4 @@
-"""What the memory ledger (``eros ledger``, issue 33) reads, and its access log.
+"""What the memory ledger (``eros ledger``) reads, and its access log.
 
 Read-only statements over a user's memories (a page at a time: a user with 10,000 memories
 opens as fast as one with ten), the turns they came from, the guard's quarantine, a timeline

@@ -1,4 +1,4 @@
-"""The memory ledger's use cases (``eros ledger``, issue 33): what a person sees about a user
+"""The memory ledger's use cases (``eros ledger``): what a person sees about a user
 and the actions they take — through the same services as the CLI and the tasks (forget,
 rescreen's restore, export), each action recorded where the CLI's is (``erasure_log``) and,
 with every view of a user's ledger, in ``ledger_access_log`` (ids only).

@@ -33,7 +33,7 @@ class Attempt:
     #: the turns past ``through_seq`` and the watermark covering them, when read in the
     #: attempt's own transaction (``begin_attempt(read_turns=True)``); None: not read yet.
     turns: tuple[tuple[Turn, ...], int] | None = None
-    #: the special-category labels the user withdrew consent for (issue 32): candidates with
+    #: the special-category labels the user withdrew consent for: candidates with
     #: one of them are not stored. Read with the attempt (no statement of its own).
     withheld: frozenset[str] = frozenset()
 

@@ -31,9 +31,10 @@ _MAX_SOURCES = 200
 _TURN_NUMBER = re.compile(r"^\[?#?\s*(\d{1,9})\s*\]?$")
 
 ParseStatus = Literal["ok", "empty", "unparseable"]
-#: metadata keys a candidate may carry (the reference prompt's per-memory metadata; docs/
-#: security.md): anything else the model puts beside content/category/importance/layer is
-#: dropped and counted (``MEMORY_GUARD_METADATA_KEYS`` changes the list).
+#: metadata keys a candidate may carry (the per-memory metadata the original dreaming-lite
+#: prompt emitted; docs/security.md): anything else the model puts beside
+#: content/category/importance/layer is dropped and counted (``MEMORY_GUARD_METADATA_KEYS``
+#: changes the list).
 KNOWN_METADATA = ("domain", "evidence_type", "temporality", "persistence", "confidence")
 #: longest metadata string kept (characters); a longer value is dropped, not cut.
 MAX_METADATA_CHARS = 64
@@ -53,7 +54,7 @@ class Candidate(BaseModel):
     #: extract_v3 on; core/provenance.py maps them to seqs). None: missing or not a list of
     #: whole numbers — the memory then falls back to the extraction window, flagged.
     sources: tuple[int, ...] | None = None
-    #: special category (GDPR art. 9, issue 26): ``health``, ``crisis``, ``sexuality``,
+    #: special category (GDPR art. 9): ``health``, ``crisis``, ``sexuality``,
     #: ``beliefs``, ``ethnicity`` or ``biometric``; missing or unknown → None (none).
     sensitivity: Sensitivity | None = None
 

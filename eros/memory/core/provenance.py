@@ -1,4 +1,4 @@
-"""Provenance: the chat turns a memory came from (issue 24), as pure functions.
+"""Provenance: the chat turns a memory came from, as pure functions.
 
 The model reads a numbered transcript (:func:`eros.core.transcript.build_transcript` with
 ``numbered=True``): the turns it is shown are ``[1]``, ``[2]``, … in order, and turn n is the

@@ -1,7 +1,7 @@
 """The statement that starts a classify attempt: count it, refresh the claim and read the
 session's new turns, in one round trip (run by :func:`eros.memory.db.repo.begin_attempt`).
 
-Why one statement (issue 34): the attempt was a transaction of its own — BEGIN, the UPDATE,
+Why one statement: the attempt was a transaction of its own — BEGIN, the UPDATE,
 the turns' SELECT, COMMIT — four round trips, each a wake-up of the worker and of a PostgreSQL
 backend, for work that fits in one statement. As one statement it can also run outside an
 explicit transaction (its own implicit one), so the BEGIN and COMMIT messages go too.
@@ -12,7 +12,7 @@ What each part reads, and why that keeps the guarantees of the two-statement for
   newest version once its lock is ours, as before;
 - the tombstones (``erased_through_seq``, ``erased_seqs``) come from that same locked row
   (the UPDATE's RETURNING), so a forget that committed before our lock is applied even though
-  the turns are read from the statement's snapshot (issue 26: no extraction reaches an erased
+  the turns are read from the statement's snapshot (no extraction reaches an erased
   turn);
 - the watermark (``last_seq``) and the turns come from one snapshot, the statement's: seq is
   drawn under the session row's lock, so every turn at or below that ``last_seq`` is in the

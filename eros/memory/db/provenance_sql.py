@@ -1,4 +1,4 @@
-"""Provenance (issue 24): reading and carrying ``companion_memories.source_seqs`` /
+"""Provenance: reading and carrying ``companion_memories.source_seqs`` /
 ``source_fallback`` — consolidation's union of its members' sources, recall's and the CLI's
 "where does this come from", and erasing what a chat message gave rise to."""
 

@@ -1,4 +1,4 @@
-"""The task dead letter ``engine.rejected_tasks`` (issue 32): messages refused for their
+"""The task dead letter ``engine.rejected_tasks``: messages refused for their
 arguments, recorded with the task, the message id and the error — never an argument's value."""
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ RETURNING id, user_id, instance_id, claim_token
 
 # Heartbeat plus attempt count: a run only starts while the claim token is still ours and the
 # session has not been archived since it was claimed. RETURNING also carries the labels the
-# user withheld (issue 32; one primary-key probe for the one row, no statement of its own).
+# user withheld (one primary-key probe for the one row, no statement of its own).
 BEGIN_ATTEMPT = text("""
 UPDATE engine.chat_sessions AS s
    SET attempts = attempts + 1, classification_claimed_at = now()
@@ -151,7 +151,7 @@ def load_turns(conn: Connection, session_id: uuid.UUID, *, after_seq: int) -> li
 # One statement, so the turns and the session's last_seq come from one snapshot. Every
 # channel is read: the watermark must pass unread channels too, or they would hold the
 # session open (extraction filters them, core/channels.py).
-# The tombstones (issue 26) are applied here, where every extraction reads its turns, so no
+# The tombstones are applied here, where every extraction reads its turns, so no
 # path that resets the watermark (force, requeue --from-start) can reach an erased turn:
 # nothing at or below the session's erasure floor (a user or persona forget), and no turn a
 # memory forget took out (erased_seqs). Two plain comparisons, not GREATEST(:after_seq, …):

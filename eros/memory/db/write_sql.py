@@ -1,7 +1,7 @@
 """The statements that end a classify attempt: the stamp, the memories with their count, and
 the attempt's row in ``classification_runs`` (run by :func:`eros.memory.db.repo.finish`).
 
-Why raw statements of a fixed shape (issue 17): a session's write used to be four statements,
+Why raw statements of a fixed shape: a session's write used to be four statements,
 one of them a multi-row ``INSERT … VALUES`` that SQLAlchemy compiled afresh for every call (a
 third of the write's CPU in the worker). Now it is two statements whose text never changes —
 compiled once per process, prepared once per connection — and the rows travel as arrays that
@@ -28,7 +28,7 @@ class Float4Array(list[float]):
     A session's vectors travel as one flat array that SQL slices per memory and casts to
     ``vector`` (pgvector's ``real[]`` cast): packing 1,536 floats takes microseconds, where
     pgvector's text form (a ``repr`` per float, parsed back by the server) took about 2 ms of
-    the worker's CPU per session and more of the server's (issue 17). Same float4 values: both
+    the worker's CPU per session and more of the server's. Same float4 values: both
     paths round each double to the nearest float4; NaN and infinities are refused by the
     cast as by the text form."""
 

@@ -1,4 +1,4 @@
-"""The model labeller of ``eros relabel --labeller model`` (issue 32), without I/O: the request
+"""The model labeller of ``eros relabel --labeller model``, without I/O: the request
 that sends memories written before migration 0018 to the model, numbered, as data, and the
 strict reading of its reply.
 

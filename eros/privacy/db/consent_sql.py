@@ -1,4 +1,4 @@
-"""Consent that lasts (issue 32): the special-category labels a user withdrew consent for
+"""Consent that lasts: the special-category labels a user withdrew consent for
 (``engine.sensitivity_withheld``) and the resumable relabelling of rows written without a
 label (``engine.relabel_progress``). Ids, labels and counts only, never text."""
 

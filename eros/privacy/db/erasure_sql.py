@@ -1,4 +1,4 @@
-"""The erasure log and the tombstones (issue 26): one ``engine.erasure_log`` row per erasure
+"""The erasure log and the tombstones: one ``engine.erasure_log`` row per erasure
 request — ids, counts and codes only, never text.
 
 A ``done`` row is written inside the erasure's own transaction (:func:`begin` first, so the

@@ -1,4 +1,4 @@
-"""Export (issues 14 and 26, GDPR art. 15/20): the statements that read everything kept about
+"""Export (GDPR art. 15/20): the statements that read everything kept about
 a user, streamed through a server-side cursor so 100k memories never sit in memory at once.
 
 ``eros-export/2`` reads every column of the user's rows except vectors and sketches (the
@@ -120,7 +120,7 @@ def erasures(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
 
 
 def indexed_turns(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
-    """Which of the user's turns the turns recall layer indexed (issue 31, 0025): seq,
+    """Which of the user's turns the turns recall layer indexed (0025): seq,
     session, persona, date, label, status and embedding model — the vector is not exported
     and the text is the message's (``--with-messages``)."""
     t = memory_turns
@@ -128,6 +128,6 @@ def indexed_turns(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
 
 
 def withheld(conn: Connection, user_id: uuid.UUID) -> Iterator[Any]:
-    """The special-category labels the user withdrew consent for (issue 32)."""
+    """The special-category labels the user withdrew consent for."""
     t = sensitivity_withheld
     return _stream(conn, _user_rows(t, user_id, t.c.label), user_id)

@@ -1,4 +1,4 @@
-"""Forgetting one conversation (issue 32, ``eros forget --session``): the session's messages,
+"""Forgetting one conversation (``eros forget --session``): the session's messages,
 every memory learned from it alone, and its share of the sources of memories that other
 sessions also support. One transaction (the caller's), in the order of every forget
 (:mod:`eros.privacy.db.forget_sql`): the user's consolidation and cells lock, then the session row

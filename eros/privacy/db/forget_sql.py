@@ -1,4 +1,4 @@
-"""Erasure (issue 14): the statements that forget a user, a relationship or one memory.
+"""Erasure: the statements that forget a user, a relationship or one memory.
 
 Every forget runs in ONE transaction (the caller's) in this order, which is what makes it
 race-free against a classification or consolidation in flight:
@@ -46,7 +46,7 @@ LOCK_SESSIONS = text(f"SELECT id FROM engine.chat_sessions WHERE {_SCOPE} ORDER 
 
 # "Read through the last turn": the watermark moves to the newest message, the claim (token)
 # is dropped, and every bookkeeping field that could quote text is cleared. The erasure floor
-# (the tombstone, issue 26) moves there too: a force or requeue --from-start later resets the
+# (the tombstone) moves there too: a force or requeue --from-start later resets the
 # watermark to the floor, never below it. Turns arriving later reset classified_at through
 # the chat_messages trigger and are learned as usual.
 # last_seq is the session's newest seq, kept by the seq trigger under the session row lock
@@ -89,7 +89,7 @@ down(id) AS (
 SELECT d.id, m.user_id FROM down d JOIN engine.companion_memories m ON m.id = d.id
 """)
 
-# Canonicals derived from a forgotten memory (issue 26): from the lineage, up every
+# Canonicals derived from a forgotten memory: from the lineage, up every
 # replaced_by link whose target says what its source said — the source was *merged* into it,
 # or the target is a row consolidation wrote (metadata ``consolidated_from``: the model's
 # text, rewritten from its sources, superseded ones included). A kept member (a memory whose
@@ -129,7 +129,7 @@ ON CONFLICT DO NOTHING
 # their claims dropped, in statements of their own: a classify that read the source turns
 # before the forget committed then finds its token gone and writes nothing; one that reads
 # later no longer sees them (ERASE_TURNS). The session is claimable again at once.
-# By provenance (issue 32): the memory's own session AND every session of the user holding one
+# By provenance: the memory's own session AND every session of the user holding one
 # of its source turns — a canonical row consolidation wrote has no session of its own, and a
 # kept member's source_seqs are the union of its members', which span other sessions (their
 # member rows may be gone: HISTORY_RETENTION_DAYS).
@@ -153,9 +153,9 @@ RETURNING id
 
 # The memory tombstone: the forgotten memories' source turns leave every later extraction of
 # their session (``chat_sessions.erased_seqs``, which repo.READ_NEW_TURNS skips). Which turns,
-# for each forgotten memory of the lineage: its provenance (``source_seqs``, issue 24: the
+# for each forgotten memory of the lineage: its provenance (``source_seqs``: the
 # turns it cites, or its extraction window when the citation was missing —
-# ``source_fallback``) in WHICHEVER of the user's sessions they are (issue 32: a canonical row
+# ``source_fallback``) in WHICHEVER of the user's sessions they are (a canonical row
 # has no session, a kept member's sources span its members' sessions; seq is one global
 # identity, so a seq names one turn); for a row written before provenance (NULL), the
 # extraction window its metadata records in its own session (``source_seq`` [first, last]);
@@ -351,7 +351,7 @@ SELECT id FROM engine.companion_memories
 """)
 
 
-# A sensitive forget's fence (issue 32): every session of the user a classification holds,
+# A sensitive forget's fence: every session of the user a classification holds,
 # locked (one that is writing is waited for, and what it wrote is then seen and erased) and
 # its claim dropped — an attempt that read the user's withheld labels before this forget
 # committed then commits nothing, and the session is extracted again at once, without them.
@@ -371,7 +371,7 @@ def forget_sensitive(conn: Connection, user_id: uuid.UUID, label: str | None, *,
     """Every memory of the user with a special-category label (``label``, or any when None)
     and the lineage of each (what it merged or superseded, as ``forget --memory`` takes),
     erased by :func:`erase_memories` (derived canonicals, tombstoned source turns): consent
-    withdrawn for that category, the rest kept (issue 26). Classifications of the user in
+    withdrawn for that category, the rest kept. Classifications of the user in
     flight are fenced first (``claims_released``). Call inside one transaction."""
     lock_user(conn, user_id)
     conn.execute(LOCK_CLAIMED, {"user_id": user_id})

@@ -1,4 +1,4 @@
-"""Retention (issue 26): the statements that delete what is kept past MESSAGE_RETENTION_DAYS
+"""Retention: the statements that delete what is kept past MESSAGE_RETENTION_DAYS
 and HISTORY_RETENTION_DAYS, in bounded batches (one short transaction each, so a large first
 run never holds locks for long): messages a chunk of sessions at a time in primary-key order
 (one pass over the sessions per run), replaced memories a batch of rows at a time.
@@ -8,16 +8,16 @@ run never holds locks for long): messages a chunk of sessions at a time in prima
   set): the watermark then passed every one of them at least N days ago. A resumed session
   keeps its old turns until it is classified again and N more days pass (conservative: never
   early). The session row stays (its bookkeeping, its erasure floor).
-  Sessions no classification will ever stamp (issue 32) count from when they left the
+  Sessions no classification will ever stamp count from when they left the
   pipeline: a **dead-lettered** session's turns sent before ``dead_lettered_at``, and an
   **archived** session's turns sent before ``archived_at``, once that was more than N days
   ago (a requeue clears ``dead_lettered_at``: its turns are then kept like any others).
 - **history**: memory rows merged or superseded more than N days ago (``replaced_at``), and
-  rows the guard **quarantined** more than N days ago (``replaced_at``, set when quarantined;
-  issue 32), with every ``memory_history`` row that names them (as result or source); their
-  sources first move to the row they ended in (``FOLD``, issue 32), so an erasure of that
+  rows the guard **quarantined** more than N days ago (``replaced_at``, set when quarantined),
+  with every ``memory_history`` row that names them (as result or source); their
+  sources first move to the row they ended in (``FOLD``), so an erasure of that
   row still covers the turns they came from.
-- **turn vectors** (``memory_turns``, issue 31): a deleted message's vector goes in the same
+- **turn vectors** (``memory_turns``): a deleted message's vector goes in the same
   statement (counted; the foreign key cascades too, for any other delete), and a turn the
   guard quarantined goes HISTORY_RETENTION_DAYS after it was indexed.
 """
@@ -57,7 +57,7 @@ SELECT (SELECT CAST(id AS text) FROM s ORDER BY id DESC LIMIT 1) AS last,
        (SELECT count(*) FROM s) AS sessions
 """)
 
-# Turns the guard quarantined (issue 31: never recalled, kept for ``rescreen --restore-turn``)
+# Turns the guard quarantined (never recalled, kept for ``rescreen --restore-turn``)
 # go HISTORY_RETENTION_DAYS after they were indexed, like quarantined memories (0027's
 # partial index: only quarantined turns are in it).
 QUARANTINED_TURNS = text("""
@@ -76,7 +76,7 @@ SELECT id FROM engine.companion_memories
  LIMIT :batch
  FOR UPDATE SKIP LOCKED
 """)
-# Provenance outlives the rows retention deletes (issue 32): before merged and superseded rows
+# Provenance outlives the rows retention deletes: before merged and superseded rows
 # go, their sources move to the row they ended in (up replaced_by, past rows deleted in the same
 # batch) — its own and theirs, each resolved as the erasure resolves it (source_seqs; written
 # before provenance: the extraction window in its session, flagged). Consolidation already
@@ -152,7 +152,7 @@ def delete_replaced(conn: Connection, *, days: int, batch: int) -> tuple[int, in
     if not ids:
         return 0, 0
     folded = [r.id for r in conn.execute(FOLD, {"ids": ids})]
-    # the turns a survivor now cites take its label (issue 31: a cited turn inherits it)
+    # the turns a survivor now cites take its label (a cited turn inherits it)
     turn_trust_sql.inherit_labels(conn, folded)
     history = len(conn.execute(HISTORY, {"ids": ids}).all())
     return len(conn.execute(MEMORIES, {"ids": ids}).all()), history

@@ -1,4 +1,4 @@
-"""Consent that lasts (issue 32). ``forget --sensitive LABEL`` records that the label is not to
+"""Consent that lasts. ``forget --sensitive LABEL`` records that the label is not to
 be stored again for that user (:mod:`eros.privacy.services.forget`, in the erasure's transaction);
 the extraction then drops such candidates (:func:`drop_withheld`, counted in
 ``eros_sensitive_withheld_total{label}``) until the product lifts the withdrawal
@@ -11,7 +11,7 @@ committed with each batch (``engine.relabel_progress``, one row per labeller), s
 stops resumes where it was. It only adds labels, never removes one. A row it labels with
 a label its user has withheld is then erased as ``forget --sensitive LABEL`` erases (recorded
 in ``erasure_log`` with scope ``sensitive``): the withdrawal covers the old rows too.
-The indexed turns follow (issue 31 item 4): the turns a memory it labels cites take the label
+The indexed turns follow: the turns a memory it labels cites take the label
 in the same transaction, and once the memories are done the same labeller scans the turns
 (:mod:`eros.privacy.services.relabel_turns`, a cursor of its own).
 """

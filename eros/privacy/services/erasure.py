@@ -1,4 +1,4 @@
-"""Recording erasures (issue 26): every erasure — ``forget`` of a user, a persona, a memory,
+"""Recording erasures: every erasure — ``forget`` of a user, a persona, a memory,
 a user's sensitive memories (``--sensitive``) or one message (``--message``) — runs in one
 transaction through :func:`run`, which writes its ``engine.erasure_log`` row (status
 ``done``, counts per table) in that same transaction; a request that fails for good is
@@ -49,7 +49,7 @@ class Request:
     memory_id: uuid.UUID | None = None
     task_id: str | None = None
     requested_at: datetime = field(default_factory=_now)
-    #: the conversation of a ``session`` erasure (issue 32).
+    #: the conversation of a ``session`` erasure.
     session_id: uuid.UUID | None = None
 
 

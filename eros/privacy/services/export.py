@@ -1,13 +1,13 @@
 """Export everything kept about a user as one JSON document (docs/export.md).
 
-``"format": "eros-export/2"`` (the default, issue 26): every memory with its lineage,
+``"format": "eros-export/2"`` (the default): every memory with its lineage,
 sensitivity, provenance and metadata; every column of the user's sessions (outcomes,
 attempts, error codes); the consolidation history with its details; every classification
 run; the consolidation state; the user's ``erasure_log`` rows and withheld special-category
-labels (``sensitivity_withheld``, issue 32) (the sessions carry their
+labels (``sensitivity_withheld``) (the sessions carry their
 tombstones, ``erased_through_seq`` and ``erased_seqs``); with
 ``with_messages`` the chat messages. Everything kept about the user except vectors.
-``eros-export/1`` (issue 14) stays readable: memories and session outcomes only.
+``eros-export/1`` stays readable: memories and session outcomes only.
 
 Written piece by piece as the rows stream from the database: memory use does not grow with
 the number of memories.

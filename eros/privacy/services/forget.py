@@ -58,7 +58,7 @@ def forget_sensitive(engine: Engine, user_id: uuid.UUID, label: str | None = Non
     """The user's memories with a special-category label (``label``: one of
     ``eros.core.sensitivity.SENSITIVITY_LABELS``, or None for all of them), each with its
     lineage and derived canonicals, their source turns tombstoned; recorded with scope
-    ``sensitive``. A standing choice (issue 32): the label (every label for None) is recorded
+    ``sensitive``. A standing choice: the label (every label for None) is recorded
     in ``sensitivity_withheld`` in the same transaction, so the extraction stores no memory
     with it for this user again until :func:`eros.privacy.services.consent.allow_sensitive` lifts it
     (count ``withheld``: labels newly withheld). ``turns``: the user's indexed turns known to
@@ -95,7 +95,7 @@ def message_request(*, task_id: str | None = None) -> erasure.Request:
 
 def forget_message(engine: Engine, message_id: uuid.UUID, *, task_id: str | None = None,
                    request: erasure.Request | None = None) -> dict[str, Any]:
-    """One chat message and every memory derived from it (issue 24): the memories whose
+    """One chat message and every memory derived from it: the memories whose
     ``source_seqs`` hold its seq, each with its lineage, erased as ``forget_memory`` erases
     (:func:`eros.privacy.db.forget_sql.erase_memories`: derived canonicals, tombstoned source turns,
     cells), and a classification in flight that may have read the message commits nothing.
@@ -128,7 +128,7 @@ def session_request(session_id: uuid.UUID, *, task_id: str | None = None) -> era
 
 def forget_session(engine: Engine, session_id: uuid.UUID, *, task_id: str | None = None,
                    request: erasure.Request | None = None) -> dict[str, Any]:
-    """One whole conversation (issue 32): its messages and classification runs, every memory
+    """One whole conversation: its messages and classification runs, every memory
     learned from it alone (with lineage), and its share of the sources of memories that other
     sessions also support — the rule is :mod:`eros.privacy.db.forget_session_sql`'s. One
     transaction, recorded in erasure_log with scope ``session``; idempotent (an unknown

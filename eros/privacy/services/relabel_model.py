@@ -69,7 +69,8 @@ class ModelRun:
     cost_usd: float = 0.0
     throttled_secs: float = 0.0
     erased: int = 0
-    #: turns whose label the memories labelled here raised (they cite them: issue 31)
+    #: turns whose label the memories labelled here raised (a cited turn carries its memory's
+    #: label)
     turns_labelled: int = 0
     batches: int = 0
 

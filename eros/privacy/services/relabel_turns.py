@@ -1,4 +1,4 @@
-"""``eros relabel`` over the turns recall layer (issue 31 item 4): after the memories, the
+"""``eros relabel`` over the turns recall layer: after the memories, the
 labeller's scan goes over the indexed turns (``engine.memory_turns``), so a turn indexed
 before a label reached it still ends up with the label it should carry.
 

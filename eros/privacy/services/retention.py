@@ -1,4 +1,4 @@
-"""Retention (issue 26): delete chat messages MESSAGE_RETENTION_DAYS after the watermark
+"""Retention: delete chat messages MESSAGE_RETENTION_DAYS after the watermark
 passed them (with their turn vectors), and merged/superseded memories HISTORY_RETENTION_DAYS
 after they were replaced (with their history; quarantined turn vectors as long after they
 were indexed). Both default to 0 = off. Counted in ``eros_retention_deleted_total``
@@ -44,7 +44,7 @@ def apply(engine: Engine, settings: Settings, *, batch: int = BATCH) -> dict[str
             deleted["memory_history"] += history
             if memories < batch:
                 break
-        while True:  # quarantined turn vectors (issue 31)
+        while True:  # quarantined turn vectors
             with engine.begin() as conn:
                 turns = retention_sql.delete_quarantined_turns(
                     conn, days=settings.history_retention_days, batch=batch)

@@ -1,4 +1,4 @@
-"""Consent tasks (issue 32): ``eros.allow_sensitive`` lifts a user's withdrawal of a
+"""Consent tasks: ``eros.allow_sensitive`` lifts a user's withdrawal of a
 special-category label (recorded by ``forget --sensitive``), ``eros.relabel_sensitivity``
 labels memories written without a label (before migration 0018), resumably, with the
 offline labeller or the model. Contract: names

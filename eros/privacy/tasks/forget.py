@@ -1,9 +1,9 @@
-"""The erasure tasks (issue 14): ``eros.forget_user``, ``eros.forget_memory``, (issue 24)
-``eros.forget_message`` and (issue 32) ``eros.forget_session``. Contract:
+"""The erasure tasks: ``eros.forget_user``, ``eros.forget_memory``,
+``eros.forget_message`` and ``eros.forget_session``. Contract:
 names and JSON arguments. Both keep their result (counts and ids, never text) so the product
 can confirm the erasure; both are idempotent, so a redelivery or a retry is harmless.
 
-Every erasure is recorded in ``engine.erasure_log`` (issue 26): ``done`` with its counts in
+Every erasure is recorded in ``engine.erasure_log``: ``done`` with its counts in
 the erasure's own transaction, or ``failed`` with an error code when it cannot succeed. A
 transient database error (lock timeout, serialization failure, deadlock, dropped connection)
 is retried for as long as it lasts, the retry carrying every argument by name whatever form
@@ -61,8 +61,8 @@ def _run(task: ErosTask, request: erasure.Request, body: Callable[[], dict[str, 
 
 
 def _purge_results(task: ErosTask, erasure_id: int | None) -> None:
-    """Delete the user's stored recall results (memories, prompts) from the result backend
-    (issue 32), as ``eros forget`` and the ledger do: best effort, see
+    """Delete the user's stored recall results (memories, prompts) from the result backend,
+    as ``eros forget`` and the ledger do: best effort, see
     :func:`eros.privacy.tasks.purge.purge_after_erasure`."""
     purge.purge_after_erasure(task.app, task.resources.engine, erasure_id)
 
@@ -72,7 +72,7 @@ def forget_user(self: ErosTask, user_id: str, instance_id: str | None = None,
                 sessions: bool = False, sensitive: bool | str | None = None) -> dict[str, Any]:
     """Forget a user (``instance_id`` null) or one relationship; counts of what was removed.
     ``sensitive``: only the user's memories with a special-category label — ``true`` (or
-    ``"all"``) for every label, a label (``"health"``, ``"crisis"``, …) for one (issue 26)."""
+    ``"all"``) for every label, a label (``"health"``, ``"crisis"``, …) for one."""
     uid = _uuid(user_id)
     iid = _uuid(instance_id) if instance_id is not None else None
     if uid is None or (instance_id is not None and iid is None):

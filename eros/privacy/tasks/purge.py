@@ -1,4 +1,4 @@
-"""Every erasure purges its user's stored recall results (issue 32): the ``eros.forget_*``
+"""Every erasure purges its user's stored recall results: the ``eros.forget_*``
 tasks with their worker's app, ``eros forget`` and the ledger's erase buttons through
 :func:`purge_for_process` (an app built from the process's own settings: REDIS_URL's result
 backend)."""
@@ -26,7 +26,7 @@ def purge_after_erasure(app: Celery, engine: Engine, erasure_id: int | None) -> 
     """Delete the stored recall results (memories, rendered prompts) of the user an erasure
     concerned — found from its ``erasure_log`` row, so a memory, message or session erasure
     purges its owner's too — from ``app``'s result backend: a forget must not leave them
-    readable until they expire (issue 32). How many went; None when none could be looked for
+    readable until they expire. How many went; None when none could be looked for
     (no erasure, an unknown user, or an error: logged by type only — the results then expire
     within EROS_RECALL_RESULT_EXPIRES_SECS)."""
     if erasure_id is None:

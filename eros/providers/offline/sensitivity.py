@@ -1,4 +1,4 @@
-"""Special-category labels for the offline extractor (issue 26): cue words in English and
+"""Special-category labels for the offline extractor: cue words in English and
 Chinese. HEURISTIC, like the extractor itself: a clause that names a condition, a crisis, an
 orientation, a faith or party, an ethnicity or biometric data gets that label; when several
 fire, the most sensitive wins (``SENSITIVITY_ORDER``). A live model labels by meaning."""

@@ -1,4 +1,4 @@
-"""Fusion by provenance, pure: memories and the user's own turns ranked together (issue 31).
+"""Fusion by provenance, pure: memories and the user's own turns ranked together.
 
 The ``fused`` recall strategy reads two pools — the memories nearest the query (ranked by
 ``composite``) and the user turns nearest the query (``engine.memory_turns``) — and makes one
@@ -21,7 +21,7 @@ two together, and decides what the list holds:
 - **no stale facts through the back door**: a turn cited only by *superseded* memories (a
   knowledge update replaced what it says) is demoted by ``stale_penalty``; a turn cited by a
   current memory is not, whatever else cites it;
-- **trust** (issue 31 item 4): a turn a labelled memory cites carries that memory's label
+- **trust**: a turn a labelled memory cites carries that memory's label
   (:func:`carry_labels`, the most sensitive one) and is left out with
   ``include_sensitive=false``, whether or not the label was copied onto the turn yet;
 - **lexical**, optional: BM25 of the query's words over both kinds together, added to every
@@ -136,7 +136,7 @@ def carry_labels(turns: Sequence[TurnCandidate], inherited: Mapping[int, str], *
                  include_sensitive: bool) -> list[TurnCandidate]:
     """``turns``, each labelled with the most sensitive of its own label and the one it
     ``inherited`` from the memories citing it (seq -> label); with ``include_sensitive=False``
-    every turn left with a label is dropped (issue 31 item 4: a turn a labelled memory cites
+    every turn left with a label is dropped (a turn a labelled memory cites
     is as sensitive as that memory)."""
     out = []
     for t in turns:

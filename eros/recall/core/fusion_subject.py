@@ -1,4 +1,4 @@
-"""The newer statement about the same specific subject goes first, pure (``fused``, issue 31).
+"""The newer statement about the same specific subject goes first, pure (``fused``).
 
 A knowledge update is not always a superseded memory. "My boyfriend Tom is a chef" and, weeks
 later, "I broke up with Tom last weekend": offline consolidation may not connect the two, so

@@ -7,15 +7,15 @@ database and the SQL never has to repeat it.
 
 Formulas (MISSION.md's roadmap), with ``sim = 1 − cosine distance`` and ``age`` in days:
 
-- ``grouped``   — the reference: per category, the ``k`` most similar; categories in the fixed
-  vocabulary order, then rank. Score is the similarity.
+- ``grouped``   — the original dreaming-lite recall: per category, the ``k`` most similar;
+  categories in the fixed vocabulary order, then rank. Score is the similarity.
 - ``decay``     — ``sim + λ · exp(−age / τ)``: an additive recency bonus of at most ``λ``, so a
   fresh memory beats an old one only when they are about equally relevant.
 - ``composite`` — ``sim + w · exp(−age / τ) · importance`` (missing importance → a configured
   default), one global top-``k`` across categories instead of fixed quotas. It used to
   *multiply* similarity by recency and importance; on LoCoMo's months of conversation that made
   a year-old relevant memory worth a few percent of any recent one, and composite recalled a
-  third of what grouped did (issue 24). As a bounded bonus (at most ``w``, 0.1), recency and
+  third of what grouped did. As a bounded bonus (at most ``w``, 0.1), recency and
   importance re-order near ties — "mother wants her to marry" over "likes mocha", last week's
   move over last year's city — and never bury a clearly more similar memory.
 

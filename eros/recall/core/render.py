@@ -16,7 +16,7 @@ relationship layer (or twice in one layer, before consolidation has merged them)
 prompt tokens saying one thing twice. Two memories are "the same" when
 :func:`eros.core.text.normalise_for_dedup` folds them to the same string; the profile copy wins
 because it is the one shared by every persona — but the bullet carries the most sensitive
-label of all the copies (issue 32: a crisis-labelled relationship copy and an unlabelled
+label of all the copies (a crisis-labelled relationship copy and an unlabelled
 profile copy rendered with no crisis mark).
 """
 
@@ -65,12 +65,12 @@ class Labels:
     #: the quotes around each note, and what those characters become inside a note.
     quotes: tuple[str, str] = ("\u201c", "\u201d")
     quote_swap: Mapping[str, str] = field(default_factory=dict)
-    #: put before a ``crisis`` memory's note (self-harm, suicidal thoughts, abuse; issue 26):
+    #: put before a ``crisis`` memory's note (self-harm, suicidal thoughts, abuse):
     #: our words, outside the quotes, so the chat model and the product can act on it.
     crisis: str = "[crisis]"
     #: after a note when rendering with dates; ``{date}`` is the memory's day (YYYY-MM-DD)
     dated: str = " ({date})"
-    #: the fused strategy (issue 31): the line before the user's own quoted turns, one line
+    #: the fused strategy: the line before the user's own quoted turns, one line
     #: a turn (``{date}``, ``{quote}``; ``{when}`` is ``said_dated`` or nothing), and the line
     #: under a memory quoting the turn it came from
     turns_header: str = ("What the user said in earlier conversations, quoted as said: their "

@@ -1,5 +1,5 @@
 """Rendering the ``fused`` strategy's answer, pure: memories and the user's own turns in one
-prompt section, within a token budget (issue 31; docs/recall.md, "Fused").
+prompt section, within a token budget (docs/recall.md, "Fused").
 
 The memories render exactly as :func:`eros.recall.core.render.render_memories` renders them (header,
 one section per category, one quoted note a bullet). The turns follow under their own header,

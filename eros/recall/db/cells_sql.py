@@ -324,7 +324,7 @@ def probed_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],
     each category's rows in the ``probes`` cells nearest the query and the next
     ``candidates`` of them walking on, the ``candidates`` nearest of those by sketch re-ranked
     by exact cosine. It completes the categories the probed pool held fewer than ``k`` of,
-    which used to scan the category's whole range for the user (issue 17)."""
+    which used to scan the category's whole range for the user."""
     if not categories:
         return []
     configure_quantized(conn)
@@ -334,7 +334,7 @@ def probed_grouped(conn: Connection, flt: ScopeFilter, query: Sequence[float],
     return to_candidates(rows.all())
 
 
-# --- consolidation's neighbour search for a clustered user (issue 17) -------------------------
+# --- consolidation's neighbour search for a clustered user -------------------------
 def _cell_branches(cells: str) -> str:
     """The mirror rows of ``a``'s user, layer and category within ``cells`` whose sketch is
     within ``:max_hamming`` bits of ``a``'s: one index range of ``ix_memory_sketches_category``

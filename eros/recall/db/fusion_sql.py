@@ -1,4 +1,4 @@
-"""What the ``fused`` strategy reads besides the two searches (issue 31): what the memories
+"""What the ``fused`` strategy reads besides the two searches: what the memories
 citing the found turns say about them (:func:`turn_provenance`: only replaced memories cite it;
 the most sensitive label of a memory citing it), and the turns a memory cites read by seq (its
 quotes).
@@ -24,7 +24,7 @@ from eros.recall.core.fusion import TurnCandidate
 #   cites nothing in particular, on either side.
 # - ``rank``: the most sensitive label (SENSITIVITY_ORDER position) of ANY memory citing it,
 #   whatever its status and fallback window included: a label says what the turn is about, which
-#   does not change when a newer fact replaces the memory (issue 31 item 4: "a turn cited by a
+#   does not change when a newer fact replaces the memory ("a turn cited by a
 #   labelled memory inherits the label"). The label is also copied onto the turn row when a
 #   memory's label changes (turn_trust_sql.inherit_labels); reading it here as well means no
 #   missed copy ever lets a labelled turn through ``include_sensitive=false``.

@@ -115,7 +115,7 @@ class ScopeFilter:
 _COLUMNS = ("m.id, m.content, m.category, m.importance, m.created_at,"
             " CASE WHEN m.instance_id IS NULL THEN 'profile' ELSE 'relationship' END AS layer,"
             " m.sensitivity")
-#: provenance (issue 24): two more columns of the heap row the search reads anyway.
+#: provenance: two more columns of the heap row the search reads anyway.
 _PROVENANCE = ", m.source_seqs, m.source_fallback"
 
 

@@ -1,4 +1,4 @@
-"""``eros turns backfill``'s statements (issue 31 item 1): the cursor (``engine.turn_backfill``,
+"""``eros turns backfill``'s statements: the cursor (``engine.turn_backfill``,
 0026), the next turns to index, what labels them, and the user locks its write takes.
 
 Which turns: the user's turns, in ``chat_messages.seq`` order up to the cutoff (the newest seq

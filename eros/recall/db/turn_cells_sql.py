@@ -1,4 +1,4 @@
-"""The SQL of the turns' cells and sketch centres (0029, issue 31's cost).
+"""The SQL of the turns' cells and sketch centres (0029, to cut the turn search's cost).
 
 A turn's ``cell`` is its nearest cell among its user's *memory* cells (``memory_cells``): the
 ``memory_turns_place`` trigger sets it when a turn is written, :func:`place_user_turns` when the

@@ -1,4 +1,4 @@
-"""Trust on the turns recall layer (issue 31 item 4): the statements that label indexed turns
+"""Trust on the turns recall layer: the statements that label indexed turns
 after the fact and re-judge them with the guard. Seqs, labels and counts; a turn's text is
 read from ``chat_messages`` only to be labelled or judged, never written anywhere.
 

@@ -1,4 +1,4 @@
-"""The turns recall layer's fenced write (issue 31 item 1): what the classify path and
+"""The turns recall layer's fenced write: what the classify path and
 ``eros turns backfill`` index, in one statement.
 
 Fenced like the memories a session learns: a turn is written only while its session says the

@@ -1,4 +1,4 @@
-"""The SQL of the turns recall layer (``engine.memory_turns``, 0025, issue 31).
+"""The SQL of the turns recall layer (``engine.memory_turns``, 0025).
 
 A turn's row holds its vector, never its text: every read joins ``chat_messages`` on ``seq``.
 Writes are one multi-row statement (arrays ``unnest``-ed back into rows, the vectors as one

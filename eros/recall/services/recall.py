@@ -9,7 +9,7 @@ The chat product calls this at every turn. :func:`recall` embeds the turn's text
    user cut into cells by ``eros.cluster_memories``, only the cells nearest the query), or
    with RECALL_QUANTIZED_SCAN off through HNSW with pgvector's iterative index scan, where a
    scan that comes back short is re-run exactly — so "fewer than K" only ever means "fewer than
-   K exist" (the reference's filtered IVFFlat could lose rows);
+   K exist" (the original dreaming-lite recall, a filtered IVFFlat scan, could lose rows);
 3. the candidates are ranked by the pure functions of :mod:`eros.recall.core.ranking`.
 
 ``decay`` and ``composite`` rank a *pool*: the N most similar memories in scope

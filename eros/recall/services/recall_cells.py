@@ -70,7 +70,7 @@ def cluster_user(engine: Engine, settings: Settings, user_id: uuid.UUID, *,
     Worker memory is bounded whatever the user's size: k-means trains on at most
     ``max_train_rows`` vectors (a deterministic sample beyond that), and every row is then
     assigned ``chunk_rows`` at a time, keeping 20 bytes a memory (id and cell), not its 2 KB
-    vector (issue 17)."""
+    vector."""
     started = time.perf_counter()
     seed = zlib.crc32(user_id.bytes)
     dim = settings.embedding_dim
@@ -99,7 +99,7 @@ def cluster_user(engine: Engine, settings: Settings, user_id: uuid.UUID, *,
         cells_sql.lock_user(conn, user_id, _LOCK_TIMEOUT)
         cells_sql.stage_assignment(conn, ids, assignment)
         if cells_sql.count_existing(conn) < len(ids):
-            # a forget (issue 14) removed rows since the read: centroids of forgotten vectors
+            # a forget removed rows since the read: centroids of forgotten vectors
             # must not be written; recall reads every sketch until the next pass
             cells_sql.drop_cells(conn, user_id)
             return ClusterReport(user_id, "dropped", 0, 0, 0, read_ms, cluster_ms, _ms(t))

@@ -90,7 +90,7 @@ def pool(conn: Connection, flt: ScopeFilter, query: list[float], n: int, cfg: Se
 
 def search_grouped(conn: Connection, flt: ScopeFilter, query: list[float], k: int, n: int,
                     cfg: Settings, timings: dict[str, float]) -> Found:
-    """The ``k`` nearest rows of every category (the reference's answer, filter-safe).
+    """The ``k`` nearest rows of every category (the original dreaming-lite answer, filter-safe).
 
     A small scope: one exact scan with ``row_number()`` per category. A large one: the pool
     of the ``n`` nearest rows in scope (quantised or HNSW), grouped — a category with at least
@@ -139,8 +139,8 @@ def _complete_in_cells(conn: Connection, flt: ScopeFilter, query: list[float],
                        cells: int) -> list[Candidate]:
     """The top ``k`` of the categories a clustered user's pool held fewer than ``k`` of: each
     walked cell by cell, nearest first, for a bounded number of rows — no count first (a
-    category with no more rows comes back with what the pool has, dropped here). Issue 17:
-    counting and scanning the category's whole range set grouped recall's tail."""
+    category with no more rows comes back with what the pool has, dropped here). Counting
+    and scanning the category's whole range first was what set grouped recall's tail."""
     seen = {c.id for c in pool}
     found = cells_sql.probed_grouped(conn, flt, query, missing, k, sketches(k, cfg),
                                      probe_count(cells, cfg.recall_cell_probe_share))

@@ -1,4 +1,4 @@
-"""Sketch centres for the turns (0029, issue 31's cost): set once per embedding model.
+"""Sketch centres for the turns (0029, to cut the turn search's cost): set once per embedding model.
 
 Why: a turn's sketch is one sign bit per dimension, and the turn search keeps the turns whose
 sketches are nearest the query's before ranking them exactly. When a model's vectors share a

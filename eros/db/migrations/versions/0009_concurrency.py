@@ -1,13 +1,15 @@
-"""Concurrency fixes (issue 16): a turn's seq is taken under its session's row lock.
+"""Concurrency fixes: a turn's seq is taken under its session's row lock.
 
 ``chat_sessions.last_seq`` is the seq of the session's newest committed turn. A BEFORE INSERT
 row trigger on ``chat_messages`` locks the session row (``UPDATE … SET last_seq = nextval``)
 and gives the turn that value as its ``seq``. Every writer of one session therefore holds the
 row lock from the moment its seq is drawn until it commits, so per session the seq order is
 the commit order: a reader that sees seq ``n`` sees every turn below ``n``, and a watermark
-can never pass a turn still in flight (issue 16, hole 2). ``FINISH`` compares the row's
-``last_seq`` with the watermark: PostgreSQL re-reads the row after waiting for a turn's lock,
-which an ``EXISTS`` over ``chat_messages`` in the old snapshot did not (hole 1).
+can never pass a turn still in flight (when seq was drawn at insert rather than under the lock,
+a turn committing late fell below the watermark and was never classified). ``FINISH`` compares
+the row's ``last_seq`` with the watermark: PostgreSQL re-reads the row after waiting for a
+turn's lock, which an ``EXISTS`` over ``chat_messages`` in the old snapshot did not (a turn
+arriving while the session was stamped was missed).
 
 seq stays one global identity (unique), so every existing watermark keeps its meaning.
 

@@ -1,4 +1,4 @@
-"""Erasure and privacy (issue 14): an index on ``companion_memories.replaced_by``.
+"""Erasure and privacy: an index on ``companion_memories.replaced_by``.
 
 ``replaced_by`` is a self-reference with ON DELETE SET NULL: deleting a memory makes
 PostgreSQL look up every row that points at it. Without an index that is a scan of the whole

@@ -1,4 +1,4 @@
-"""Memory poisoning guard (issue 15): count what the guard dropped on each outcome.
+"""Memory poisoning guard: count what the guard dropped on each outcome.
 
 ``chat_sessions.guard_dropped`` is the number of candidates the memory guard dropped in the
 session's last extraction (next to ``memory_count``), ``classification_runs.guard_dropped`` the

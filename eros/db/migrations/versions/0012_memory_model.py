@@ -1,4 +1,4 @@
-"""The whole memory model: channels, archived sessions, embedding models (issue 18).
+"""The whole memory model: channels, archived sessions, embedding models.
 
 - ``chat_messages.channel`` (``text`` by default): which turns extraction reads
   (DREAMING_CHANNELS);

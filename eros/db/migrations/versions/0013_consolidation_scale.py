@@ -1,4 +1,4 @@
-"""Incremental consolidation at scale (issue 17).
+"""Incremental consolidation at scale.
 
 - ``consolidation_backlog``: one narrow row per current memory that no pass has compared with
   its neighbours yet — the per-row marker of "new since the last pass". A row, filled by a

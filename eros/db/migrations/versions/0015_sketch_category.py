@@ -1,4 +1,4 @@
-"""Recall cells know each memory's category (issue 17: grouped recall's tail).
+"""Recall cells know each memory's category (grouped recall's tail).
 
 Grouped recall takes the top K of every category. When the pool of rows nearest the query
 holds fewer than K of a category (a category far from the query), it searched that category's

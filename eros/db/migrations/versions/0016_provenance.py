@@ -1,4 +1,4 @@
-"""Memory provenance: the turns each memory came from (issue 24).
+"""Memory provenance: the turns each memory came from.
 
 ``companion_memories.source_seqs`` holds the ``chat_messages.seq`` values a memory was
 extracted from (sorted, distinct; a consolidated memory carries the union of its members');

@@ -1,4 +1,4 @@
-"""Meaning-based memory guard (issue 25): quarantine and the classifier cache.
+"""Meaning-based memory guard: quarantine and the classifier cache.
 
 - ``companion_memories.status`` may be ``quarantined``: ``eros rescreen`` moves a stored
   memory the current guard would drop there (never recalled: recall reads ``current`` only;

@@ -1,7 +1,7 @@
-"""Erasure log, tombstones and the sensitivity column (issue 26).
+"""Erasure log, tombstones and the sensitivity column.
 
 - ``erasure_log``: one row per erasure request — ``id``, ``scope`` (``user`` | ``persona`` |
-  ``memory`` | ``sensitive`` | ``message``; ``message`` is issue 24's ``eros forget
+  ``memory`` | ``sensitive`` | ``message``; ``message`` is ``eros forget
   --message``), ``user_id``, ``instance_id``, ``memory_id``, ``requested_at``,
   ``completed_at``, ``status`` (``done`` | ``failed``), ``counts`` (jsonb: rows removed per
   table), ``task_id``, ``error_code`` — ids, counts and codes only, never text.

@@ -1,4 +1,4 @@
-"""Forgetting a whole conversation (issue 32): ``eros forget --session`` and the task
+"""Forgetting a whole conversation: ``eros forget --session`` and the task
 ``eros.forget_session`` are recorded in ``erasure_log`` with scope ``session`` and the
 session's id in a new column ``session_id`` (UUID NULL; the other scopes leave it NULL).
 

@@ -1,4 +1,4 @@
-"""The memory ledger's access log (issue 33).
+"""The memory ledger's access log.
 
 - ``ledger_access_log``: one row per view of a user's ledger and per action taken in
   ``eros ledger`` — ``id``, ``at`` (time), ``action`` (``view_user``, ``recall``, ``export``,

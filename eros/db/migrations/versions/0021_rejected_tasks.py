@@ -1,4 +1,4 @@
-"""The task dead letter (issue 32): ``engine.rejected_tasks``, one row per message refused for
+"""The task dead letter: ``engine.rejected_tasks``, one row per message refused for
 its arguments (eros/tasks/args.py) — ``task_name``, ``task_id`` (the message id), ``error``
 (argument names and fixed phrases, never a value), ``rejected_at``. A new, empty table.
 

@@ -1,4 +1,4 @@
-"""Consent that lasts (issue 32): ``forget --sensitive LABEL`` is a standing choice, and rows
+"""Consent that lasts: ``forget --sensitive LABEL`` is a standing choice, and rows
 written before 0018 get their labels.
 
 - ``sensitivity_withheld``: one row per (user, label) not to be stored again — written by a

@@ -1,4 +1,4 @@
-"""The guard is ready before the first session (issue 30): ``unscreened`` memories and the
+"""The guard is ready before the first session: ``unscreened`` memories and the
 training's cost.
 
 - ``companion_memories.status`` may be ``unscreened``: a candidate that passed the rules and

@@ -1,4 +1,4 @@
-"""The replica heartbeat (issue 32): ``engine.replica_heartbeat``, one row (``id`` = 1) whose
+"""The replica heartbeat: ``engine.replica_heartbeat``, one row (``id`` = 1) whose
 ``beat_at`` the primary's beat process updates every RECALL_REPLICA_HEARTBEAT_SECS. A replica
 reads its replayed copy: how old it is says how far behind the replica is, even when its WAL
 receiver is disconnected (then received = replayed and the old measure read 0). A new table.

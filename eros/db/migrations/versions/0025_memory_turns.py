@@ -1,4 +1,4 @@
-"""The user's turns as a recall layer (issue 31): ``engine.memory_turns``, one row per user turn
+"""The user's turns as a recall layer: ``engine.memory_turns``, one row per user turn
 eros read and embedded — its ``seq`` (a foreign key to ``chat_messages.seq``, ON DELETE CASCADE:
 the text stays in the product's table, and deleting a message removes its vector), the
 session, user and persona, the message's date, a ``halfvec`` vector and its model, a generated

@@ -1,4 +1,4 @@
-"""The turns recall layer filled (issue 31 item 1): what ``eros.screen_unscreened`` reads of
+"""The turns recall layer filled: what ``eros.screen_unscreened`` reads of
 the turns, and the backfill's cursor.
 
 - ``ix_memory_turns_unscreened`` (partial, on ``seq``): the turns indexed ``unscreened`` while

@@ -1,4 +1,4 @@
-"""Trust on the turns recall layer (issue 31 item 4): ``eros relabel`` labels the indexed turns
+"""Trust on the turns recall layer: ``eros relabel`` labels the indexed turns
 too, and retention deletes quarantined turn vectors.
 
 ``relabel_progress`` gains ``after_seq``: the last turn (``memory_turns.seq``) a turn scan

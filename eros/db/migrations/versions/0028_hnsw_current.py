@@ -1,4 +1,4 @@
-"""The memories' HNSW index holds current rows only (issue 34 item 3).
+"""The memories' HNSW index holds current rows only.
 
 A consolidation pass marks each merged or superseded member with an UPDATE of ``status``:
 ``status`` is in an index key and in three index predicates, and a 2 KB row with its vector

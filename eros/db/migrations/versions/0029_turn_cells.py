@@ -1,6 +1,6 @@
-"""Cells and centred sketches for the turns recall layer (issue 31, cost).
+"""Cells and centred sketches for the turns recall layer: a cheaper turn search.
 
-A heavy user's turn search read every one of their sketches (20,000 for the issue's heavy
+A heavy user's turn search read every one of their sketches (20,000 for the benchmark's heavy
 user) and re-ranked the 1,000 nearest by exact cosine. Two changes cut it:
 
 - ``memory_turns.cell``: the turn's nearest cell among its user's *memory* cells

@@ -1,5 +1,5 @@
 """The memories' HNSW index leaves the alembic schema: it exists only where a configured plan
-reads it (issue 34 items 2 and 3).
+reads it.
 
 ``ix_companion_memories_embedding_hnsw`` is read by recall only with RECALL_QUANTIZED_SCAN=false
 and by consolidation only above CONSOLIDATION_HNSW_ABOVE (now 0 = never by default); with the
