@@ -7,7 +7,7 @@ to PostgreSQL + pgvector together with the session's stamp in a single transacti
 
 import os as _os
 
-__version__ = "0.1.0"
+__version__ = "0.9.0"
 
 # numpy's OpenBLAS starts one thread per core for every matrix product and spins them while it
 # waits. eros's concurrency is its processes and greenlets (a Celery worker's pool), so each
