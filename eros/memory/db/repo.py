@@ -18,9 +18,10 @@ from eros.memory.core.claims import Attempt, Claim, MemoryRow, Outcome
 from eros.memory.core.layers import route_instance
 from eros.memory.db import attempt_sql, provenance_sql, write_sql
 
-# The reference's claim, plus: a fresh token per claim, the attempt backoff gate and the
-# dead-letter and archive exclusions. ix_chat_sessions_claimable serves the subquery in
-# last_active_at order (archived sessions are not in it at all).
+# The original dreaming-lite claim (one UPDATE over a FOR UPDATE SKIP LOCKED subquery), plus: a
+# fresh token per claim, the attempt backoff gate and the dead-letter and archive exclusions.
+# ix_chat_sessions_claimable serves the subquery in last_active_at order (archived sessions are
+# not in it at all).
 CLAIM_IDLE = text("""
 UPDATE engine.chat_sessions
    SET classification_claimed_at = now(),

@@ -1,6 +1,6 @@
-"""``eros relabel --labeller model`` / ``eros.relabel_sensitivity(labeller="model")`` (issue
-32): label memories written before migration 0018 with the configured model (DREAMING_MODEL,
-the one that labels new memories at extraction), :data:`~eros.privacy.core.relabel_reply.CALL_SIZE`
+"""``eros relabel --labeller model`` / ``eros.relabel_sensitivity(labeller="model")``: label
+memories written before migration 0018 with the configured model (DREAMING_MODEL, the one that
+labels new memories at extraction), :data:`~eros.privacy.core.relabel_reply.CALL_SIZE`
 memories per call.
 
 Resumable like the offline labeller, on its own cursor (``relabel_progress`` row

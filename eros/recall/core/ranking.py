@@ -138,8 +138,8 @@ def top_k(scored: Sequence[Scored], k: int) -> list[Scored]:
 
 def rank_grouped(candidates: Iterable[Candidate], per_category_k: int,
                  category_order: Sequence[str] = CATEGORIES) -> list[Scored]:
-    """The reference: the ``per_category_k`` most similar per category, ordered by category
-    (vocabulary order; unknown categories last, alphabetically) then by rank."""
+    """The original dreaming-lite recall: the ``per_category_k`` most similar per category,
+    ordered by category (vocabulary order; unknown categories last, alphabetically) then by rank."""
     scored = score_all(candidates, lambda c: similarity(c.distance))
     by_category: dict[str, list[Scored]] = {}
     for item in scored:

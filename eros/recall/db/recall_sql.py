@@ -1,8 +1,8 @@
 """The SQL of recall: find the memories nearest a query vector within one user's scope.
 
-Why several plans. The reference's IVFFlat probed with a per-user filter could return fewer
-than K rows: an approximate index finds the nearest rows of the *whole table* and the filter is
-applied afterwards. Here every search is one of:
+Why several plans. The original dreaming-lite recall's IVFFlat, probed with a per-user filter,
+could return fewer than K rows: an approximate index finds the nearest rows of the *whole table*
+and the filter is applied afterwards. Here every search is one of:
 
 - **exact** — a ``MATERIALIZED`` CTE that first selects the scope's rows (through
   ``ix_companion_memories_recall_bq``) and only then orders by distance. The CTE is an optimisation
