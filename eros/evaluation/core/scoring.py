@@ -1,6 +1,6 @@
 """Scoring recalled memories against a question's known statements (pure).
 
-A *judge* (``eros.evaluation.services.judges``) maps each recalled memory to the reference
+A *judge* (``eros.evaluation.services.judges``) maps each recalled memory to the expected
 statement it states, or to none. From that mapping, per question and system:
 
 - **evidence recall@K** — every evidence statement is stated by some memory in the top K
@@ -49,7 +49,7 @@ class Scored:
 def score(question: Question, references: References, system: str, texts: Sequence[str],
           assigned: Sequence[int | None], answer_correct: bool | None = None,
           exact: Coverage | None = None, latency_ms: float | None = None) -> Scored:
-    """Score one ranked list: ``assigned[i]`` is the reference index memory ``i`` states."""
+    """Score one ranked list: ``assigned[i]`` indexes the expected statement memory ``i`` states."""
     index = {s: i for i, s in enumerate(references.statements)}
     evidence = {index[s] for s in question.evidence}
     stale = {index[s] for s in question.stale}

@@ -1,6 +1,6 @@
 """Judges: which reference statement (if any) does each recalled memory state?
 
-- :class:`EmbeddingJudge` (offline, the default): a memory states the reference statement it
+- :class:`EmbeddingJudge` (offline, the default): a memory states the expected statement it
   is most similar to among all the statements the user's questions name, if that similarity
   reaches a floor. Nearest-of-all rather than a bare threshold, because a small embedding
   model puts "Lives in Shanghai" and "Lives in Tokyo" close together — closer to each other
@@ -88,7 +88,7 @@ class EmbeddingJudge:
         key = hash(texts)
         if self._matrices.get(key, (None,))[0] != texts:
             self._matrices[key] = (texts, _unit(self.vectors(texts)))
-            if len(self._matrices) > 8:  # the reference matrices of the last few users
+            if len(self._matrices) > 8:  # the expected statements' matrices, last few users
                 self._matrices.pop(next(iter(self._matrices)))
         return self._matrices[key][1]
 
