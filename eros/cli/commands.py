@@ -69,8 +69,9 @@ def _train_guard(settings: Settings, url: str) -> None:
     from eros.errors import ErosError
     from eros.guard.services.guard_layer import embedder_name
     from eros.guard.services.guard_training import train_for_settings
+    from eros.providers.offline.hashing import HASH_MODEL
 
-    if settings.embedder_is_offline and embedder_name(settings) != "local-hash":
+    if settings.embedder_is_offline and embedder_name(settings) != HASH_MODEL:
         return  # e5: the model ships in the package
     engine = make_engine(url, pool_size=1, settings=settings)
     try:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from eros.cli import main
-from eros.core.names import RECALL_STRATEGIES, SCOPES
+from eros.core.names import DEFAULT_SCOPE, LABEL_SETS, RECALL_STRATEGIES, SCOPES
 
 if TYPE_CHECKING:
     from eros.recall.services.recall import RecallResult
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 @click.argument("query")
 @click.option("--instance", "instance_id", type=click.UUID, default=None,
               help="Persona instance: adds its relationship layer (scope both/relationship).")
-@click.option("--scope", type=click.Choice(SCOPES), default="both", show_default=True,
+@click.option("--scope", type=click.Choice(SCOPES), default=DEFAULT_SCOPE, show_default=True,
               help="profile = across personas; relationship = user × --instance; both.")
 @click.option("--strategy", type=click.Choice(RECALL_STRATEGIES), default=None,
               help="Ranking (default RECALL_STRATEGY); fused adds the user's own turns.")
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
               help="Recall memories with a special-category label (health, crisis, …) or "
                    "leave them out (default RECALL_INCLUDE_SENSITIVE, true).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-@click.option("--render", "render", type=click.Choice(["zh", "en"]), default=None,
+@click.option("--render", "render", type=click.Choice(LABEL_SETS), default=None,
               help="Print the system-prompt section instead (with --json: add it as 'prompt').")
 @click.option("--dates", is_flag=True,
               help="With --render: end each note with the day it is about (as the "

@@ -32,6 +32,11 @@ FUSED: RecallStrategy = "fused"
 #: every value of a recall's ``scope``: the profile layer, the persona's own, or both
 Scope = Literal["profile", "relationship", "both"]
 SCOPES: tuple[Scope, ...] = ("profile", "relationship", "both")
+DEFAULT_SCOPE: Final[Scope] = "both"
+#: every set of labels recall's prompt section is rendered with (RECALL_LABELS, ``--render``)
+LabelSet = Literal["zh", "en"]
+LABEL_SETS: tuple[LabelSet, ...] = ("zh", "en")
+DEFAULT_LABELS: Final[LabelSet] = "zh"
 
 #: Redis key where beat's scheduler records the time of its last loop.
 BEAT_HEARTBEAT_KEY: Final = "eros:beat:heartbeat"

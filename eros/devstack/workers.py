@@ -9,10 +9,16 @@ few, and one small pool dreams them roughly in time order.
 
 from __future__ import annotations
 
+from typing import Final
+
 from eros.settings import Settings
 
-#: greenlets of the classify worker (the Procfile's CLASSIFY_CONCURRENCY default)
-CLASSIFY_CONCURRENCY = 128
+#: greenlets of the classify worker: the Procfile's ``${CLASSIFY_CONCURRENCY:-128}``
+CLASSIFY_CONCURRENCY: Final = 128
+#: the classify worker's node name, as the Procfile's ``classify`` entry sets it (``eros health
+#: --worker classify@HOST`` pings it); the other worker keeps Celery's default ``celery@%h``,
+#: as the Procfile's ``worker`` entry does
+CLASSIFY_HOSTNAME: Final = "classify@%h"
 
 
 def worker_commands(settings: Settings, *, concurrency: int | None, loglevel: str,
@@ -21,13 +27,12 @@ def worker_commands(settings: Settings, *, concurrency: int | None, loglevel: st
     common = ["worker", f"--loglevel={loglevel}", "--without-gossip", "--without-mingle"]
     sized = [f"--concurrency={concurrency}"] if concurrency else []
     if demo:
-        return [("worker", [*common, "--hostname=eros-run@%h", *sized])]
+        return [("worker", [*common, *sized])]
     others = ",".join((settings.eros_claim_queue, settings.eros_consolidate_queue,
                        settings.eros_recall_queue))
     return [
-        ("worker", [*common, "--hostname=eros-run@%h", "--pool=prefork", *sized,
-                    f"--queues={others}"]),
-        ("classify", [*common, "--hostname=eros-classify@%h", "--pool=gevent",
+        ("worker", [*common, "--pool=prefork", *sized, f"--queues={others}"]),
+        ("classify", [*common, f"--hostname={CLASSIFY_HOSTNAME}", "--pool=gevent",
                       f"--concurrency={CLASSIFY_CONCURRENCY}",
                       f"--queues={settings.eros_classify_queue}"]),
     ]

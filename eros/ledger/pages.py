@@ -11,13 +11,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from eros.core.categories import CATEGORIES
-from eros.core.names import SCOPES
+from eros.core.names import DEFAULT_LABELS, DEFAULT_SCOPE, LABEL_SETS, SCOPES
 from eros.errors import RecallError
 from eros.ledger.services import ledger as svc
 from eros.ledger.web import ctx, error, render
 from eros.recall.core.ranking import STRATEGIES
-
-LANGS = ("zh", "en")
 
 
 def _int(request: Request, name: str, default: int) -> int:
@@ -75,8 +73,8 @@ def _recall_args(request: Request) -> dict[str, Any]:
         instance_id = uuid.UUID(instance) if instance else None
     except ValueError:
         instance_id = None
-    scope = q.get("scope") if q.get("scope") in SCOPES else "both"
-    lang = q.get("lang") if q.get("lang") in LANGS else "zh"
+    scope = q.get("scope") if q.get("scope") in SCOPES else DEFAULT_SCOPE
+    lang = q.get("lang") if q.get("lang") in LABEL_SETS else DEFAULT_LABELS
     return {"instance_id": instance_id, "scope": scope, "lang": lang}
 
 
@@ -94,7 +92,7 @@ def recall(request: Request) -> Response:
         except RecallError as err:
             problem = str(err)
     return render(request, "recall.html", user_id=user_id, q=query, played=played,
-                  problem=problem, scopes=SCOPES, langs=LANGS, strategies=STRATEGIES, **args)
+                  problem=problem, scopes=SCOPES, langs=LABEL_SETS, strategies=STRATEGIES, **args)
 
 
 def recall_json(request: Request) -> Response:

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from eros.core.names import FUSED, RecallStrategy
+from eros.core.names import DEFAULT_LABELS, FUSED, LabelSet, RecallStrategy
 
 
 class RecallSettings(BaseSettings):
@@ -96,7 +96,7 @@ class RecallSettings(BaseSettings):
     #: quote), in the turn's place; off = the turn keeps its place.
     recall_fusion_memory_stands_in: bool = True
     #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
-    recall_labels: Literal["zh", "en"] = "zh"
+    recall_labels: LabelSet = DEFAULT_LABELS
     #: users with at least this many memories are cut into cells by ``eros.cluster_memories``
     #: (beat), so their recall reads only the cells nearest the query (docs/recall.md).
     recall_cell_min_rows: int = Field(default=5000, ge=1)

@@ -37,6 +37,7 @@ from eros.core.names import (
     CLASSIFY_TASK,
     CLUSTER_TASK,
     CONSOLIDATE_TASK,
+    DEFAULT_SCOPE,
     FIND_CONSOLIDATION_TASK,
     FORGET_MEMORY_TASK,
     FORGET_MESSAGE_TASK,
@@ -105,7 +106,7 @@ class RecallArgs(TaskArgs):
     instance_id: UuidStr | None = None
     strategy: RecallStrategy | None = None
     k: Annotated[StrictInt, Field(ge=1, le=1000)] | None = None
-    scope: Scope = "both"
+    scope: Scope = DEFAULT_SCOPE
     include_replaced: StrictBool = False
     labels: StrictStr | None = None
     include_sensitive: StrictBool | None = None

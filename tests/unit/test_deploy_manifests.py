@@ -20,6 +20,7 @@ yaml = pytest.importorskip("yaml")
 kubernetes_validate = pytest.importorskip("kubernetes_validate.utils")
 jsonschema = pytest.importorskip("jsonschema")
 
+from eros.devstack.workers import CLASSIFY_CONCURRENCY, CLASSIFY_HOSTNAME  # noqa: E402
 from eros.settings import HARD_LIMIT_FRACTION, SOFT_LIMIT_FRACTION, Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,6 +147,12 @@ def test_workers_and_beat_run_eros_and_probe_with_eros_health() -> None:
     assert "--beat" in _container("eros-beat")["livenessProbe"]["exec"]["command"]
     assert "--pool=gevent" in _command_line(_container("eros-classify"))
     assert "--pool=prefork" in _command_line(_container("eros-worker"))
+
+
+def test_the_classify_deployment_sizes_and_names_its_worker_as_the_procfile_does() -> None:
+    line = _command_line(_container("eros-classify"))
+    assert f"--concurrency={CLASSIFY_CONCURRENCY}" in line
+    assert f"--hostname={CLASSIFY_HOSTNAME.replace('%h', '${HOSTNAME}')}" in line
 
 
 def test_grace_period_covers_the_time_limits_of_the_configured_claim_window() -> None:

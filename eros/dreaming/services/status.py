@@ -32,11 +32,12 @@ def providers_info(settings: Settings) -> dict[str, Any]:
     """Which providers a worker with these settings uses — names and models, never keys."""
     from eros.core.text import mask_url
     from eros.providers.offline import offline_embedder_name
+    from eros.providers.offline.heuristic import HEURISTIC_MODEL
 
     def public(url: str | None) -> str | None:
         return mask_url(url) if url else None
 
-    llm: dict[str, Any] = ({"offline": True, "name": "offline-heuristic", "model": None,
+    llm: dict[str, Any] = ({"offline": True, "name": HEURISTIC_MODEL, "model": None,
                             "base_url": None} if settings.llm_is_offline else
                            {"offline": False, "name": "openai-compatible",
                             "model": settings.dreaming_model,

@@ -23,9 +23,11 @@ import numpy.typing as npt
 from eros.evaluation.core.suite import Question, References
 from eros.memory.core.parsing import find_json_document
 from eros.providers.base import ChatCompleter, Embedder
+from eros.providers.offline.e5 import E5_MODEL_NAME
+from eros.providers.offline.hashing import HASH_MODEL
 
 #: the embedding judge's floor per offline embedder (their similarity scales differ)
-DEFAULT_FLOORS = {"multilingual-e5-small-q4": 0.85, "local-hash": 0.35}
+DEFAULT_FLOORS = {E5_MODEL_NAME: 0.85, HASH_MODEL: 0.35}
 
 
 @dataclass

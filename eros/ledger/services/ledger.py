@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 
 from eros.consolidation.db import lineage_sql
 from eros.core.erasure import error_code
+from eros.core.names import DEFAULT_LABELS, DEFAULT_SCOPE
 from eros.errors import ErosError
 from eros.guard.db import guard_sql
 from eros.ledger.db import ledger_sql
@@ -169,8 +170,8 @@ class Playground:
 
 
 def playground(engine: Engine, embedder: Embedder, settings: Settings, user_id: uuid.UUID,
-               query: str, *, instance_id: uuid.UUID | None = None, scope: str = "both",
-               lang: str = "zh") -> Playground:
+               query: str, *, instance_id: uuid.UUID | None = None, scope: str = DEFAULT_SCOPE,
+               lang: str = DEFAULT_LABELS) -> Playground:
     """``eros recall USER QUERY --strategy S --render LANG`` for every strategy S."""
     from eros.recall.services.recall import recall
 

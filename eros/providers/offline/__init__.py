@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from eros.prompts import CONSOLIDATION_HEADER
 from eros.providers.base import Completion, Embedder, Embeddings, InputType
 from eros.providers.offline.e5 import E5Embedder, e5_available
-from eros.providers.offline.hashing import LocalEmbedder
-from eros.providers.offline.heuristic import OfflineExtractor
+from eros.providers.offline.hashing import HASH_MODEL, LocalEmbedder
+from eros.providers.offline.heuristic import HEURISTIC_MODEL, OfflineExtractor
 from eros.providers.offline.judge import judged_consolidation_reply
 
 
@@ -19,7 +19,7 @@ class OfflineChat:
     consolidation request gets the offline judge's rules: moves and job changes supersede,
     same-worded memories merge, the rest stays (:mod:`eros.providers.offline.judge`)."""
 
-    name = "offline-heuristic"
+    name = HEURISTIC_MODEL
     offline = True
 
     def __init__(self) -> None:
@@ -38,7 +38,7 @@ class OfflineChat:
 class OfflineEmbedder:
     """Feature-hashing embeddings of the configured size, with no network."""
 
-    name = "local-hash"
+    name = HASH_MODEL
     offline = True
 
     def __init__(self, dim: int) -> None:

@@ -12,6 +12,10 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
+
+#: the hash embedder's name, and the model its vectors are recorded under
+HASH_MODEL: Final = "local-hash"
 
 #: Hiragana/katakana, CJK ideographs and compatibility ideographs, Hangul syllables.
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -60,13 +64,13 @@ class OfflineEmbeddings:
 
     vectors: list[list[float]]
     total_tokens: int
-    model: str = "local-hash"
+    model: str = HASH_MODEL
 
 
 class LocalEmbedder:
     """Structural match for the core's embedding provider protocol, backed by hash_embedding."""
 
-    name = "local-hash"
+    name = HASH_MODEL
 
     def __init__(self, dim: int) -> None:
         if dim < 1:

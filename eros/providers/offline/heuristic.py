@@ -23,9 +23,12 @@ from eros.providers.offline.layers import (
 )
 from eros.providers.offline.sensitivity import sensitivity_label
 
-__all__ = ["CONFIDENCE", "IMPORTANCE", "MAX_MEMORIES", "OfflineCompletion", "OfflineExtractor",
-           "heuristic_extract", "numbered_user_turns", "offline_consolidation_reply",
-           "user_turns"]
+__all__ = ["CONFIDENCE", "HEURISTIC_MODEL", "IMPORTANCE", "MAX_MEMORIES", "OfflineCompletion",
+           "OfflineExtractor", "heuristic_extract", "numbered_user_turns",
+           "offline_consolidation_reply", "user_turns"]
+
+#: the heuristic extractor's name, and the model its replies are recorded under
+HEURISTIC_MODEL: Final = "offline-heuristic"
 
 #: importance by category: people and identity outlive moods and tastes.
 IMPORTANCE: Final = {"relation": 0.8, "fact": 0.7, "event": 0.5, "emotion": 0.5, "preference": 0.4}
@@ -341,7 +344,7 @@ class OfflineCompletion:
 class OfflineExtractor:
     """Structural match for the core's LLM provider protocol, answering with heuristic JSON."""
 
-    name = "offline-heuristic"
+    name = HEURISTIC_MODEL
 
     def complete(self, system: str, user: str, max_tokens: int) -> OfflineCompletion:
         """Reply ``{"memories": [...]}`` for the transcript in ``user``; ``system`` is ignored.

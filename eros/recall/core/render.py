@@ -25,13 +25,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Literal, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from eros.core.categories import CATEGORIES
+from eros.core.names import DEFAULT_LABELS, LabelSet
 from eros.core.sensitivity import CRISIS, most_sensitive
 from eros.core.text import normalise_for_dedup, strip_invisible
-
-LabelSet = Literal["zh", "en"]
 
 
 class RenderableMemory(Protocol):
@@ -218,7 +217,8 @@ def bullet(memory: RenderableMemory, labels: Labels, *, dated: bool = False,
 
 
 def render_memories(memories: Iterable[RenderableMemory],
-                    labels: LabelSet | str | Labels = "zh", *, dated: bool = False) -> str:
+                    labels: LabelSet | str | Labels = DEFAULT_LABELS, *,
+                    dated: bool = False) -> str:
     """The prompt text for these memories (already ranked), or the empty-state line. With
     ``dated`` (RECALL_RENDER_DATES), each note ends with the day it is about, so "when
     did…?" can be answered from the prompt."""

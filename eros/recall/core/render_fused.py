@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from eros.core.names import DEFAULT_LABELS, LabelSet
 from eros.core.text import estimate_tokens, normalise_for_dedup
 from eros.recall.core.fusion import FusedItem
 from eros.recall.core.render import (
     Labels,
-    LabelSet,
     bullet,
     crisis_mark,
     get_labels,
@@ -92,7 +92,7 @@ def _compose(items: Sequence[Any], quotes: dict[int, list[Any]], labels: Labels,
     return "\n\n".join(sections)
 
 
-def render_fused(items: Sequence[Any], labels: LabelSet | str | Labels = "zh", *,
+def render_fused(items: Sequence[Any], labels: LabelSet | str | Labels = DEFAULT_LABELS, *,
                  dated: bool = False, budget: int | None = None,
                  tokens: Tokens = estimate_tokens) -> str:
     """The prompt section for a fused answer (``items`` in rank order: memories and turns,

@@ -38,7 +38,7 @@ from sqlalchemy import Connection, TextClause, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.types import Text
 
-from eros.core.names import SCOPES, Scope
+from eros.core.names import DEFAULT_SCOPE, SCOPES, Scope
 from eros.recall.core.ranking import Candidate, Layer
 
 _TABLE = "engine.companion_memories"
@@ -60,7 +60,7 @@ class ScopeFilter:
     """
 
     user_id: uuid.UUID
-    scope: Scope = "both"
+    scope: Scope = DEFAULT_SCOPE
     instance_id: uuid.UUID | None = None
     include_replaced: bool = False
     #: only rows of this embedding model (recall across models while ``eros reembed`` runs);

@@ -32,7 +32,14 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from eros.core.names import FUSED, RECALL_STRATEGIES, SCOPES, RecallStrategy, Scope
+from eros.core.names import (
+    DEFAULT_SCOPE,
+    FUSED,
+    RECALL_STRATEGIES,
+    SCOPES,
+    RecallStrategy,
+    Scope,
+)
 from eros.db.timeouts import set_statement_timeout
 from eros.errors import RecallError
 from eros.ops import metrics
@@ -64,7 +71,7 @@ __all__ = ["RecallResult", "RecalledMemory", "RecalledTurn", "recall", "recall_b
 
 
 def recall(engine: Engine, embedder: Embedder, user_id: uuid.UUID | str, query: str, *,
-           instance_id: uuid.UUID | str | None = None, scope: Scope = "both",
+           instance_id: uuid.UUID | str | None = None, scope: Scope = DEFAULT_SCOPE,
            strategy: RecallStrategy | None = None, k: int | None = None,
            include_replaced: bool = False, settings: Settings | None = None,
            embedder_for: EmbedderFor | None = None, sources: bool = True,
@@ -148,7 +155,7 @@ def _combine(results: list[RecallResult]) -> RecallResult:
 
 
 def recall_by_vector(engine: Engine, user_id: uuid.UUID | str, vector: Sequence[float], *,
-                     instance_id: uuid.UUID | str | None = None, scope: Scope = "both",
+                     instance_id: uuid.UUID | str | None = None, scope: Scope = DEFAULT_SCOPE,
                      strategy: RecallStrategy | None = None, k: int | None = None,
                      include_replaced: bool = False, settings: Settings | None = None,
                      now: datetime | None = None, embedding_model: str | None = None,

@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 
 from eros.providers import make_embedder
 from eros.providers.base import Embedder
+from eros.providers.offline.hashing import HASH_MODEL
 from eros.recall.db import reembed_sql
 from eros.settings import Settings
 
@@ -29,7 +30,7 @@ R = TypeVar("R")
 
 def configured_model(settings: Settings) -> str:
     """The model of the configured embedder: what rows from before 0012 (NULL) were made by."""
-    return "local-hash" if settings.embedder_is_offline else settings.embedding_model
+    return HASH_MODEL if settings.embedder_is_offline else settings.embedding_model
 
 
 def user_model_names(engine: Engine, user_id: uuid.UUID, *, legacy: str) -> list[str]:

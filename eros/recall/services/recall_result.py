@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from eros.core.names import RecallStrategy, Scope
+from eros.core.names import DEFAULT_LABELS, LabelSet, RecallStrategy, Scope
 from eros.core.sensitivity import CRISIS
 from eros.recall.core.ranking import Layer
-from eros.recall.core.render import Labels, LabelSet, render_memories
+from eros.recall.core.render import Labels, render_memories
 from eros.recall.core.render_fused import render_fused
 from eros.recall.services.read_route import Source
 from eros.recall.services.recall_search import Plan
@@ -122,11 +122,12 @@ class RecallResult:
             out["budget"] = self.budget
         return out
 
-    def render(self, labels: LabelSet | str | Labels = "zh", *, dated: bool = False) -> str:
+    def render(self, labels: LabelSet | str | Labels = DEFAULT_LABELS, *,
+               dated: bool = False) -> str:
         return render_prompt(self, labels, dated=dated)
 
 
-def render_prompt(result: RecallResult, labels: LabelSet | str | Labels = "zh", *,
+def render_prompt(result: RecallResult, labels: LabelSet | str | Labels = DEFAULT_LABELS, *,
                   dated: bool = False) -> str:
     """The system-prompt section for a result: grouped by category, one bullet a memory
     (with ``dated``, ending with the day it is about), duplicates across layers pruned

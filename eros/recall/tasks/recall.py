@@ -11,7 +11,7 @@ from typing import Any
 
 from celery import shared_task
 
-from eros.core.names import RECALL_TASK
+from eros.core.names import DEFAULT_SCOPE, RECALL_TASK
 from eros.errors import RecallError
 from eros.recall.services.recall import recall
 from eros.tasks import results
@@ -44,7 +44,7 @@ class RecallTask(ErosTask):
 
 @shared_task(base=RecallTask, bind=True, name=RECALL_TASK, ignore_result=False)
 def recall_memories(self: ErosTask, user_id: str, query: str, instance_id: str | None = None,
-                    strategy: str | None = None, k: int | None = None, scope: str = "both",
+                    strategy: str | None = None, k: int | None = None, scope: str = DEFAULT_SCOPE,
                     include_replaced: bool = False, labels: str | None = None,
                     include_sensitive: bool | None = None) -> dict[str, Any]:
     """``RecallResult.to_dict()`` plus the rendered ``prompt`` (RECALL_LABELS unless
