@@ -28,6 +28,7 @@ from eros.consolidation.services.consolidate import (
 from eros.consolidation.services.consolidation_bulk import combined, first_pass
 from eros.consolidation.services.consolidation_finder import find_and_claim
 from eros.core.names import CONSOLIDATE_TASK, FIND_CONSOLIDATION_TASK
+from eros.core.outcomes import ConsolidationOutcome, task_result
 from eros.core.retry import decide
 from eros.errors import PermanentError, TransientError
 from eros.ops import metrics
@@ -76,20 +77,20 @@ def consolidate_user(self: ErosTask, user_id: str) -> dict[str, Any]:
         uid = uuid.UUID(str(user_id))
     except ValueError:
         log.error("consolidate_user: %r is not a user UUID", user_id)
-        return {"user_id": user_id, "outcome": "invalid_argument"}
+        return task_result("invalid_argument", user_id=user_id)
     settings = self.settings
     c = self.resources.shared(make_consolidator)
     attempt = 1
     try:
         if defer_for_guard(c, uid):
-            return {"user_id": user_id, "outcome": "guard_pending"}
+            return task_result("guard_pending", user_id=user_id)
         started = start_pass(c, uid)
         if started is None:
-            return {"user_id": user_id, "outcome": "no_memories"}
+            return task_result("no_memories", user_id=user_id)
         attempt = started
         if attempt > settings.consolidation_max_attempts:
             record_failure(c, uid, "gave_up", f"attempt cap reached ({attempt - 1} attempts)")
-            return {"user_id": user_id, "outcome": "gave_up"}
+            return task_result("gave_up", user_id=user_id)
         # a large backlog (a first pass) is worked through chunk after chunk in this task,
         # its neighbours read once in bulk, for at most half the soft time limit; otherwise
         # one pass, as before. Either way the claim stays while a backlog is left.
@@ -102,7 +103,7 @@ def consolidate_user(self: ErosTask, user_id: str) -> dict[str, Any]:
                           err.retry_after)
         if not decision.retry:
             record_failure(c, uid, "gave_up", f"{decision.reason}; last: {err}")
-            return {"user_id": user_id, "outcome": "gave_up", "error": str(err)}
+            return task_result("gave_up", user_id=user_id, error=str(err))
         record_failure(c, uid, "retrying", str(err), keep_claim=True)
         log.warning("user %s: transient %s error (%s); retry in %.1fs, %s", uid, err.provider,
                     err, decision.countdown, decision.reason)
@@ -110,25 +111,25 @@ def consolidate_user(self: ErosTask, user_id: str) -> dict[str, Any]:
     except PermanentError as err:
         record_failure(c, uid, "permanent_error", str(err))
         log.error("user %s: permanent %s error: %s", uid, err.provider, err)
-        return {"user_id": user_id, "outcome": "permanent_error", "error": str(err)}
+        return task_result("permanent_error", user_id=user_id, error=str(err))
     except DBAPIError as err:
         self.retry_database(err)
         error = f"database error: {describe_database_error(err)}"
         record_failure(c, uid, "permanent_error", error)
-        return {"user_id": user_id, "outcome": "permanent_error", "error": error}
+        return task_result("permanent_error", user_id=user_id, error=error)
     _observe(report.outcome, report.merged, report.superseded, report.share_before,
              report.share_after)
     more = report.backlog and report.compared > 0 and \
         report.outcome in ("consolidated", "nothing_to_do")
     if more:  # the next chunk of a backlog: the pass kept the claim for it
         consolidate_user.apply_async(args=[user_id], queue=settings.eros_consolidate_queue)
-    return {"user_id": user_id, "outcome": report.outcome, "merged": report.merged,
-            "superseded": report.superseded, "llm_calls": report.llm_calls,
-            "share_before": report.share_before, "share_after": report.share_after,
-            "compared": report.compared, "backlog": report.backlog, "next_chunk": more}
+    return task_result(report.outcome, user_id=user_id, merged=report.merged,
+                       superseded=report.superseded, llm_calls=report.llm_calls,
+                       share_before=report.share_before, share_after=report.share_after,
+                       compared=report.compared, backlog=report.backlog, next_chunk=more)
 
 
-def _observe(outcome: str, merged: int, superseded: int, before: float | None,
+def _observe(outcome: ConsolidationOutcome, merged: int, superseded: int, before: float | None,
              after: float | None) -> None:
     """Prometheus: runs by outcome, memories merged/superseded, share before and after."""
     metrics.registry().CONSOLIDATION_RUNS.labels(outcome).inc()

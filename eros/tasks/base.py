@@ -37,6 +37,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from eros.core.green import green_process
+from eros.core.outcomes import task_result
 from eros.core.retry import RetryPolicy, compute_backoff, is_transient_sqlstate, sqlstate
 from eros.db.engine import get_engine
 from eros.errors import TransientError
@@ -162,7 +163,7 @@ class ErosTask(Task):  # type: ignore[misc]
         except DBAPIError as err:  # refused all the same; the log line and the counter remain
             log.error("%s: could not record the refused message %s: %s", self.name, task_id,
                       describe_database_error(err))
-        return {"outcome": "invalid_argument", "error": error}
+        return task_result("invalid_argument", error=error)
 
     def soft_limit(self) -> float | None:
         """This message's soft limit (``timelimit`` header), else the task's, else the app's."""

@@ -10,6 +10,8 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from eros.core.outcomes import ConsolidationOutcome
+
 # Only a user with memories is claimed: a pass queued before the user was forgotten must not
 # create their state row again.
 BEGIN_PASS = text("""
@@ -82,7 +84,8 @@ def claim_held(conn: Connection, user_id: uuid.UUID, claim: datetime | None) -> 
 
 
 def finish_pass(conn: Connection, user_id: uuid.UUID, *, before: float, after: float,
-                merged: int, superseded: int, outcome: str, error: str | None = None,
+                merged: int, superseded: int, outcome: ConsolidationOutcome,
+                error: str | None = None,
                 keep_claim_on_backlog: bool = False) -> bool:
     """Whether memories are left uncompared (a backlog). ``keep_claim_on_backlog``: the
     caller enqueues the user's next chunk when there is one, so the claim stays then."""
@@ -92,7 +95,8 @@ def finish_pass(conn: Connection, user_id: uuid.UUID, *, before: float, after: f
         "keep_claim": keep_claim_on_backlog}).scalar_one())
 
 
-def record_failure(conn: Connection, user_id: uuid.UUID, *, outcome: str, error: str | None,
+def record_failure(conn: Connection, user_id: uuid.UUID, *, outcome: ConsolidationOutcome,
+                   error: str | None,
                    before: float | None = None, keep_claim: bool = False) -> None:
     """``keep_claim`` keeps the user claimed through a retry countdown."""
     conn.execute(RECORD_FAILURE, {"user_id": user_id, "outcome": outcome,

@@ -61,6 +61,7 @@ from eros.consolidation.services.consolidation_report import (
     describe,
     timed,
 )
+from eros.core.outcomes import ConsolidationOutcome
 from eros.core.text import strip_invisible
 from eros.errors import PermanentError
 from eros.guard.core.guard import Verdict
@@ -93,7 +94,8 @@ def start_pass(c: Consolidator, user_id: uuid.UUID) -> int | None:
         return state_sql.begin_pass(conn, user_id)
 
 
-def record_failure(c: Consolidator, user_id: uuid.UUID, outcome: str, error: str, *,
+def record_failure(c: Consolidator, user_id: uuid.UUID, outcome: ConsolidationOutcome,
+                   error: str, *,
                    keep_claim: bool = False) -> None:
     with c.engine.begin() as conn:
         state_sql.record_failure(conn, user_id, outcome=outcome, error=error, keep_claim=keep_claim)

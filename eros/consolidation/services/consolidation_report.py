@@ -12,6 +12,7 @@ from typing import Any
 
 from eros.consolidation.core.consolidation import Memory, Selection
 from eros.consolidation.core.consolidation_plan import Step
+from eros.core.outcomes import ConsolidationOutcome
 
 
 @dataclass
@@ -20,7 +21,7 @@ class ConsolidationReport:
     result, tests and metrics (:meth:`metrics`)."""
 
     user_id: str
-    outcome: str = "pending"
+    outcome: ConsolidationOutcome = "pending"
     dry_run: bool = False
     #: the memories the pass looked at: the new ones compared and their near neighbours
     #: (the shares below are over these, not over all the user's memories).

@@ -11,11 +11,12 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Engine
 
 from eros.core.cost import Prices, cost_usd
+from eros.core.outcomes import OutcomeKind
 from eros.core.text import strip_invisible
 from eros.core.transcript import Transcript, build_transcript
 from eros.dreaming.services import turn_index
@@ -23,7 +24,7 @@ from eros.dreaming.services.turn_index import TurnCounts, TurnText
 from eros.guard.core.guard import scalar_text
 from eros.guard.services.guard_model import TURN_EMBED_CHARS, guard_for, screen_texts
 from eros.memory.core.channels import readable_turns
-from eros.memory.core.claims import Attempt, MemoryRow, Outcome, OutcomeKind
+from eros.memory.core.claims import Attempt, MemoryRow, Outcome
 from eros.memory.core.parsing import Candidate, ParseResult, parse_extraction
 from eros.memory.core.provenance import resolve_sources
 from eros.memory.db import repo
@@ -70,7 +71,8 @@ class Report:
     """What happened, for logs, the CLI's ``classify`` and tests."""
 
     session_id: str
-    outcome: str
+    #: ``pending`` until the run ends; ``claim_lost`` when another worker took the session
+    outcome: OutcomeKind | Literal["pending", "claim_lost"]
     attempt: int = 0
     memories_written: int = 0
     transcript: str = ""

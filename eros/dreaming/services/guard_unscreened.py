@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from typing import Literal
 
 from sqlalchemy import Engine
 
@@ -32,11 +33,13 @@ from eros.settings import Settings
 
 log = logging.getLogger(__name__)
 
+SettleOutcome = Literal["settled", "pending"]
+
 
 @dataclass
 class SettleReport:
     #: ``settled``, or ``pending`` (no model yet: nothing changed)
-    outcome: str
+    outcome: SettleOutcome
     layer: str
     scanned: int = 0
     current: int = 0

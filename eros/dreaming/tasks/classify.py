@@ -17,6 +17,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import CLAIM_TASK, CLASSIFY_TASK
+from eros.core.outcomes import task_result
 from eros.core.retry import compute_backoff, decide
 from eros.dreaming.services.classify import Pipeline, classify, start_attempt
 from eros.errors import PermanentError, TransientError
@@ -90,7 +91,7 @@ def classify_session(self: ErosTask, session_id: str, claim_token: str | None = 
         token = uuid.UUID(claim_token) if claim_token else None
     except ValueError:
         log.error("classify_session: %r is not a session UUID", session_id)
-        return {"session_id": session_id, "outcome": "invalid_argument"}
+        return task_result("invalid_argument", session_id=session_id)
     settings = self.settings
     p = self.resources.shared(make_pipeline)
     try:
@@ -101,17 +102,17 @@ def classify_session(self: ErosTask, session_id: str, claim_token: str | None = 
             if claim is None:
                 log.info("session %s skipped: classified, dead-lettered, missing or claimed "
                          "elsewhere (use force=true to re-run)", sid)
-                return {"session_id": session_id, "outcome": "skipped"}
+                return task_result("skipped", session_id=session_id)
             token = claim.token
         attempt = start_attempt(p, sid, token)
     except DBAPIError as err:
         self.retry_database(err, kwargs=_retry_kwargs(token, force))
         # not transient, and no attempt to record it on: the claim goes stale and is retaken
-        return {"session_id": session_id, "outcome": "database_error",
-                "error": describe_database_error(err)}
+        return task_result("database_error", session_id=session_id,
+                           error=describe_database_error(err))
     if attempt is None:
         log.info("session %s: claim no longer ours; another worker has it", sid)
-        return {"session_id": session_id, "outcome": "claim_lost"}
+        return task_result("claim_lost", session_id=session_id)
     if attempt.attempt > settings.dreaming_max_attempts:
         return _dead_letter(p, attempt, self.request.id, "attempt cap reached")
     try:
@@ -131,8 +132,8 @@ def classify_session(self: ErosTask, session_id: str, claim_token: str | None = 
         error = PermanentError(f"database error: {describe_database_error(err)}",
                                provider="database")
         return _permanent(self, p, attempt, error)
-    return {"session_id": session_id, "outcome": report.outcome,
-            "memories": report.memories_written, "attempt": attempt.attempt}
+    return task_result(report.outcome, session_id=session_id,
+                       memories=report.memories_written, attempt=attempt.attempt)
 
 
 def _retry_kwargs(token: uuid.UUID | None, force: bool) -> dict[str, Any]:
@@ -152,7 +153,7 @@ def _retry_or_dead_letter(task: ErosTask, p: Pipeline, attempt: Attempt, err: Tr
         alive = repo.record_retry(conn, attempt, Outcome("retrying", error=str(err)),
                                   task.request.id)
     if not alive:
-        return {"session_id": sid, "outcome": "claim_lost"}
+        return task_result("claim_lost", session_id=sid)
     metrics.registry().RETRIES.labels(err.provider).inc()
     metrics.registry().OUTCOMES.labels("retrying").inc()
     log.warning("session %s: transient %s error (%s); retry in %.1fs, %s", sid, err.provider,
@@ -168,7 +169,7 @@ def _throttled(task: ErosTask, p: Pipeline, attempt: Attempt, err: Throttled,
     with p.engine.begin() as conn:
         alive = repo.record_throttled(conn, attempt)
     if not alive:
-        return {"session_id": sid, "outcome": "claim_lost"}
+        return task_result("claim_lost", session_id=sid)
     metrics.registry().THROTTLED.labels(err.resource).inc()
     # jittered within [wait, 1.5 × wait] so throttled replicas do not come back in step
     wait = max(err.wait, 0.1)
@@ -190,7 +191,7 @@ def _permanent(task: ErosTask, p: Pipeline, attempt: Attempt,
     with p.engine.begin() as conn:
         repo.release(conn, attempt, Outcome("permanent_error", error=str(err)),
                      delay_secs=settings.dreaming_claim_stale_secs, task_id=task.request.id)
-    return {"session_id": sid, "outcome": "permanent_error", "error": str(err)}
+    return task_result("permanent_error", session_id=sid, error=str(err))
 
 
 def _dead_letter(p: Pipeline, attempt: Attempt, task_id: str | None,
@@ -201,4 +202,4 @@ def _dead_letter(p: Pipeline, attempt: Attempt, task_id: str | None,
     metrics.registry().DEAD_LETTERS.inc()
     metrics.registry().OUTCOMES.labels("dead_letter").inc()
     log.error("session %s dead-lettered after %d attempts: %s", sid, attempt.attempt, reason)
-    return {"session_id": sid, "outcome": "dead_letter", "error": reason}
+    return task_result("dead_letter", session_id=sid, error=reason)

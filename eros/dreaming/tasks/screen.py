@@ -13,6 +13,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import SCREEN_UNSCREENED_TASK
+from eros.core.outcomes import task_result
 from eros.dreaming.services.guard_unscreened import settle_unscreened
 from eros.dreaming.tasks.classify import make_pipeline
 from eros.errors import ErosError
@@ -30,7 +31,7 @@ def screen_unscreened(self: ErosTask) -> dict[str, Any]:
                                  llm=pipeline.llm).to_dict()
     except DBAPIError as err:
         self.retry_database(err, args=(), kwargs={})
-        return {"outcome": "database_error", "error": describe_database_error(err)}
+        return task_result("database_error", error=describe_database_error(err))
     except (ErosError, SoftTimeLimitExceeded) as err:  # the next beat run goes on from here
         log.warning("screen_unscreened stopped: %s", type(err).__name__)
-        return {"outcome": "stopped", "error": type(err).__name__}
+        return task_result("stopped", error=type(err).__name__)

@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from eros.core.outcomes import OutcomeKind
 from eros.core.transcript import Turn
-
-#: how a classify run ended (``classification_runs.outcome``, ``chat_sessions.last_outcome``,
-#: ``eros_classify_outcomes{outcome}``; README "How a session is processed")
-OutcomeKind = Literal["memories", "no_memories", "empty", "unparseable", "truncated", "retrying",
-                      "permanent_error", "dead_letter"]
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from eros.core.erasure import Scope, Status
+
 INSERT = text("""
 INSERT INTO engine.erasure_log (scope, user_id, instance_id, memory_id, session_id,
                                 requested_at, completed_at, status, counts, task_id, error_code)
@@ -47,7 +49,7 @@ def _s(value: uuid.UUID | None) -> str | None:
     return str(value) if value is not None else None
 
 
-def record(conn: Connection, *, scope: str, status: str, user_id: uuid.UUID | None = None,
+def record(conn: Connection, *, scope: Scope, status: Status, user_id: uuid.UUID | None = None,
            instance_id: uuid.UUID | None = None, memory_id: uuid.UUID | None = None,
            counts: Mapping[str, int] | None = None, task_id: str | None = None,
            error_code: str | None = None, requested_at: datetime | None = None,
@@ -61,7 +63,7 @@ def record(conn: Connection, *, scope: str, status: str, user_id: uuid.UUID | No
         "error_code": error_code}).scalar_one())
 
 
-def begin(conn: Connection, *, scope: str, user_id: uuid.UUID | None = None,
+def begin(conn: Connection, *, scope: Scope, user_id: uuid.UUID | None = None,
           instance_id: uuid.UUID | None = None, memory_id: uuid.UUID | None = None,
           task_id: str | None = None, requested_at: datetime | None = None,
           session_id: uuid.UUID | None = None) -> int:

@@ -14,6 +14,7 @@ from celery import shared_task
 from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import ALLOW_SENSITIVE_TASK, RELABEL_TASK
+from eros.core.outcomes import task_result
 from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.errors import ConfigError, PermanentError, TransientError
 from eros.privacy.services import consent
@@ -34,13 +35,13 @@ def allow_sensitive(self: ErosTask, user_id: str, label: str) -> dict[str, Any]:
     if uid is None or not isinstance(label, str) or (
             label != "all" and label not in SENSITIVITY_LABELS):
         log.error("allow_sensitive: user_id must be a UUID and label a label or 'all'")
-        return {"outcome": "invalid_argument"}
+        return task_result("invalid_argument")
     try:
         result = consent.allow_sensitive(self.resources.engine, uid, label)
     except DBAPIError as err:
         self.retry_database(err, args=(), kwargs={"user_id": user_id, "label": label})
-        return {"outcome": "error", "error": describe_database_error(err)}
-    return {"outcome": "allowed", "user_id": str(uid), **result}
+        return task_result("error", error=describe_database_error(err))
+    return task_result("allowed", user_id=str(uid), **result)
 
 
 @shared_task(base=ErosTask, bind=True, name=RELABEL_TASK, ignore_result=False)
@@ -64,7 +65,7 @@ def relabel_sensitivity(self: ErosTask, batch: int = 1000, max_batches: int | No
                                      self.app, self.resources.engine, erasure_id))
     except ConfigError as err:
         log.error("relabel_sensitivity: %s", err)
-        return {"outcome": "error", "error": str(err)}
+        return task_result("error", error=str(err))
     except TransientError as err:
         countdown = max(settings.dreaming_retry_backoff_secs, err.retry_after or 0.0)
         log.warning("relabel_sensitivity: transient %s error; again in %.0fs", err.provider,
@@ -73,8 +74,8 @@ def relabel_sensitivity(self: ErosTask, batch: int = 1000, max_batches: int | No
     except PermanentError as err:
         log.error("relabel_sensitivity: permanent %s error (status %s); stopped",
                   err.provider, err.status)
-        return {"outcome": "permanent_error", "status": err.status}
+        return task_result("permanent_error", status=err.status)
     except DBAPIError as err:
         self.retry_database(err, args=(), kwargs=kwargs)
-        return {"outcome": "error", "error": describe_database_error(err)}
-    return {"outcome": "relabelled", "labeller": labeller, **result}
+        return task_result("error", error=describe_database_error(err))
+    return task_result("relabelled", labeller=labeller, **result)

@@ -27,6 +27,7 @@ from eros.core.names import (
     FORGET_SESSION_TASK,
     FORGET_USER_TASK,
 )
+from eros.core.outcomes import task_result
 from eros.core.sensitivity import SENSITIVITY_LABELS
 from eros.privacy.services import erasure, forget
 from eros.privacy.tasks import purge
@@ -51,8 +52,7 @@ def _run(task: ErosTask, request: erasure.Request, body: Callable[[], dict[str, 
     except DBAPIError as err:
         task.retry_database(err, args=(), kwargs=retry_kwargs)  # raises Retry if transient
         erasure_id = erasure.record_failed(task.resources.engine, request, err)
-        return {"outcome": "error", "error": describe_database_error(err),
-                "erasure_id": erasure_id}
+        return task_result("error", error=describe_database_error(err), erasure_id=erasure_id)
     except Exception as err:
         erasure.record_failed(task.resources.engine, request, err)
         raise
@@ -77,12 +77,12 @@ def forget_user(self: ErosTask, user_id: str, instance_id: str | None = None,
     iid = _uuid(instance_id) if instance_id is not None else None
     if uid is None or (instance_id is not None and iid is None):
         log.error("forget_user: user_id/instance_id must be UUIDs")
-        return {"outcome": "invalid_argument"}
+        return task_result("invalid_argument")
     label = _sensitive_label(sensitive)
     if label == "invalid" or (label is not None and (iid is not None or sessions)):
         log.error("forget_user: sensitive must be true, 'all' or a label, without "
                   "instance_id or sessions")
-        return {"outcome": "invalid_argument"}
+        return task_result("invalid_argument")
     retry_kwargs = {"user_id": user_id, "instance_id": instance_id, "sessions": sessions,
                     "sensitive": sensitive}
     if label is not None:
@@ -92,15 +92,15 @@ def forget_user(self: ErosTask, user_id: str, instance_id: str | None = None,
             self.resources.engine, uid, only, request=request), retry_kwargs)
         if result.get("outcome") == "error":
             return result
-        return {"outcome": "forgotten", "user_id": str(uid), "sensitive": label, **result}
+        return task_result("forgotten", user_id=str(uid), sensitive=label, **result)
     request = forget.user_request(uid, instance_id=iid, task_id=self.request.id)
     result = _run(self, request, lambda: forget.forget_user(
         self.resources.engine, uid, instance_id=iid, sessions=bool(sessions), request=request),
         retry_kwargs)
     if result.get("outcome") == "error":
         return result
-    return {"outcome": "forgotten", "user_id": str(uid),
-            "instance_id": str(iid) if iid else None, **result}
+    return task_result("forgotten", user_id=str(uid), instance_id=str(iid) if iid else None,
+                       **result)
 
 
 def _sensitive_label(value: bool | str | None) -> str | None:
@@ -120,13 +120,13 @@ def forget_memory(self: ErosTask, memory_id: str) -> dict[str, Any]:
     mid = _uuid(memory_id)
     if mid is None:
         log.error("forget_memory: memory_id must be a UUID")
-        return {"outcome": "invalid_argument"}
+        return task_result("invalid_argument")
     request = forget.memory_request(mid, task_id=self.request.id)
     result = _run(self, request, lambda: forget.forget_memory(
         self.resources.engine, mid, request=request), {"memory_id": memory_id})
     if result.get("outcome") == "error":
         return result
-    return {"outcome": "forgotten", "memory_id": str(mid), **result}
+    return task_result("forgotten", memory_id=str(mid), **result)
 
 
 @shared_task(base=ErosTask, bind=True, name=FORGET_MESSAGE_TASK, ignore_result=False)
@@ -136,13 +136,13 @@ def forget_message(self: ErosTask, message_id: str) -> dict[str, Any]:
     mid = _uuid(message_id)
     if mid is None:
         log.error("forget_message: message_id must be a UUID")
-        return {"outcome": "invalid_argument"}
+        return task_result("invalid_argument")
     request = forget.message_request(task_id=self.request.id)
     result = _run(self, request, lambda: forget.forget_message(
         self.resources.engine, mid, request=request), {"message_id": message_id})
     if result.get("outcome") == "error":
         return result
-    return {"outcome": "forgotten", "message_id": str(mid), **result}
+    return task_result("forgotten", message_id=str(mid), **result)
 
 
 @shared_task(base=ErosTask, bind=True, name=FORGET_SESSION_TASK, ignore_result=False)
@@ -152,10 +152,10 @@ def forget_session(self: ErosTask, session_id: str) -> dict[str, Any]:
     sid = _uuid(session_id)
     if sid is None:
         log.error("forget_session: session_id must be a UUID")
-        return {"outcome": "invalid_argument"}
+        return task_result("invalid_argument")
     request = forget.session_request(sid, task_id=self.request.id)
     result = _run(self, request, lambda: forget.forget_session(
         self.resources.engine, sid, request=request), {"session_id": session_id})
     if result.get("outcome") == "error":
         return result
-    return {"outcome": "forgotten", "session_id": str(sid), **result}
+    return task_result("forgotten", session_id=str(sid), **result)

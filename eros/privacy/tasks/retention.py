@@ -10,6 +10,7 @@ from celery import shared_task
 from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import RETENTION_TASK
+from eros.core.outcomes import task_result
 from eros.privacy.services import retention
 from eros.tasks.base import ErosTask, describe_database_error
 
@@ -21,4 +22,4 @@ def apply_retention(self: ErosTask) -> dict[str, Any]:
         return retention.apply(self.resources.engine, self.settings)
     except DBAPIError as err:
         self.retry_database(err, args=(), kwargs={})
-        return {"outcome": "database_error", "error": describe_database_error(err)}
+        return task_result("database_error", error=describe_database_error(err))

@@ -17,6 +17,7 @@ from celery import shared_task
 from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import CLUSTER_TASK
+from eros.core.outcomes import task_result
 from eros.recall.services import recall_cells, turn_centres
 from eros.tasks.base import ErosTask, describe_database_error
 
@@ -46,9 +47,8 @@ def cluster_memories(self: ErosTask, user_id: str | None = None) -> dict[str, An
             uid = uuid.UUID(str(user_id))
         except ValueError:
             log.error("cluster_memories: %r is not a user UUID", user_id)
-            return {"user_id": user_id, "outcome": "invalid_argument"}
+            return task_result("invalid_argument", user_id=user_id)
         return recall_cells.refresh_user(engine, settings, uid).to_dict()
     except DBAPIError as err:
         self.retry_database(err)
-        return {"user_id": user_id, "outcome": "database_error",
-                "error": describe_database_error(err)}
+        return task_result("database_error", user_id=user_id, error=describe_database_error(err))

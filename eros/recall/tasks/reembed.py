@@ -15,6 +15,7 @@ from celery import shared_task
 from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import REEMBED_TASK
+from eros.core.outcomes import task_result
 from eros.errors import PermanentError, TransientError
 from eros.providers import make_embedder
 from eros.providers.ratelimit import make_limiter
@@ -36,19 +37,19 @@ def reembed_memories(self: ErosTask, model: str | None = None) -> dict[str, Any]
         report = worker.run(max_seconds=budget)
     except ReembedBusy:
         log.info("re-embed: another run holds the lock; this message ends")
-        return {"outcome": "busy"}
+        return task_result("busy")
     except TransientError as err:
         countdown = max(settings.dreaming_retry_backoff_secs, err.retry_after or 0.0)
         log.warning("re-embed: transient %s error; again in %.0fs", err.provider, countdown)
         raise self.retry(kwargs={"model": model}, countdown=countdown, exc=err) from None
     except PermanentError as err:
         log.error("re-embed: permanent %s error (status %s); stopped", err.provider, err.status)
-        return {"outcome": "permanent_error", "status": err.status}
+        return task_result("permanent_error", status=err.status)
     except DBAPIError as err:
         self.retry_database(err, kwargs={"model": model})
-        return {"outcome": "database_error", "error": describe_database_error(err)}
+        return task_result("database_error", error=describe_database_error(err))
     if not report.finished:
         reembed_memories.apply_async(kwargs={"model": model},
                                      queue=settings.eros_consolidate_queue)
-    return {"outcome": "finished" if report.finished else "continued",
-            "model": report.model, "done": report.done, "batches": report.batches}
+    return task_result("finished" if report.finished else "continued", model=report.model,
+                       done=report.done, batches=report.batches)
