@@ -10,7 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from testkit.fakes.http_base import FakeHTTPServer, Fault, RecordedRequest, Response
+    from testkit.fakes.exchange import Fault, RecordedRequest, Response
+    from testkit.fakes.http_base import FakeHTTPServer
     from testkit.fakes.llm_server import (
         FakeLLMServer,
         Reply,
@@ -22,9 +23,9 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "FakeHTTPServer": "http_base",
-    "Fault": "http_base",
-    "RecordedRequest": "http_base",
-    "Response": "http_base",
+    "Fault": "exchange",
+    "RecordedRequest": "exchange",
+    "Response": "exchange",
     "FakeLLMServer": "llm_server",
     "Reply": "llm_server",
     "Responder": "llm_server",
