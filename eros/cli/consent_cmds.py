@@ -10,7 +10,14 @@ import uuid
 import click
 
 from eros.cli import main
-from eros.core.sensitivity import SENSITIVITY_LABELS
+from eros.core.sensitivity import (
+    LABELLERS,
+    MODEL_LABELLER,
+    OFFLINE_LABELLER,
+    RELABEL_BATCH,
+    RELABEL_BATCH_MAX,
+    SENSITIVITY_LABELS,
+)
 
 
 @main.command()
@@ -47,13 +54,14 @@ def consent(user: uuid.UUID, allow: str | None, as_json: bool) -> None:
 
 
 @main.command()
-@click.option("--labeller", type=click.Choice(["offline", "model"]), default="offline",
+@click.option("--labeller", type=click.Choice(LABELLERS), default=OFFLINE_LABELLER,
               show_default=True,
               help="offline: cue words (en/zh), free. model: DREAMING_MODEL at "
                    "OPENROUTER_BASE_URL (needs OPENROUTER_API_KEY), 20 memories a call, through "
                    "the global LLM limits and costed; an entry of its reply that cannot be "
                    "read leaves that memory unlabelled (counted: unreadable).")
-@click.option("--batch", type=click.IntRange(1, 100_000), default=1000, show_default=True,
+@click.option("--batch", type=click.IntRange(1, RELABEL_BATCH_MAX), default=RELABEL_BATCH,
+              show_default=True,
               help="Memories (then turns) per transaction (the cursor is committed with "
                    "each); with --labeller model at most 20, one model call each.")
 @click.option("--max-batches", type=click.IntRange(min=1), default=None,
@@ -78,7 +86,7 @@ def relabel(labeller: str, batch: int, max_batches: int | None, restart: bool,
 
     with runtime() as rt:
         llm = limiter = None
-        if labeller == "model":
+        if labeller == MODEL_LABELLER:
             from eros.providers import make_providers
             from eros.providers.ratelimit import make_limiter
 

@@ -37,6 +37,9 @@ DEFAULT_SCOPE: Final[Scope] = "both"
 LabelSet = Literal["zh", "en"]
 LABEL_SETS: tuple[LabelSet, ...] = ("zh", "en")
 DEFAULT_LABELS: Final[LabelSet] = "zh"
+#: every value of RECALL_FUSION_CALIBRATION: how ``fused`` puts memories' and turns' scores
+#: on one scale
+FusionCalibration = Literal["similarity", "z", "rank", "standing"]
 
 #: Redis key where beat's scheduler records the time of its last loop.
 BEAT_HEARTBEAT_KEY: Final = "eros:beat:heartbeat"

@@ -21,6 +21,17 @@ SENSITIVITY_ORDER: Final[tuple[Sensitivity, ...]] = ("crisis", "health", "sexual
 #: the label ``eros.recall.core.render`` marks in a prompt, so a product can act on it
 CRISIS: Final[Sensitivity] = "crisis"
 
+#: who labels the memories and turns written without a label (``eros relabel --labeller``,
+#: ``eros.relabel_sensitivity``'s ``labeller``; each keeps its own cursor): the offline cue
+#: words, or the model
+Labeller = Literal["offline", "model"]
+LABELLERS: Final[tuple[Labeller, ...]] = get_args(Labeller)
+OFFLINE_LABELLER: Final[Labeller] = "offline"
+MODEL_LABELLER: Final[Labeller] = "model"
+#: memories (then turns) a relabelling reads per transaction unless told, and the most
+RELABEL_BATCH: Final = 1000
+RELABEL_BATCH_MAX: Final = 100_000
+
 
 def normalise_sensitivity(value: object) -> Sensitivity | None:
     """A model's ``"sensitivity"``: one of the labels (any case, surrounding spaces), else None

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from eros.core.names import DEFAULT_LABELS, FUSED, LabelSet, RecallStrategy
+from eros.core.names import DEFAULT_LABELS, FUSED, FusionCalibration, LabelSet, RecallStrategy
 
 
 class RecallSettings(BaseSettings):
@@ -74,7 +72,7 @@ class RecallSettings(BaseSettings):
     #: r-th best similarity stands above the kind's own pool; ``rank`` by rank alone;
     #: ``similarity`` compares the two kinds' scores as they are; ``z`` standardises each
     #: item's score over its kind's pool (RECALL_FUSION_TURN_OFFSET then in std devs).
-    recall_fusion_calibration: Literal["similarity", "z", "rank", "standing"] = "standing"
+    recall_fusion_calibration: FusionCalibration = "standing"
     #: ``fused`` with ``rank`` calibration: a memory at rank r scores this / (60 + r), a turn
     #: 1 / (60 + r) — above 1, memories hold more of the top K.
     recall_fusion_memory_weight: float = Field(default=1.0, gt=0, le=10)

@@ -17,7 +17,7 @@ A refused message changes nothing: the base task records it in ``engine.rejected
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final
 
 from pydantic import (
     AfterValidator,
@@ -51,7 +51,13 @@ from eros.core.names import (
     RecallStrategy,
     Scope,
 )
-from eros.core.sensitivity import SENSITIVITY_LABELS
+from eros.core.sensitivity import (
+    OFFLINE_LABELLER,
+    RELABEL_BATCH,
+    RELABEL_BATCH_MAX,
+    SENSITIVITY_LABELS,
+    Labeller,
+)
 
 
 def _parse_uuid(value: str) -> str:
@@ -152,9 +158,9 @@ class AllowSensitiveArgs(TaskArgs):
 
 
 class RelabelArgs(TaskArgs):
-    batch: Annotated[StrictInt, Field(ge=1, le=100_000)] = 1000
+    batch: Annotated[StrictInt, Field(ge=1, le=RELABEL_BATCH_MAX)] = RELABEL_BATCH
     max_batches: Annotated[StrictInt, Field(ge=1)] | None = None
-    labeller: Literal["offline", "model"] = "offline"
+    labeller: Labeller = OFFLINE_LABELLER
 
 
 class ScreenUnscreenedArgs(TaskArgs):

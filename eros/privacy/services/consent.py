@@ -22,11 +22,16 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from sqlalchemy import Engine
 
-from eros.core.sensitivity import SENSITIVITY_LABELS
+from eros.core.sensitivity import (
+    OFFLINE_LABELLER,
+    RELABEL_BATCH,
+    SENSITIVITY_LABELS,
+    Labeller,
+)
 from eros.errors import ConfigError
 from eros.memory.core.parsing import Candidate
 from eros.ops import metrics
@@ -42,9 +47,8 @@ from eros.settings import Settings
 log = logging.getLogger(__name__)
 
 #: the labellers :func:`relabel` offers (each its progress row's key).
-OFFLINE: Final = "offline"
+OFFLINE: Final = OFFLINE_LABELLER
 MODEL: Final = relabel_model.MODEL
-Labeller = Literal["offline", "model"]
 
 
 def labels_of(label: str | None) -> list[str]:
@@ -78,7 +82,7 @@ def allow_sensitive(engine: Engine, user_id: uuid.UUID, label: str | None) -> di
     return {"allowed": lifted}
 
 
-def relabel(engine: Engine, *, batch: int = 1000, max_batches: int | None = None,
+def relabel(engine: Engine, *, batch: int = RELABEL_BATCH, max_batches: int | None = None,
             restart: bool = False, labeller: Labeller = OFFLINE,
             settings: Settings | None = None, llm: ChatCompleter | None = None,
             limiter: Limiter | None = None,

@@ -27,11 +27,12 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import Engine
 
 from eros.core.cost import Prices, cost_usd
+from eros.core.sensitivity import MODEL_LABELLER
 from eros.errors import TransientError
 from eros.ops import metrics
 from eros.privacy.core.relabel_reply import (
@@ -50,7 +51,7 @@ from eros.settings import Settings
 log = logging.getLogger("eros.privacy.services.consent")
 
 #: the model labeller's progress row
-MODEL = "model"
+MODEL: Final = MODEL_LABELLER
 #: transient provider errors in a row before the run stops (resumable)
 MAX_TRANSIENT = 5
 

@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import ALLOW_SENSITIVE_TASK, RELABEL_TASK
 from eros.core.outcomes import task_result
-from eros.core.sensitivity import SENSITIVITY_LABELS
+from eros.core.sensitivity import OFFLINE_LABELLER, RELABEL_BATCH, SENSITIVITY_LABELS
 from eros.errors import ConfigError, PermanentError, TransientError
 from eros.privacy.services import consent
 from eros.privacy.tasks import purge
@@ -45,8 +45,9 @@ def allow_sensitive(self: ErosTask, user_id: str, label: str) -> dict[str, Any]:
 
 
 @shared_task(base=ErosTask, bind=True, name=RELABEL_TASK, ignore_result=False)
-def relabel_sensitivity(self: ErosTask, batch: int = 1000, max_batches: int | None = None,
-                        labeller: str = "offline") -> dict[str, Any]:
+def relabel_sensitivity(self: ErosTask, batch: int = RELABEL_BATCH,
+                        max_batches: int | None = None,
+                        labeller: str = OFFLINE_LABELLER) -> dict[str, Any]:
     """Label unlabelled memories, then the indexed turns, from the labeller's stored cursors
     on: ``offline`` (cue words) or ``model`` (DREAMING_MODEL through the global LLM limits, at
     most 20 memories or turns a call); ``max_batches`` bounds one run (send it again to go

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
+from eros.core.names import FusionCalibration
 from eros.core.sensitivity import most_sensitive
 from eros.recall.core.fusion_subject import newer_first
 from eros.recall.core.lexical import bm25
@@ -80,7 +81,7 @@ class FusionParams:
     lexical_weight: float = 0.0
     #: ``similarity``: scores compared as they are; ``z``: each kind's scores standardised
     #: over its own pool first (``turn_offset`` is then in standard deviations)
-    calibration: Literal["similarity", "z", "rank", "standing"] = "similarity"
+    calibration: FusionCalibration = "similarity"
     #: ``rank``: a memory at rank r scores ``memory_weight / (c + r)``, a turn ``1 / (c + r)``
     memory_weight: float = 1.0
     rank_c: int = 60
