@@ -28,6 +28,7 @@ def health_cmd(worker_name: str | None, check_beat: bool, max_beat_age: float | 
     \b
       eros health                          # readiness: database migrated, broker up
       eros health --worker celery@$HOSTNAME  # worker liveness
+      eros health --worker classify@$HOSTNAME  # the classify worker's
       eros health --beat                   # beat liveness
     """
     settings = load_settings()
