@@ -6,7 +6,7 @@ heartbeat key is what ``eros health --beat`` reads.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 CLAIM_TASK: Final = "eros.claim_idle_sessions"
 CLASSIFY_TASK: Final = "eros.classify_session"
@@ -35,7 +35,7 @@ SCOPES: tuple[Scope, ...] = ("profile", "relationship", "both")
 DEFAULT_SCOPE: Final[Scope] = "both"
 #: every set of labels recall's prompt section is rendered with (RECALL_LABELS, ``--render``)
 LabelSet = Literal["zh", "en"]
-LABEL_SETS: tuple[LabelSet, ...] = ("zh", "en")
+LABEL_SETS: Final[tuple[LabelSet, ...]] = get_args(LabelSet)
 DEFAULT_LABELS: Final[LabelSet] = "zh"
 #: every value of RECALL_FUSION_CALIBRATION: how ``fused`` puts memories' and turns' scores
 #: on one scale
