@@ -31,6 +31,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, BIT, JSONB, UUID
 
 from eros.core.categories import CATEGORIES
 from eros.core.sensitivity import SENSITIVITY_LABELS
+from eros.core.statuses import MEMORY_STATUSES
 from eros.db.meta import EMBEDDING_DIM as EMBEDDING_DIM  # re-exported
 from eros.db.meta import SCHEMA as SCHEMA
 from eros.db.meta import metadata as metadata
@@ -164,9 +165,7 @@ companion_memories = Table(
     Column("source_fallback", Boolean, nullable=False, server_default=text("false")),
     #: special category (GDPR art. 9, 0018): one of SENSITIVITY_LABELS; NULL = none.
     Column("sensitivity", Text, nullable=True),
-    CheckConstraint("status IN ('current', 'merged', 'superseded', 'quarantined', "
-                    "'unscreened')",
-                    name="ck_companion_memories_status"),
+    CheckConstraint(f"status IN {MEMORY_STATUSES!r}", name="ck_companion_memories_status"),
     CheckConstraint(f"category IN {CATEGORIES!r}", name="ck_companion_memories_category"),
     CheckConstraint("importance IS NULL OR (importance >= 0 AND importance <= 1)",
                     name="ck_companion_memories_importance"),

@@ -26,12 +26,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import BIT, UUID
 
 from eros.core.sensitivity import SENSITIVITY_LABELS
+from eros.core.statuses import TURN_STATUSES
 from eros.db.meta import EMBEDDING_DIM, SCHEMA, metadata
-
-#: what a turn's ``status`` may be: ``current`` (recallable), ``quarantined`` (the memory
-#: guard rejected it: never recalled), ``unscreened`` (indexed while the guard's meaning layer
-#: had no model: never recalled until screened).
-TURN_STATUSES = ("current", "quarantined", "unscreened")
 
 memory_turns = Table(
     "memory_turns", metadata,

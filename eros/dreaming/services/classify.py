@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 
 from eros.core.cost import Prices, cost_usd
 from eros.core.outcomes import OutcomeKind
+from eros.core.statuses import CURRENT, MemoryStatus
 from eros.core.text import strip_invisible
 from eros.core.transcript import Transcript, build_transcript
 from eros.dreaming.services import turn_index
@@ -178,7 +179,7 @@ def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None
 
     # no meaning model yet: what passed the rules and the secret checks waits
     # unscreened — never recalled nor consolidated — until eros.screen_unscreened judges it
-    status = "unscreened" if screening.pending else "current"
+    status: MemoryStatus = "unscreened" if screening.pending else CURRENT
     report.detail["unscreened"] = len(candidates) if screening.pending else 0
     rows = [_memory_row(c, meta, vector, embeddings.model, pipeline.prompt, transcript, status)
             for c, meta, vector in zip(candidates, metadata, vectors, strict=True)]
@@ -262,7 +263,7 @@ def _screened_metadata(settings: Settings, candidates: Sequence[Candidate]
 
 def _memory_row(candidate: Candidate, extra: dict[str, Any], vector: list[float],
                 embedding_model: str, prompt: Prompt, transcript: Transcript,
-                status: str = "current") -> MemoryRow:
+                status: MemoryStatus = CURRENT) -> MemoryRow:
     metadata = {**extra, "prompt_version": prompt.version,
                 "source_seq": [transcript.first_seq, transcript.last_seq]}
     # the turns it came from: its citation, or the window read, flagged (core/provenance.py)

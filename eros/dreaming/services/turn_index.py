@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from eros.core.sensitivity import most_sensitive
+from eros.core.statuses import CURRENT, TurnStatus
 from eros.core.text import clean_text, strip_invisible
 from eros.core.transcript import Turn
 from eros.guard.core.guard import Verdict
@@ -97,11 +98,11 @@ def _cleaned(content: str) -> str:
     return strip_invisible(clean_text(content)).strip()
 
 
-def status_of(verdict: Verdict, pending: bool) -> str | None:
+def status_of(verdict: Verdict, pending: bool) -> TurnStatus | None:
     """A turn's status from the guard's verdict on it; None: not indexed (the rules, the
     secret checks or the length cap rejected it)."""
     if verdict.ok:
-        return "unscreened" if pending else "current"
+        return "unscreened" if pending else CURRENT
     if verdict.layer in QUARANTINING_LAYERS:
         return "quarantined"
     return None

@@ -15,6 +15,8 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from eros.core.statuses import CURRENT
+
 # --- users ----------------------------------------------------------------------------------
 USERS = text("""
 SELECT s.user_id, s.sessions, s.classified, COALESCE(m.memories, 0) AS memories, s.last_active_at
@@ -60,7 +62,7 @@ _MEMORY_COLUMNS = ("id, content, category, importance, created_at, instance_id, 
 
 
 def memories_page(conn: Connection, user_id: uuid.UUID, *, category: str | None,
-                  status: str = "current", limit: int, offset: int) -> list[dict[str, Any]]:
+                  status: str = CURRENT, limit: int, offset: int) -> list[dict[str, Any]]:
     """One page of the user's memories with ``status``, newest first (the partial index on
     (user_id, created_at) of current rows serves the first page of any size of user)."""
     where = "user_id = :user_id AND status = :status"

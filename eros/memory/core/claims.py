@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eros.core.outcomes import OutcomeKind
+from eros.core.statuses import CURRENT, MemoryStatus
 from eros.core.transcript import Turn
 
 
@@ -52,7 +53,7 @@ class MemoryRow:
     #: special category (core/sensitivity.py); None = none.
     sensitivity: str | None = None
     #: ``current``, or ``unscreened`` while the guard's meaning layer has no model (0023).
-    status: str = "current"
+    status: MemoryStatus = CURRENT
 
 
 @dataclass(frozen=True)

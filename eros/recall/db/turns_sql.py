@@ -23,6 +23,7 @@ from typing import Any
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import Connection, bindparam, text
 
+from eros.core.statuses import CURRENT, TurnStatus
 from eros.memory.core.channels import VOICE, strip_voice_tags
 from eros.memory.db.write_sql import Float4Array
 
@@ -41,7 +42,7 @@ class TurnRow:
     embedding: Sequence[float]
     embedding_model: str
     sensitivity: str | None = None
-    status: str = "current"
+    status: TurnStatus = CURRENT
 
 
 @dataclass(frozen=True)
