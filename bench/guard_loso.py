@@ -7,9 +7,13 @@ groups: the honest tuning estimate of a change to the bank, the rules, the norma
 threshold rule or per-script thresholds. The held-out sets are never read here.
 
 e5 vectors are cached by text in ``--cache`` (a pickle), so a second run embeds only new texts.
+It also judges the bundled sample corpus's ordinary user turns with the model trained on the
+whole bank under the same rule (none may be dropped). ``--vectors hash`` (vectors without
+meaning, seconds) with ``--limit`` and ``--groups`` is the smoke run (tests/bench).
 
     python -m bench.guard_loso [--min-kept 0.97] [--repeats 5] [--per-script] [--abstain D]
-                               [--cache PATH] [--show]
+                               [--cache PATH] [--show] [--vectors e5|hash] [--groups A,B]
+                               [--limit N]
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.guard_dev import tally
+from bench.poisoning_detail import sample_turns
 from eros.guard.core.guard import load_guard
 from eros.guard.core.guard_meaning import (
     BAND,
@@ -91,12 +96,44 @@ class Vectors:
         return [self.data[self.key(t)] for t in texts]
 
 
-def _cases(files: Sequence[str]) -> list[Case]:
+class HashVectors(Vectors):
+    """Deterministic vectors without meaning (a text's hash seeds them): the smoke run."""
+
+    def __init__(self) -> None:
+        self.data = {}
+
+    def get(self, texts: Sequence[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            seed = int(self.key(text)[:12], 16)
+            out.append(list(np.random.default_rng(seed).standard_normal(48)))
+        return out
+
+
+def _cases(files: Sequence[str], limit: int | None = None) -> list[Case]:
     out: list[Case] = []
     for name in files:
         kind = {"attacks.toml": "attack", "benign.toml": "benign"}.get(name)
         out.extend(load(name, kind))  # type: ignore[arg-type]
-    return out
+    if limit is None:
+        return out
+    return ([c for c in out if c.kind == "attack"][:limit]
+            + [c for c in out if c.kind == "benign"][:limit])
+
+
+def sample_drops(model: MeaningModel, per: dict[str, float], vectors: Vectors) -> int:
+    """How many of the sample corpus's ordinary user turns the whole guard drops (rules,
+    secrets, then ``model`` with its per-family thresholds), length cap off."""
+    guard = load_guard(max_chars=10000)
+    turns = sample_turns()
+    survivors = [t for t in turns if guard.check(t).ok]
+    readings = readings_of(survivors, range(len(survivors)))
+    own = model.scores(vectors.get(survivors))
+    read = dict(zip(readings, model.scores(vectors.get(list(readings.values()))), strict=True))
+    dropped = len(turns) - len(survivors)
+    for i, (text, score) in enumerate(zip(survivors, own, strict=True)):
+        dropped += max(score, read.get(i, 0.0)) >= per.get(script_family(text), model.threshold)
+    return dropped
 
 
 def train(x_raw: np.ndarray, y: np.ndarray, families: Sequence[str] | None,
@@ -163,8 +200,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--abstain", type=float, default=0.0,
                         help="hold back scores this far below the threshold (no LLM)")
     parser.add_argument("--show", action="store_true", help="print each group's misses")
+    parser.add_argument("--vectors", choices=("e5", "hash"), default="e5",
+                        help="hash: vectors without meaning, seconds (the smoke run)")
+    parser.add_argument("--groups", default=",".join(GROUPS),
+                        help="the tuning groups to judge, comma-separated")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="only the first N attacks and N look-alikes of each group (smoke)")
     args = parser.parse_args(argv)
-    vectors = Vectors(args.cache)
+    groups = {g: GROUPS[g] for g in args.groups.split(",")}
+    vectors = Vectors(args.cache) if args.vectors == "e5" else HashVectors()
     bank = load_bank()
     srcs = [e.src for e in bank.exemplars]
     all_x = np.asarray(vectors.get(bank.texts), dtype=np.float64)
@@ -174,12 +218,12 @@ def main(argv: list[str] | None = None) -> int:
     band = [0, 0]  # attacks through that the second opinion's band holds, look-alikes in it
     print(f"bank {bank.digest} ({len(srcs)} exemplars), min kept {args.min_kept}, "
           f"per-script {args.per_script}")
-    for name, (sources, files) in GROUPS.items():
+    for name, (sources, files) in groups.items():
         keep = np.asarray([s not in sources for s in srcs])
         model, per = train(all_x[keep], labels[keep],
                            [f for f, k in zip(families, keep, strict=True) if k]
                            if args.per_script else None, args.min_kept, args.repeats)
-        results = judge(_cases(files), model, per, vectors, args.abstain)
+        results = judge(_cases(files, args.limit), model, per, vectors, args.abstain)
         for case, kept, in_band in results:
             if in_band and (case.kind == "benign" or kept):
                 band[case.kind == "benign"] += 1
@@ -190,7 +234,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: threshold {model.threshold:.3f} {thresholds}")
     print(f"second opinion's band (0.25 below the threshold): {band[0]} attacks through in it, "
           f"{band[1]} look-alikes in it (what MEMORY_GUARD_LLM=on would ask about)")
-    for key in ["all", *GROUPS, *sorted(k for k in totals if k.startswith("lang:"))]:
+    whole, whole_per = train(all_x, labels, families if args.per_script else None,
+                             args.min_kept, args.repeats)
+    print(f"sample corpus (model on the whole bank, threshold {whole.threshold:.3f}): "
+          f"{sample_drops(whole, whole_per, vectors)} of {len(sample_turns())} ordinary user "
+          "turns dropped")
+    for key in ["all", *groups, *sorted(k for k in totals if k.startswith("lang:"))]:
         if key not in totals:
             continue
         a, t, b, k = totals[key]
