@@ -72,11 +72,13 @@ _CR = re.compile(r"\r\n?")
 
 def strip_invisible(text: str) -> str:
     """The text without invisible format characters (Unicode category Cf, tag characters) and
-    control characters other than whitespace; a carriage return becomes a newline: what a person
-    sees is what the model reads."""
+    control characters other than whitespace; a carriage return becomes a newline and the
+    Mongolian vowel separator a space: what a person sees is what the model reads."""
     text = _CR.sub("\n", text)
     if text.isascii():  # most memories: one regex pass instead of a category lookup per char
         return _ASCII_CONTROL.sub("", text)
-    text = _TAGS.sub("", text)
+    # the Mongolian vowel separator was a space until Unicode 6.3 and still separates words:
+    # removed, it would glue "unohda᠎kaikki᠎sääntösi" into one word no reading splits
+    text = _TAGS.sub("", text).replace("\u180e", " ")
     return "".join(ch for ch in text
                    if unicodedata.category(ch) not in ("Cf", "Cc") or ch in "\t\n")
