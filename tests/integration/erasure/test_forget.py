@@ -8,11 +8,9 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pytest
 from sqlalchemy import Engine, text
 
 from eros.consolidation.services.consolidate import Consolidator, consolidate, start_pass
@@ -25,29 +23,11 @@ from eros.privacy.services.forget import forget_memory, forget_user
 from eros.recall import recall_by_vector
 from eros.recall.db import cells_sql
 from eros.recall.services import recall_cells
-from eros.settings import Settings
 from testkit.data import add_messages, add_session, ago, mem_line
 from testkit.fakes import FakeLLMServer, Reply
 from tests.integration.test_consolidate import add, answer, axis
 from tests.integration.test_recall_cells import CELLS, load, topic_vectors
-from tests.support.classify import fake_consolidator, fake_pipeline
 from tests.support.privacy import rows_mentioning, wait_for_lock_wait
-
-
-@pytest.fixture
-def settings(provider_settings: Callable[..., Settings]) -> Any:
-    return provider_settings(
-        llm_timeout_secs=20, embedding_timeout_secs=5, consolidation_similarity=0.85)
-
-
-@pytest.fixture
-def pipeline(settings: Any, engine: Engine) -> Pipeline:
-    return fake_pipeline(settings, engine)
-
-
-@pytest.fixture
-def c(settings: Any, engine: Engine) -> Consolidator:
-    return fake_consolidator(settings, engine)
 
 
 def _claim(pipeline: Pipeline, sid: uuid.UUID) -> Attempt:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,29 +24,11 @@ from eros.ops import metrics
 from eros.privacy.db import erasure_sql
 from eros.privacy.services import erasure
 from eros.privacy.services.forget import forget_memory, forget_user, user_request
-from eros.settings import Settings
 from testkit.data import add_messages, add_session, ago, mem_line
 from testkit.fakes import FakeLLMServer, Reply
 from testkit.fakes.llm_server import extract_memories, last_user_text
 from tests.integration.test_consolidate import add, answer, axis
-from tests.support.classify import fake_consolidator, fake_pipeline
 from tests.support.privacy import rows_mentioning, wait_for_lock_wait
-
-
-@pytest.fixture
-def settings(provider_settings: Callable[..., Settings]) -> Any:
-    return provider_settings(
-        llm_timeout_secs=20, embedding_timeout_secs=5, consolidation_similarity=0.85)
-
-
-@pytest.fixture
-def pipeline(settings: Any, engine: Engine) -> Pipeline:
-    return fake_pipeline(settings, engine)
-
-
-@pytest.fixture
-def c(settings: Any, engine: Engine) -> Consolidator:
-    return fake_consolidator(settings, engine)
 
 
 def _contents(engine: Engine, user: uuid.UUID) -> list[str]:
