@@ -172,10 +172,12 @@ def near_pairs(searched: Rows, probers: Probers, targets: Rows, *, similarity: f
             continue
         b_rows = order[s:e]
         a_all = probers.of_cell(int(targets.cells[b_rows[0]]))
-        if not len(a_all):
-            continue
         b_head, b_rest, b_scope = targets.head[b_rows], targets.rest[b_rows], \
             targets.scopes[b_rows]
+        if a_all is probers.everyone:  # rows in no cell: only their scopes' rows can match
+            a_all = a_all[np.isin(searched.scopes, np.unique(b_scope))]
+        if not len(a_all):
+            continue
         step = max(1, _BLOCK // len(b_rows))
         for start in range(0, len(a_all), step):
             part = a_all[start:start + step]

@@ -78,6 +78,26 @@ SELECT memory_id FROM {SCHEMA}.consolidation_backlog
 RECENT = "1 hour"
 READ_AT = text(f"SELECT now() - interval '{RECENT}'")
 
+# What a chunk's read needs before its backlog, in one round trip (each was a statement of
+# its own: ~8 a chunk): the transaction's statement timeout (0: none), the capped count and
+# whether the user has cells (the choice of search), the cells' version (a re-clustering
+# since the bulk read), the claim the pass runs under, and the backlog rows dated from
+# :since on (written by others since the bulk read). One REPEATABLE READ snapshot: the same
+# values the separate statements read.
+CHUNK_STATE = text(f"""
+SELECT CASE WHEN CAST(:ms AS integer) > 0
+            THEN set_config('statement_timeout', CAST(:ms AS text), true) END AS timeout,
+       (SELECT count(*) FROM (SELECT 1 FROM {_MEMORIES}
+                               WHERE user_id = :u AND status = 'current' LIMIT :cap) x)
+           AS current,
+       EXISTS (SELECT 1 FROM {_CELLS} WHERE user_id = :u) AS has_cells,
+       (SELECT count(*) FROM {_CELLS} WHERE user_id = :u) AS cells_n,
+       (SELECT max(created_at) FROM {_CELLS} WHERE user_id = :u) AS cells_at,
+       (SELECT claimed_at FROM {SCHEMA}.consolidation_state WHERE user_id = :u) AS claim,
+       ARRAY(SELECT memory_id FROM {SCHEMA}.consolidation_backlog
+              WHERE user_id = :u AND created_at >= :since) AS recent
+""")
+
 CURRENT_OF = text(f"""
 SELECT id FROM {_MEMORIES} WHERE id = ANY(CAST(:ids AS uuid[])) AND status = 'current'
 """)
@@ -188,3 +208,24 @@ def recent_backlog(conn: Connection, user_id: uuid.UUID, since: Any) -> list[uui
 
 def backlog_count(conn: Connection, user_id: uuid.UUID, *, cap: int) -> int:
     return int(conn.execute(BACKLOG_COUNT, {"user_id": user_id, "cap": cap}).scalar_one())
+
+
+@dataclass
+class ChunkState:
+    """:data:`CHUNK_STATE`'s row."""
+
+    current: int
+    has_cells: bool
+    cells: tuple[Any, ...]
+    claim: Any
+    recent: list[uuid.UUID]
+
+
+def chunk_state(conn: Connection, user_id: uuid.UUID, *, timeout_ms: int, cap: int,
+                since: Any) -> ChunkState:
+    """Sets the transaction's statement timeout (``timeout_ms`` > 0) and reads what a chunk's
+    read needs before its backlog (:data:`CHUNK_STATE`)."""
+    r = conn.execute(CHUNK_STATE, {"u": user_id, "ms": int(timeout_ms), "cap": cap,
+                                   "since": since}).one()
+    return ChunkState(int(r.current), bool(r.has_cells), (r.cells_n, r.cells_at), r.claim,
+                      list(r.recent))

@@ -81,6 +81,9 @@ UPDATE engine.companion_memories AS m SET sensitivity = (CAST(:labels AS text[])
 """)
 
 
+INSERT_CANONICAL = insert(companion_memories).values(consolidation_seen_at=func.now())
+
+
 def try_lock(conn: Connection, user_id: uuid.UUID) -> bool:
     """The per-user pass lock, held until this transaction ends; False if another has it."""
     return bool(conn.execute(TRY_LOCK, {"ns": LOCK_NAMESPACE, "user_id": str(user_id)})
@@ -106,16 +109,17 @@ def insert_canonical(conn: Connection, user_id: uuid.UUID,
     if not rows:
         return
     known = sources or {}
-    conn.execute(insert(companion_memories).values([{
+    # one statement compiled once (cached), its rows as parameters: a multi-row VALUES of
+    # literal dicts compiled anew for every chunk (~30 ms a chunk of ~50 rows)
+    conn.execute(INSERT_CANONICAL, [{
         "id": row.id, "user_id": user_id, "instance_id": row.instance_id, "session_id": None,
         "content": row.content, "category": row.category, "importance": row.importance,
         "embedding": vector, "created_at": row.created_at, "model": model,
         "embedding_model": embedding_model,
         "metadata": {"consolidated_from": [str(i) for i in row.source_ids],
                      "prompt_version": prompt_version, "consolidation_pass": pass_id},
-        "consolidation_seen_at": func.now(),
         **_provenance_values(known.get(row.id)),
-    } for row, vector in rows]))
+    } for row, vector in rows])
 
 
 def _provenance_values(provenance: Provenance | None) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, Engine
 
-from eros.consolidation.core.consolidation import Pair, components
+from eros.consolidation.core.consolidation import Memory, Pair, components
 from eros.consolidation.core.consolidation_search import (
     Probers,
     Rows,
@@ -46,11 +46,9 @@ from eros.consolidation.core.consolidation_search import (
 )
 from eros.consolidation.db import consolidation_bulk_sql as bulk_sql
 from eros.consolidation.db import consolidation_sql as sql
-from eros.consolidation.db import consolidation_state_sql as state_sql
 from eros.consolidation.services.consolidate import Consolidator, consolidate
 from eros.consolidation.services.consolidation_read import PAGE, Read, choose_search, search_pairs
 from eros.consolidation.services.consolidation_report import ConsolidationReport
-from eros.db.timeouts import set_statement_timeout
 from eros.recall.db import cells_sql
 from eros.recall.services import recall_cells
 from eros.settings import Settings
@@ -209,32 +207,18 @@ def add_written(conn: Connection, s: Settings, nb: Neighbours, ids: Sequence[uui
         nb.near.setdefault(a, []).append(b)
 
 
-def _pairs(conn: Connection, nb: Neighbours, s: Settings, ids: Sequence[uuid.UUID]
-           ) -> list[Pair]:
-    """The pairs today's search finds from ``ids``: from the bulk result where it covers
-    them (the rows still current), per memory where it does not (written since)."""
-    known = [i for i in ids if i in nb.index]
-    unknown = [i for i in ids if i not in nb.index]
-    found: list[Pair] = [(i, j) for i in known for j in nb.near.get(i, ())]
-    current = bulk_sql.current_of(conn, sorted({j for _, j in found}, key=str))
-    pairs = [p for p in found if p[1] in current]
-    if unknown:
-        pairs += search_pairs(conn, nb.user_id, unknown, s, search="cells")
-    return sql.unique_pairs(pairs)
-
-
-def _catch_up(conn: Connection, s: Settings, nb: Neighbours) -> None:
+def _catch_up(conn: Connection, s: Settings, nb: Neighbours, state: bulk_sql.ChunkState
+              ) -> None:
     """Bring the bulk result up to this chunk's snapshot: read again when the user was
     re-clustered meanwhile (every probe may have moved), else add the rows written since."""
-    if bulk_sql.cells_version(conn, nb.user_id) != nb.cells:
+    if state.cells != nb.cells:
         fresh = bulk_neighbours(conn, s, nb.user_id)
         fresh.read_ms = nb.read_ms
         nb.__dict__.update(fresh.__dict__)
         return
     # this run's canonical rows, and memories others wrote meanwhile (new rows join the
     # backlog, dated now): the searched memories meet them as their own search would
-    new = [i for i in dict.fromkeys([*nb.written, *bulk_sql.recent_backlog(conn, nb.user_id,
-                                                                            nb.since)])
+    new = [i for i in dict.fromkeys([*nb.written, *state.recent])
            if i not in nb.index and i not in nb.added]
     if new:
         add_written(conn, s, nb, new)
@@ -242,20 +226,56 @@ def _catch_up(conn: Connection, s: Settings, nb: Neighbours) -> None:
     nb.written = []
 
 
+def _cells_chunk(conn: Connection, s: Settings, nb: Neighbours
+                 ) -> tuple[list[uuid.UUID], set[Pair], list[Memory]]:
+    """The chunk, its pairs and its rows as :func:`read_new`'s page loop finds them, in two
+    statements (and a per-memory search for a page holding rows the bulk read did not see):
+    the backlog's next CONSOLIDATION_CHUNK_SIZE current rows at once (the pages are its
+    slices, read in one snapshot), then the rows of the backlog and of every near row its
+    pages could reach; which of those are current is what a pair's far end is checked by."""
+    size = s.consolidation_chunk_size
+    backlog = [i for i, _ in sql.uncompared_page(conn, nb.user_id, size, None)]
+    pages = [backlog[k:k + PAGE] for k in range(0, len(backlog), PAGE)]
+    found: list[list[Pair]] = []
+    for page in pages:
+        unknown = [i for i in page if i not in nb.index]
+        found.append([(i, j) for i in page if i in nb.index for j in nb.near.get(i, ())]
+                     + (search_pairs(conn, nb.user_id, unknown, s, search="cells")
+                        if unknown else []))
+    reach = {*backlog, *(i for ps in found for p in ps for i in p)}
+    rows = sql.rows_by_id(conn, sorted(reach, key=str))
+    current = {m.id for m in rows}
+    chunk: list[uuid.UUID] = []
+    pairs: set[Pair] = set()
+    for page, near in zip(pages, found, strict=True):
+        chunk.extend(page)
+        pairs.update(sql.unique_pairs([p for p in near if p[0] in current and p[1] in current]))
+        if len(page) < PAGE or components(pairs) >= s.consolidation_max_clusters:
+            break
+    affected = {*chunk, *(i for p in pairs for i in p)}
+    return chunk, pairs, [m for m in rows if m.id in affected]
+
+
 def read_chunk(engine: Engine, s: Settings, nb: Neighbours) -> Read:
     """:func:`eros.consolidation.services.consolidation_read.read_new` with the bulk result as the
-    search:
-    the same pages, the same stop, the same REPEATABLE READ snapshot for rows and claim."""
+    search: the same pages, the same stop, the same REPEATABLE READ snapshot for rows and
+    claim — in four statements for a clustered user (what it needs before the backlog in
+    one, :data:`~eros.consolidation.db.consolidation_bulk_sql.CHUNK_STATE`; the chunk in three,
+    :func:`_cells_chunk`) and the check of the rows written since the last chunk."""
     user_id = nb.user_id
     with engine.connect() as conn, \
             conn.execution_options(isolation_level="REPEATABLE READ").begin():
-        if s.consolidation_statement_timeout_ms:
-            set_statement_timeout(conn, s.consolidation_statement_timeout_ms)
-        search = choose_search(conn, user_id, s)
-        if search == "cells":
-            _catch_up(conn, s, nb)
-        chunk: list[uuid.UUID] = []
-        pairs: set[Pair] = set()
+        state = bulk_sql.chunk_state(conn, user_id, cap=s.consolidation_exact_below + 1,
+                                     timeout_ms=s.consolidation_statement_timeout_ms,
+                                     since=nb.since)
+        if state.current > s.consolidation_exact_below and state.has_cells:
+            _catch_up(conn, s, nb, state)
+            chunk, pairs, memories = _cells_chunk(conn, s, nb)
+            return Read(memories, sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))), chunk,
+                        state.claim, "cells")
+        search = choose_search(conn, user_id, s)  # no longer clustered: today's read
+        chunk = []
+        pairs = set()
         after: tuple[datetime, uuid.UUID] | None = None
         while len(chunk) < s.consolidation_chunk_size:
             want = min(PAGE, s.consolidation_chunk_size - len(chunk))
@@ -265,15 +285,13 @@ def read_chunk(engine: Engine, s: Settings, nb: Neighbours) -> Read:
             ids = [i for i, _ in page]
             chunk.extend(ids)
             after = (page[-1][1], page[-1][0])
-            pairs.update(_pairs(conn, nb, s, ids) if search == "cells"
-                         else search_pairs(conn, user_id, ids, s, search=search))
+            pairs.update(search_pairs(conn, user_id, ids, s, search=search))
             if len(page) < want or components(pairs) >= s.consolidation_max_clusters:
                 break
         affected = {*chunk, *(i for p in pairs for i in p)}
         memories = sql.rows_by_id(conn, sorted(affected, key=str))
-        claim = state_sql.claimed_at(conn, user_id)
-    return Read(memories, sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))), chunk, claim,
-                search)
+    return Read(memories, sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))), chunk,
+                state.claim, search)
 
 
 def bulk_due(conn: Connection, s: Settings, user_id: uuid.UUID) -> bool:
