@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 
 from bench.consolidation_data import load
@@ -253,6 +253,32 @@ def test_a_memory_written_after_the_bulk_read_is_searched_per_memory(engine: Eng
     assert late in read.chunk
     assert tuple(sorted((late, twin_of), key=str)) in read.pairs
     assert vector
+
+
+def test_a_bulk_chunk_is_read_in_a_handful_of_statements(engine: Engine) -> None:
+    """Issue 34: a chunk read from the bulk result was ~14 statements (the choice of search,
+    the cells' version, the recent backlog, the claim, each page and each page's far ends
+    apart), each a round trip on a busy machine; now what it needs before the backlog is one
+    statement, the backlog one, the rows one (two pages here: the page loop runs in memory)."""
+    load(_conninfo(str(engine.url.render_as_string(hide_password=False))), [USER], 900,
+         seed=7)
+    recall_cells.cluster_user(engine, load_settings(), USER)
+    settings = load_settings(consolidation_exact_below=300, consolidation_chunk_size=400,
+                             consolidation_max_clusters=500)
+    with engine.connect() as conn, conn.begin():
+        nb = bulk_neighbours(conn, settings, USER)
+    statements: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        read = read_chunk(engine, settings, nb)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert len(read.chunk) == 400 and read.pairs and read.search == "cells"
+    assert len(statements) == 3, statements
 
 
 def test_an_unclustered_large_backlog_is_cut_into_cells_first_without_the_hnsw_index(
