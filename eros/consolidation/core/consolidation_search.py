@@ -174,8 +174,10 @@ def near_pairs(searched: Rows, probers: Probers, targets: Rows, *, similarity: f
         a_all = probers.of_cell(int(targets.cells[b_rows[0]]))
         b_head, b_rest, b_scope = targets.head[b_rows], targets.rest[b_rows], \
             targets.scopes[b_rows]
-        if a_all is probers.everyone:  # rows in no cell: only their scopes' rows can match
-            a_all = a_all[np.isin(searched.scopes, np.unique(b_scope))]
+        # only rows of the targets' scopes can match: the others are dropped before their
+        # coordinates are gathered (a few canonical rows, one scope each, against a cell's
+        # probers: a fifth of the gather and of the product with five categories)
+        a_all = a_all[np.isin(searched.scopes[a_all], np.unique(b_scope))]
         if not len(a_all):
             continue
         step = max(1, _BLOCK // len(b_rows))
