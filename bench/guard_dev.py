@@ -44,7 +44,7 @@ TUNING = {"main": ["attacks.toml", "benign.toml"], "held-out-1": ["heldout.toml"
 HELD = {"held-out-10": [HELDOUT["held-out-10"]], "held-out-4": [HELDOUT["held-out-4"]]}
 
 
-def _cases(files: Sequence[str], limit: int | None = None) -> list[Case]:
+def cases_of(files: Sequence[str], limit: int | None = None) -> list[Case]:
     """The cases of a set (the first ``limit`` attacks and ``limit`` look-alikes with one)."""
     out: list[Case] = []
     for name in files:
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{model.balanced_accuracy:.3f}, bank {load_bank().digest}")
     print(head + "\n" + "-" * len(head))
     for name, files in sets.items():
-        results = decide(_cases(files, args.limit), model)
+        results = decide(cases_of(files, args.limit), model)
         for line in table(name, results):
             print(line)
         if args.show_dev and name in TUNING:
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sample corpus: {sum(dropped.values())} of {turns} ordinary user turns dropped "
               f"{dict(sorted(dropped.items()))}")
     if args.cost:
-        cases = [c for files in TUNING.values() for c in _cases(files, args.limit)]
+        cases = [c for files in TUNING.values() for c in cases_of(files, args.limit)]
         rules_ms, meaning_ms = cost(cases, model)
         print(f"guard CPU per candidate over {len(cases)} tuning-set memories (process time, "
               f"median of 5 rounds): rules+secrets {rules_ms:.3f} ms, meaning layer (reading "

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.guard_dev import tally
+from bench.guard_dev import cases_of, tally
 from bench.poisoning_detail import sample_turns
 from eros.guard.core.guard import load_guard
 from eros.guard.core.guard_meaning import (
@@ -43,7 +43,7 @@ from eros.guard.core.guard_meaning import (
     out_of_fold,
 )
 from eros.guard.services.guard_model import candidate_text, readings_of
-from testkit.redteam.corpus import Case, load
+from testkit.redteam.corpus import Case
 
 #: tuning groups: a bank ``src`` value per set, and the corpus files it is judged on
 GROUPS = {"main+1-3": (("main", "held-out-1", "held-out-2", "held-out-3"),
@@ -111,17 +111,6 @@ class HashVectors(Vectors):
             seed = int(self.key(text)[:12], 16)
             out.append(list(np.random.default_rng(seed).standard_normal(48)))
         return out
-
-
-def _cases(files: Sequence[str], limit: int | None = None) -> list[Case]:
-    out: list[Case] = []
-    for name in files:
-        kind = {"attacks.toml": "attack", "benign.toml": "benign"}.get(name)
-        out.extend(load(name, kind))  # type: ignore[arg-type]
-    if limit is None:
-        return out
-    return ([c for c in out if c.kind == "attack"][:limit]
-            + [c for c in out if c.kind == "benign"][:limit])
 
 
 def sample_drops(model: MeaningModel, per: dict[str, float], vectors: Vectors) -> int:
@@ -226,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         model, per = train(all_x[keep], labels[keep],
                            [f for f, k in zip(families, keep, strict=True) if k]
                            if args.per_script else None, args.min_kept, args.repeats)
-        results = judge(_cases(files, args.limit), model, per, vectors, args.abstain)
+        results = judge(cases_of(files, args.limit), model, per, vectors, args.abstain)
         for case, kept, in_band in results:
             if in_band and (case.kind == "benign" or kept):
                 band[case.kind == "benign"] += 1

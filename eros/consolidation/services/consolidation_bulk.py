@@ -31,7 +31,6 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -47,7 +46,13 @@ from eros.consolidation.core.consolidation_search import (
 from eros.consolidation.db import consolidation_bulk_sql as bulk_sql
 from eros.consolidation.db import consolidation_sql as sql
 from eros.consolidation.services.consolidate import Consolidator, consolidate
-from eros.consolidation.services.consolidation_read import PAGE, Read, choose_search, search_pairs
+from eros.consolidation.services.consolidation_read import (
+    PAGE,
+    Read,
+    choose_search,
+    read_pages,
+    search_pairs,
+)
 from eros.consolidation.services.consolidation_report import ConsolidationReport
 from eros.recall.db import cells_sql
 from eros.recall.services import recall_cells
@@ -274,24 +279,8 @@ def read_chunk(engine: Engine, s: Settings, nb: Neighbours) -> Read:
             return Read(memories, sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))), chunk,
                         state.claim, "cells")
         search = choose_search(conn, user_id, s)  # no longer clustered: today's read
-        chunk = []
-        pairs = set()
-        after: tuple[datetime, uuid.UUID] | None = None
-        while len(chunk) < s.consolidation_chunk_size:
-            want = min(PAGE, s.consolidation_chunk_size - len(chunk))
-            page = sql.uncompared_page(conn, user_id, want, after)
-            if not page:
-                break
-            ids = [i for i, _ in page]
-            chunk.extend(ids)
-            after = (page[-1][1], page[-1][0])
-            pairs.update(search_pairs(conn, user_id, ids, s, search=search))
-            if len(page) < want or components(pairs) >= s.consolidation_max_clusters:
-                break
-        affected = {*chunk, *(i for p in pairs for i in p)}
-        memories = sql.rows_by_id(conn, sorted(affected, key=str))
-    return Read(memories, sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))), chunk,
-                state.claim, search)
+        rows, near, backlog = read_pages(conn, s, user_id, search)
+    return Read(rows, near, backlog, state.claim, search)
 
 
 def bulk_due(conn: Connection, s: Settings, user_id: uuid.UUID) -> bool:

@@ -45,25 +45,33 @@ def read_new(engine: Engine, s: Settings, user_id: uuid.UUID) -> Read:
         if s.consolidation_statement_timeout_ms:
             set_statement_timeout(conn, s.consolidation_statement_timeout_ms)
         search = choose_search(conn, user_id, s)
-        chunk: list[uuid.UUID] = []
-        pairs: set[Pair] = set()
-        after: tuple[datetime, uuid.UUID] | None = None
-        while len(chunk) < s.consolidation_chunk_size:
-            want = min(PAGE, s.consolidation_chunk_size - len(chunk))
-            page = sql.uncompared_page(conn, user_id, want, after)
-            if not page:
-                break
-            ids = [i for i, _ in page]
-            chunk.extend(ids)
-            after = (page[-1][1], page[-1][0])
-            pairs.update(search_pairs(conn, user_id, ids, s, search=search))
-            if len(page) < want or components(pairs) >= s.consolidation_max_clusters:
-                break
-        affected = {*chunk, *(i for p in pairs for i in p)}
-        memories = sql.rows_by_id(conn, sorted(affected, key=str))
+        memories, pairs, chunk = read_pages(conn, s, user_id, search)
         claim = state_sql.claimed_at(conn, user_id)
-    return Read(memories, sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))), chunk, claim,
-                search)
+    return Read(memories, pairs, chunk, claim, search)
+
+
+def read_pages(conn: Connection, s: Settings, user_id: uuid.UUID, search: str
+               ) -> tuple[list[Memory], list[Pair], list[uuid.UUID]]:
+    """The next chunk of not-yet-compared memories, page by page until it is full or holds
+    CONSOLIDATION_MAX_CLUSTERS clusters, with its near pairs (sorted) and every memory they
+    touch, read with ``search``."""
+    chunk: list[uuid.UUID] = []
+    pairs: set[Pair] = set()
+    after: tuple[datetime, uuid.UUID] | None = None
+    while len(chunk) < s.consolidation_chunk_size:
+        want = min(PAGE, s.consolidation_chunk_size - len(chunk))
+        page = sql.uncompared_page(conn, user_id, want, after)
+        if not page:
+            break
+        ids = [i for i, _ in page]
+        chunk.extend(ids)
+        after = (page[-1][1], page[-1][0])
+        pairs.update(search_pairs(conn, user_id, ids, s, search=search))
+        if len(page) < want or components(pairs) >= s.consolidation_max_clusters:
+            break
+    affected = {*chunk, *(i for p in pairs for i in p)}
+    memories = sql.rows_by_id(conn, sorted(affected, key=str))
+    return memories, sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))), chunk
 
 
 def choose_search(conn: Connection, user_id: uuid.UUID, s: Settings) -> str:
