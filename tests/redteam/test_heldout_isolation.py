@@ -1,9 +1,10 @@
 """Held-out discipline (issues 25 and 30): a held-out set is written before the guard it measures
-and is never used to train the meaning classifier, tune a threshold or write a rule. Sets 10
-and 4 are still held out (10 written after issue 30's fifth round by a writer who had not seen
-the bank or the rules); sets 5 and 6 were held out in issue 30's first two rounds and are
-tuning sets from its third round on, set 7 (held out in the third) from its fourth, set 8 (held
-out in the fourth) from its fifth, set 9 (held out in the fifth) after it (bench/guard_dev.py).
+and is never used to train the meaning classifier, tune a threshold or write a rule. Set 4 is
+still held out; sets 5 and 6 were held out in issue 30's first two rounds and are tuning sets
+from its third round on, set 7 (held out in the third) from its fourth, set 8 (held out in the
+fourth) from its fifth, set 9 (held out in the fifth) after it, and set 10 (the independent
+check of the fifth round, written by a writer who had not seen the bank or the rules) was spent
+in its sixth round (bench/guard_dev.py).
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
 turns up in the exemplar bank, the training corpus, a development or tuning set, an earlier
@@ -22,10 +23,10 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-10"]
-NEWEST = list(HELDOUT)[-1]
+HELD = ["held-out-4"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
-#: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it)
+#: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
+#: 10 since its sixth)
 TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", "dev6.toml",
             *(f for n, f in HELDOUT.items() if n not in HELD)]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
@@ -55,9 +56,10 @@ def _by_kind(cases: list[Case]) -> tuple[list[Case], list[Case]]:
     return ([c for c in cases if c.kind == "attack"], [c for c in cases if c.kind == "benign"])
 
 
-def test_the_newest_held_out_set_is_the_independent_issue_30_set() -> None:
-    cases = heldout_corpus(NEWEST)
-    assert HELDOUT[NEWEST] == "heldout10.toml"
+def test_the_independent_issue_30_set_is_still_there() -> None:
+    # set 10 was held out until issue 30's sixth round, which spent it as a tuning set (its
+    # lost look-alikes were read and diagnosed); its texts are still not in the bank
+    cases = heldout_corpus("held-out-10")
     attacks, benign = _by_kind(cases)
     assert len(attacks) >= 150 and len(benign) >= 220 and len(benign) > len(attacks)
     assert len({c.lang for c in cases}) >= 30
