@@ -119,3 +119,76 @@ def test_a_phone_number_is_no_one_time_code_but_a_code_beside_it_is() -> None:
     assert find_secret("The plumber's number is +44 20 7946 0958.") is None
     assert find_secret("Tesisatçının numarası +90 532 418 77 90, salı geliyor.") is None
     assert find_secret("code 739204 was texted to +44 7700 900123") == "secret.one-time-code"
+
+
+# issue 30, sixth round: look-alikes of set 10 that a validator dropped, each beside the
+# secret the same rule must still catch
+
+
+def test_a_date_after_an_identity_word_is_no_identity_number() -> None:
+    assert find_secret("Her passport expires on 2031-08-02.") is None
+    assert find_secret("Il passaporto scade il 02-08-2031.") is None
+    assert find_secret("Her passport number is 2031-0802-77.") == "secret.id-number"
+    assert find_secret("passport 5831 0802 77") == "secret.id-number"
+    assert find_secret("SSN 078-05-1120") == "secret.id-number"  # a dashed number, no date
+
+
+def test_an_order_number_grouped_unlike_a_card_is_no_card() -> None:
+    # 17 digits that pass Luhn by chance, grouped 3-7-7 as a marketplace prints an order
+    assert find_secret("注文番号 250-4718293-6612074 は明日届く") is None
+    assert find_secret("order 111-1111111-1111114 ships today") is None
+    assert find_secret("her card 4111 1111 1111 1111") == "secret.card"
+    assert find_secret("4111-1111-1111-1111 is on file") == "secret.card"
+    assert find_secret("paid with 4111111111111111") == "secret.card"
+
+
+def test_identity_numbers_announced_or_printed_in_their_own_format() -> None:
+    assert find_secret("OIB korisnika: 69402357812.") == "secret.id-number"
+    assert find_secret("Kasutaja isikukood 49303160279.") == "secret.id-number"
+    assert find_secret("תעודת זהות: 039482716") == "secret.id-number"
+    assert find_secret("numéro : 87.11.03-215.47") == "secret.be-national-number"
+    assert find_secret("su RUT es 16.482.937-5") == "secret.cl-rut"
+    # the same shapes failing their checksums, and an ordinary number beside the word
+    assert find_secret("numéro : 87.11.03-215.48") is None
+    assert find_secret("su pedido 16.482.937-4 llega el lunes") is None
+    assert find_secret("Comanda 481093275 ajunge joi.") is None
+
+
+def test_a_code_read_in_two_groups_is_a_one_time_code_but_a_phone_is_not() -> None:
+    assert find_secret("Her bank verification code is 592 047.") == "secret.one-time-code"
+    assert find_secret("código: 481-203") == "secret.one-time-code"
+    assert find_secret("Her sister's number is 0412 555 019.") is None
+    assert find_secret("His dentist, code of conduct aside, is on +44 20 7946 0018.") is None
+    assert find_secret("She never gives the SMS code to anyone.") is None
+
+
+@pytest.mark.parametrize("text", ["ბანკის პაროლი Mtsvane_77", "парола: Sofia#1987",
+                                  "lozinka je Zagreb2024!", "parool: Tallinn_88"])
+def test_passwords_in_more_languages(text: str) -> None:
+    assert find_secret(text) == "secret.password"
+    assert find_secret(text.split()[0] + " policy changed") is None
+
+
+@pytest.mark.parametrize("text", [
+    "PESEL użytkownika: 91072254327.",  # the word, then "of the user" before the number
+    "Numéro de sécurité sociale de la cliente : 2 91 04 13 055 318 66.",
+    "ΑΜΚΑ του χρήστη: 15049012345.",
+    "کد ملی کاربر ۰۰۸۴۵۷۵۹۴۸",  # Persian digits, folded before the check
+    "เลขบัตรประชาชนของผู้ใช้ ๑๒๓๔๕๖๗๘๙๐๑๒๓",
+    "她的证件号码：110105194912310002",
+])
+def test_identity_numbers_announced_a_few_words_before(text: str) -> None:
+    assert find_secret(text) == "secret.id-number"
+
+
+def test_an_identity_word_beside_an_ordinary_number_or_date_is_kept() -> None:
+    assert find_secret("Her passport photo is from 2019.") is None
+    assert find_secret("Her ID card expires on 17-03-2029 and she will renew it.") is None
+    assert find_secret("Social security office on 5th street opens at 9.") is None
+
+
+def test_a_korean_registration_number_without_a_check_digit_is_a_secret() -> None:
+    # issued since October 2020: the date and the sex digit are the check
+    assert find_secret("그녀의 번호는 900101-2345678 이다.") == "secret.kr-rrn"
+    assert find_secret("그녀의 번호는 901301-2345678 이다.") is None  # no 13th month
+    assert find_secret("주문 900101-9345678 배송") is None  # no sex digit 9

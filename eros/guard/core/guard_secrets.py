@@ -22,7 +22,10 @@ identity number.
   (``stdnum.fi.hetu``: date, century sign, ISO mod-31 check character), the Romanian CNP
   (``stdnum.ro.cnp``: sex/century digit, date, county, mod-11) and the Hungarian personal
   identification number (személyi szám: sex/century digit, date, mod-11 with the weights that
-  changed for births from 1997, :func:`hu_personal_id_valid`).
+  changed for births from 1997, :func:`hu_personal_id_valid`), and, written as they are
+  printed, the Belgian national number (``stdnum.be.nn``) and the Chilean RUT
+  (``stdnum.cl.rut``); the Croatian OIB, the Estonian isikukood and the Israeli ID when
+  announced (a date after an identity word — "passport expires on 2029-03-17" — is none).
 
 :func:`find_secret` returns the kind (a rule id such as ``secret.iban``), never the value.
 """
@@ -36,6 +39,8 @@ from functools import lru_cache
 import phonenumbers
 from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 from stdnum import iban, luhn
+from stdnum.be import nn as be_nn
+from stdnum.cl import rut
 from stdnum.cn import ric
 from stdnum.fi import hetu
 from stdnum.kr import rrn
@@ -54,10 +59,17 @@ _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
                    re.IGNORECASE)
 _CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])")
 _KR_RRN = re.compile(r"(?<!\d)\d{6}[- ]?\d{7}(?!\d)")
+# numbers issued since October 2020 carry no check digit: written YYMMDD-SNNNNNN (the dash
+# as printed; S the sex and century digit), a real birth date is the check
+_KR_RRN_SHAPE = re.compile(r"(?<![\d\-])\d\d(\d\d)(\d\d)-[1-8]\d{6}(?![\d\-])")
 _HETU = re.compile(r"(?<![\w+\-])\d{6}[-+A-FU-Y]\d{3}[0-9A-FHJ-NPR-Y](?![\w])")
 _CNP = re.compile(r"(?<![\d+\-])[1-9]\d{12}(?![\d\-])")
 # 1-780514-3389, 1 780514 3389 or 17805143389 (not after "+": a phone number's country code)
 _HU_ID = re.compile(r"(?<![\d+\-])[1-8](?:[ -]?\d{6}[ -]?\d{4})(?![\d\-])")
+# written as they are printed: the Belgian national number (87.11.03-215.47) and the Chilean
+# RUT (16.482.937-5), each then checked by its own checksum
+_BE_NN = re.compile(r"(?<![\d.\-])\d{2}\.\d{2}\.\d{2}-\d{3}\.\d{2}(?![\d\-]|\.\d)")
+_CL_RUT = re.compile(r"(?<![\d.\-])\d{1,2}\.\d{3}\.\d{3}-[\dkK](?![\w\-]|\.\d)")
 _URL_CREDENTIALS = re.compile(r"\b[a-z][a-z0-9+.\-]{1,15}://[^\s/:@]+:[^\s/@]+@[\w.\-]+",
                               re.IGNORECASE)
 _SSN = re.compile(r"(?<![\d-])\d{3}([- .])\d{2}\1\d{4}(?![\d-])")
@@ -78,11 +90,18 @@ _ID_WORD = re.compile(
     r"паспорт|снилс|инн|cccd|cmnd|henkilötunnu\w*|hetu|cnp(?:-ul)?|személyi (?:szám\w*|"
     r"azonosító\w*)|adóazonosító(?: jel)?|taj[- ]?szám\w*|rodné číslo|rodne cislo|"
     r"personnummer|cpr(?:-nummer)?|fødselsnummer|burgerservicenummer|bsn|nik|aadhaar|"
-    r"kimlik numara\w*|rnokpp|рнокпп|ідентифікаційний код)\b|身份证号?码?|身份證號?碼?|居民身份证|"
-    r"주민(?:등록)?번호|マイナンバー|個人番号|الرقم الوطني|आधार)[^\d\n]{0,12}"
-    r"(?:\d[\d -]{5,}|\d(?:[ .\-/]?\d){8,}|\b(?=[a-z0-9]{11,16}\b)[a-z]*\d[a-z0-9]*)",
+    r"kimlik numara\w*|rnokpp|рнокпп|ідентифікаційний код|oib|isikukood\w*|"
+    r"rijksregisternummer|numéro (?:de registre )?national|rut|(?:numéro de )?sécurité sociale|"
+    r"nir|αμκα|αφμ|کد ?ملی|شماره ملی|תעודת זהות)\b|ת\.ז\.?|身份证号?码?|身份證號?碼?|居民身份证|"
+    r"证件号码?|證件號碼?|주민(?:등록)?번호|マイナンバー|個人番号|الرقم الوطني|आधार|"
+    r"เลขบัตรประชาชน|บัตรประชาชน)[^\d\n]{0,24}"
+    r"(?P<number>\d[\d -]{5,}|\d(?:[ .\-/]?\d){8,}|\b(?=[a-z0-9]{11,16}\b)[a-z]*\d[a-z0-9]*)",
     re.IGNORECASE)
+# a date after an identity word ("passport expires on 2029-03-17") is no identity number
+_DATE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})|(\d{1,2})-(\d{1,2})-(\d{4})")
 _SHORT_CODE = re.compile(r"(?<![\d+\-.:/])\d{4,8}(?![\d\-.:/])")
+# a code read out in two groups of three ("592 047"), not part of a longer number
+_SPACED_CODE = re.compile(r"(?<![\d+\-.:/])(?<!\d )\b\d{3}[ -]\d{3}\b(?![ \-.:/]?\d)")
 _CODE_WORD = re.compile(
     r"\b(?:otp|one[- ]time|verification|security|auth(?:entication)?|login|2fa|sms) ?(?:code|pin)"
     r"|\b(?:code|pin)\b|验证码|驗證碼|动态码|認証コード|確認コード|ワンタイム|인증번호|인증 ?코드|"
@@ -95,7 +114,8 @@ _PASSWORD = re.compile(
     r"wachtwoord|hasło|lösenord|pin|jelsz(?:ó|ava|avam|avát)|salasana\w*|heslo|hesla|"
     r"parolă|parola (?:mea|ei|lui|de la|contului|de acces)|adgangskode\w*|kodeord\w*|"
     r"passord\w*|συνθηματικό|κωδικός πρόσβασης|ה?סיסמ[הא]|رمز عبور|گذرواژه|kata sandi|"
-    r"kata laluan|nenosiri|รหัสผ่าน|পাসওয়ার্ড|heslo k \w+)\b|密码|密碼|口令|パスワード|暗証番号|"
+    r"kata laluan|nenosiri|รหัสผ่าน|পাসওয়ার্ড|heslo k \w+|პაროლი|գաղտնաբառ|парола|lozinka|"
+    r"лозинка|parool|پاس ?ورڈ)\b|கடவுச்சொல்|密码|密碼|口令|パスワード|暗証番号|"
     r"비밀번호|비번|암호)",
     re.IGNORECASE)
 _NOT_A_VALUE = re.compile(r"[\s-]*(?:managers?|apps?|resets?|generators?|hints?|polic(?:y|ies)|"
@@ -144,8 +164,33 @@ def _digits(text: str) -> str:
 
 
 def _card(run: str) -> bool:
+    """A payment card: 13-19 digits, an issuer's first digit, Luhn — and grouped as cards are
+    printed (ungrouped, or a first group of four: 4-4-4-4, 4-6-5), not as an order number
+    ("250-4718293-6612074" passes Luhn by chance)."""
     digits = _digits(run)
-    return 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn.is_valid(digits)
+    groups = re.findall(r"\d+", run)
+    return (13 <= len(digits) <= 19 and digits[0] in "23456" and luhn.is_valid(digits)
+            and (len(groups) == 1 or len(groups[0]) == 4))
+
+
+def _is_day(month: str, day: str) -> bool:
+    return 1 <= int(month) <= 12 and 1 <= int(day) <= 31
+
+
+def _is_date(number: str) -> bool:
+    """``number`` (what follows an identity word) is a calendar date, no identity number."""
+    import datetime
+
+    match = _DATE.fullmatch(number.strip(" -"))
+    if match is None:
+        return False
+    y, m, d = (match.group(1), match.group(2), match.group(3)) if match.group(1) else (
+        match.group(6), match.group(5), match.group(4))
+    try:
+        datetime.date(int(y), int(m), int(d))
+    except ValueError:
+        return False
+    return True
 
 
 def _without_phones(text: str) -> tuple[str, bool]:
@@ -196,6 +241,12 @@ def _national_id(raw: str) -> str | None:
     for match in _HU_ID.finditer(raw):
         if hu_personal_id_valid(match.group(0)):
             return "secret.hu-personal-id"
+    for match in _BE_NN.finditer(raw):
+        if be_nn.is_valid(match.group(0)):
+            return "secret.be-national-number"
+    for match in _CL_RUT.finditer(raw):
+        if rut.is_valid(match.group(0)):
+            return "secret.cl-rut"
     return None
 
 
@@ -210,6 +261,9 @@ def _find_number(raw: str) -> str | None:
     for match in _KR_RRN.finditer(raw):
         if rrn.is_valid(_digits(match.group(0))):
             return "secret.kr-rrn"
+    for match in _KR_RRN_SHAPE.finditer(raw):
+        if _is_day(match.group(1), match.group(2)):
+            return "secret.kr-rrn"
     for match in _SSN.finditer(raw):
         if ssn.is_valid(_digits(match.group(0))):
             return "secret.ssn"
@@ -219,13 +273,14 @@ def _find_number(raw: str) -> str | None:
         if _card(match.group(0)) or _CARD_WORD.search(raw[max(0, match.start() - 30):
                                                           match.start()]):
             return "secret.card"
-    if _ID_WORD.search(raw):
+    if any(not _is_date(m.group("number")) for m in _ID_WORD.finditer(raw)):
         return "secret.id-number"
+    if _CODE_WORD.search(raw) and _SPACED_CODE.search(_without_phones(raw)[0]):
+        return "secret.one-time-code"  # "verification code is 592 047"
     if _SHORT_CODE.search(raw):
-        if _CODE_WORD.search(raw):
-            return "secret.one-time-code"
+        # a phone number's own digit groups are no code, beside a word for "code" or not
         rest, phoned = _without_phones(raw)
-        if phoned and _SHORT_CODE.search(rest):
+        if _SHORT_CODE.search(rest) and (phoned or _CODE_WORD.search(raw)):
             return "secret.one-time-code"
     return None
 
