@@ -275,7 +275,8 @@ def _find_number(raw: str) -> str | None:
             return "secret.card"
     if any(not _is_date(m.group("number")) for m in _ID_WORD.finditer(raw)):
         return "secret.id-number"
-    if _CODE_WORD.search(raw) and _SPACED_CODE.search(_without_phones(raw)[0]):
+    if (_SPACED_CODE.search(raw) and _CODE_WORD.search(raw)
+            and _SPACED_CODE.search(_without_phones(raw)[0])):
         return "secret.one-time-code"  # "verification code is 592 047"
     if _SHORT_CODE.search(raw):
         # a phone number's own digit groups are no code, beside a word for "code" or not
