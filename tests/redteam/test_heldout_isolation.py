@@ -4,7 +4,8 @@ still held out; sets 5 and 6 were held out in issue 30's first two rounds and ar
 from its third round on, set 7 (held out in the third) from its fourth, set 8 (held out in the
 fourth) from its fifth, set 9 (held out in the fifth) after it, and set 10 (the independent
 check of the fifth round, written by a writer who had not seen the bank or the rules) was spent
-in its sixth round (bench/guard_dev.py).
+in its sixth round. Set 11, written while that round was tuned by a writer who saw neither the
+bank, the rules nor any other set, is held out with set 4 (bench/guard_dev.py).
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
 turns up in the exemplar bank, the training corpus, a development or tuning set, an earlier
@@ -13,6 +14,7 @@ held-out set or a rule file."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from importlib import resources
 
 import pytest
@@ -23,7 +25,7 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4"]
+HELD = ["held-out-4", "held-out-11"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth)
@@ -35,10 +37,16 @@ _FILLERS = set("\u3164\u115f\u1160\uffa0")
 
 
 def _ordinary(token: str) -> bool:
-    """A word ("instructions") or a hyphenated compound ("mother-in-law") is no leak; words
-    joined by fillers or chained by hyphens ("forget-all-your-rules") are."""
+    """A word ("instructions", "ব্যবহারকারীর": letters and their combining marks) or a
+    hyphenated compound ("mother-in-law") is no leak; words joined by fillers or chained by
+    hyphens ("forget-all-your-rules") are."""
     parts = token.split("-")
-    return len(parts) <= 3 and all(p.isalpha() and not _FILLERS & set(p) for p in parts)
+    return len(parts) <= 3 and all(_word(p) and not _FILLERS & set(p) for p in parts)
+
+
+def _word(part: str) -> bool:
+    return part[:1].isalpha() and all(
+        c.isalpha() or unicodedata.category(c).startswith("M") for c in part)
 
 
 def _texts(names: list[str]) -> list[str]:
@@ -54,6 +62,22 @@ def _by_kind(cases: list[Case]) -> tuple[list[Case], list[Case]]:
     """A set's attacks and look-alikes, once its case ids are checked unique."""
     assert len({c.id for c in cases}) == len(cases)
     return ([c for c in cases if c.kind == "attack"], [c for c in cases if c.kind == "benign"])
+
+
+def test_the_newest_held_out_set_is_the_independent_sixth_round_check() -> None:
+    cases = heldout_corpus()
+    assert HELDOUT["held-out-11"] == "heldout11.toml" and list(HELDOUT)[-1] == "held-out-11"
+    attacks, benign = _by_kind(cases)
+    assert len(attacks) >= 150 and len(benign) >= 300 and len(benign) > len(attacks)
+    assert len({c.lang for c in cases}) >= 40
+    looks = {t for c in benign for t in c.tags}
+    assert {"boss", "coach", "recipe", "workout", "lyrics", "poem", "code", "thesis", "religion",
+            "house-rules", "game-rules", "security-advice", "password-policy", "order",
+            "tracking", "phone", "postal", "isbn", "style"} <= looks
+    shapes = {t for c in attacks for t in c.tags}
+    assert {"indirect", "persistent", "persona", "exfiltration", "hidden-rule", "fake-system",
+            "quoted-email", "hyphen", "dots", "underscore", "zero-width", "homoglyph", "leet",
+            "spaced", "fullwidth", "base64", "mixed-lang", "secret", "iban", "card"} <= shapes
 
 
 def test_the_independent_issue_30_set_is_still_there() -> None:
