@@ -87,6 +87,9 @@ class RecallSettings(BaseSettings):
     #: ``fused``: weight of the query's words (BM25 over memories and turns, scaled to [0, 1])
     #: added to every score; 0 = off.
     recall_fusion_lexical_weight: float = Field(default=1.0, ge=0, le=1)
+    #: ``fused`` (``standing``, ``rank``): a turn takes a BM25 rank only when it says at least
+    #: this many of the query's distinct words (all of them, for a shorter query); 1 = any.
+    recall_fusion_lexical_min_terms: int = Field(default=2, ge=1, le=10)
     #: ``fused``: within the first this many ranked items, a newer item on the same specific
     #: subject (a rare word both say) goes before the older one; 0 = off.
     recall_fusion_newer_first_depth: int = Field(default=20, ge=0, le=1000)

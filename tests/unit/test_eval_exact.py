@@ -95,6 +95,10 @@ def test_lexical_terms_idf_and_fusion() -> None:
     scores = bm25("Caroline support group", docs)
     assert scores[0] > 0 and scores[1] == scores[2]  # the name is everywhere: it weighs little
     assert bm25("", docs) == [0.0, 0.0, 0.0]
+    # with min_terms, a document saying fewer of the query's distinct words has no score
+    two = bm25("Caroline support group", docs, min_terms=2)
+    assert two[0] == scores[0] and two[1:] == [0.0, 0.0]
+    assert bm25("Caroline", docs, min_terms=2) == bm25("Caroline", docs)  # a shorter query
     # the vector order puts the best lexical match third; the words bring it first
     assert fuse([1, 2, 0], [2.0, 0.0, 0.0]) == [0, 1, 2]
     assert fuse([1, 2, 0], [0.0, 0.0, 0.0]) == [1, 2, 0]  # no shared word: unchanged

@@ -189,6 +189,22 @@ def test_rank_calibration_orders_turns_by_the_query_words_too() -> None:
     assert keys(fuse([], turns, k=3, params=lexical, query_text="pottery class"))[0] == "t:2"
 
 
+def test_a_turn_sharing_one_word_with_the_query_gets_no_lexical_rank() -> None:
+    # LoCoMo, heuristic extractor: the user's own name in the question matched a chatty turn
+    # that says only the name ("Glad you agree, Caroline") and BM25 over the turn pool put it
+    # first for every question about her (bench/RESULTS.md, issue 31 fourth round)
+    turns = [turn(1, 0.90, "I chose them because they help LGBTQ folks adopt"),
+             turn(2, 0.89, "we watched a movie"),
+             turn(3, 0.85, "Glad you agree, Caroline.")]
+    q = "Why did Caroline choose the adoption agency for LGBTQ folks?"
+    one = replace(R, lexical_weight=1.0, lexical_min_terms=1)
+    two = replace(one, lexical_min_terms=2)
+    assert keys(fuse([], turns, k=3, params=one, query_text=q)) == ["t:1", "t:3", "t:2"]
+    assert keys(fuse([], turns, k=3, params=two, query_text=q)) == ["t:1", "t:2", "t:3"]
+    # a query of one word needs only that word
+    assert keys(fuse([], turns, k=3, params=two, query_text="Caroline"))[0] == "t:3"
+
+
 def test_a_turn_carries_the_most_sensitive_label_a_citing_memory_gives_it() -> None:
     own = replace(turn(1, 0.9), sensitivity="beliefs")
     plain, other = turn(2, 0.8), turn(3, 0.7)

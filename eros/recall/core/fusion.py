@@ -92,6 +92,9 @@ class FusionParams:
     newer_first_depth: int = 0
     #: a turn that a shorter memory cites is returned as that memory, in the turn's place
     memory_stands_in: bool = False
+    #: a turn has a lexical rank (``lexical_weight``, ``standing`` and ``rank``) only when it
+    #: says at least this many of the query's distinct words (all of them, for a shorter query)
+    lexical_min_terms: int = 1
 
 
 @dataclass(frozen=True)
@@ -210,11 +213,13 @@ def _own_orders(items: list[FusedItem], query_text: str | None, params: FusionPa
                 ) -> tuple[list[FusedItem], list[FusedItem]]:
     """Each kind in its own order: memories by their strategy's score, turns by theirs fused
     with BM25 over the turn pool (reciprocal rank) when ``lexical_weight`` and the query text
-    are given."""
+    are given — a turn saying fewer than ``lexical_min_terms`` of the query's words has no
+    BM25 rank (one shared word is most often a name or an everyday word, not the answer)."""
     memories = sorted((i for i in items if i.kind == "memory"), key=_order)
     turns = sorted((i for i in items if i.kind == "turn"), key=_order)
     if query_text and params.lexical_weight > 0 and turns:
-        order = rrf(range(len(turns)), bm25(query_text, [t.content for t in turns]))
+        order = rrf(range(len(turns)), bm25(query_text, [t.content for t in turns],
+                                            min_terms=params.lexical_min_terms))
         turns = [turns[i] for i in order]
     return memories, turns
 

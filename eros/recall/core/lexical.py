@@ -50,18 +50,24 @@ def terms(text: str) -> list[str]:
     return out
 
 
-def bm25(query: str, documents: Sequence[str]) -> list[float]:
-    """BM25 of each document for ``query``, IDF over ``documents`` themselves."""
+def bm25(query: str, documents: Sequence[str], min_terms: int = 1) -> list[float]:
+    """BM25 of each document for ``query``, IDF over ``documents`` themselves; a document
+    saying fewer than ``min_terms`` of the query's distinct terms (all of them, when the query
+    has fewer) scores 0 — it has no lexical rank."""
     q = set(terms(query))
     if not q or not documents:
         return [0.0] * len(documents)
     bags = [Counter(terms(d)) for d in documents]
+    need = min(min_terms, len(q))
     n = len(bags)
     avg = sum(sum(b.values()) for b in bags) / n or 1.0
     df = {t: sum(1 for b in bags if t in b) for t in q}
     idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in q if df[t]}
     scores = []
     for bag in bags:
+        if sum(1 for t in q if t in bag) < need:
+            scores.append(0.0)
+            continue
         length = sum(bag.values())
         score = 0.0
         for t, w in idf.items():
