@@ -90,6 +90,10 @@ class RecallSettings(BaseSettings):
     #: ``fused`` (``standing``, ``rank``): a turn takes a BM25 rank only when it says at least
     #: this many of the query's distinct words (all of them, for a shorter query); 1 = any.
     recall_fusion_lexical_min_terms: int = Field(default=2, ge=1, le=10)
+    #: ``fused`` (``standing``): the standard deviations the turns gain when a turn of the
+    #: pool says at least half of the query's distinct words (and at least
+    #: RECALL_FUSION_LEXICAL_MIN_TERMS of them): the user's own words answer it; 0 = off.
+    recall_fusion_lexical_lead: float = Field(default=1.0, ge=0, le=5)
     #: ``fused``: within the first this many ranked items, a newer item on the same specific
     #: subject (a rare word both say) goes before the older one; 0 = off.
     recall_fusion_newer_first_depth: int = Field(default=20, ge=0, le=1000)

@@ -233,6 +233,26 @@ def test_standing_gives_the_top_slots_to_the_kind_whose_best_stands_out() -> Non
     assert keys(fuse(memories, turns, k=3, params=S))[:2] == ["m:m0", "t:0"]
 
 
+def test_standing_lets_the_turns_lead_when_one_says_the_query_in_its_own_words() -> None:
+    # the memory stands out further above its pool than the turn does above its own: the
+    # memory leads — unless a turn of the pool says the question's words (half of them, two
+    # at least), when the user's own words answer it and the turns gain lexical_lead sds
+    memories = [mem("m0", 0.93)] + [mem(f"m{i}", 0.90 - i * 0.001) for i in range(1, 30)]
+    turns = [turn(0, 0.80, "we adopted a puppy named Rex from the shelter")] + \
+        [turn(i, 0.70 - i * 0.001) for i in range(1, 10)]
+    lead = replace(S, lexical_lead=1.0, lexical_min_terms=2)
+    asked = "What puppy did they adopt from the shelter?"  # puppy adopt shelter: 2 of 3 said
+    assert keys(fuse(memories, turns, k=2, params=replace(lead, lexical_lead=0.0),
+                     query_text=asked)) == ["m:m0", "t:0"]
+    assert keys(fuse(memories, turns, k=2, params=lead, query_text=asked)) == ["t:0", "m:m0"]
+    # one word of the question said (the name), or under half of them: no lead
+    assert keys(fuse(memories, turns, k=2, params=lead,
+                     query_text="Is Rex happy?"))[0] == "m:m0"
+    assert keys(fuse(memories, turns, k=2, params=lead,
+                     query_text="Which shelter animals did the family visit last spring?"
+                     ))[0] == "m:m0"
+
+
 def test_standing_keeps_the_memories_when_no_turn_stands_out() -> None:
     memories = [mem(f"m{i}", 0.95 - i * 0.02) for i in range(5)] + \
         [mem(f"x{i}", 0.70) for i in range(20)]

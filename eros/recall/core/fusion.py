@@ -43,7 +43,7 @@ from typing import Literal
 from eros.core.names import FusionCalibration
 from eros.core.sensitivity import most_sensitive
 from eros.recall.core.fusion_subject import newer_first
-from eros.recall.core.lexical import bm25
+from eros.recall.core.lexical import bm25, terms
 from eros.recall.core.lexical import fuse as rrf
 from eros.recall.core.ranking import Scored, age_days, composite_score, similarity
 
@@ -95,6 +95,9 @@ class FusionParams:
     #: a turn has a lexical rank (``lexical_weight``, ``standing`` and ``rank``) only when it
     #: says at least this many of the query's distinct words (all of them, for a shorter query)
     lexical_min_terms: int = 1
+    #: ``standing``: the standard deviations the turns gain when a turn of the pool says the
+    #: query in its own words (:func:`said_in_words`); 0 = off
+    lexical_lead: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -233,13 +236,18 @@ def by_standing(items: list[FusedItem], query_text: str | None,
     different cosines): a kind whose best clearly stands out of its own pool takes the top
     slots, a kind where nothing stands out (a confidence diluted in a long turn, among
     everyday talk) yields them — per query, so neither kind is given a fixed share. A turn
-    pays ``turn_offset`` standard deviations (at equal standing the memory wins); a stale
-    turn goes after every other. A spread over fewer than :data:`STANDING_MIN` items of
-    either kind says nothing (one memory stands out of nothing): such a query is calibrated
-    by rank (:func:`by_rank`)."""
+    pays ``turn_offset`` standard deviations (at equal standing the memory wins), and gains
+    ``lexical_lead`` of them when a turn of the pool says the query in its own words
+    (:func:`said_in_words`); a stale turn goes after every other. A spread over fewer than
+    :data:`STANDING_MIN` items of either kind says nothing (one memory stands out of
+    nothing): such a query is calibrated by rank (:func:`by_rank`)."""
     memories, turns = _own_orders(items, query_text, params)
     if min(len(memories), len(turns)) < STANDING_MIN:
         return by_rank(items, query_text, params)
+    offset = params.turn_offset
+    if params.lexical_lead and said_in_words(query_text, [t.content for t in turns],
+                                             params.lexical_min_terms):
+        offset -= params.lexical_lead
     out: list[FusedItem] = []
     for kind, members in (("memory", memories), ("turn", turns)):
         if not members:
@@ -251,10 +259,28 @@ def by_standing(items: list[FusedItem], query_text: str | None,
         for r, item in enumerate(members):
             standing = (sims[r] - mean) / spread
             if kind == "turn":
-                standing -= params.turn_offset + (STALE_LAST if item.stale
-                                                  and params.stale_penalty > 0 else 0.0)
+                standing -= offset + (STALE_LAST if item.stale
+                                      and params.stale_penalty > 0 else 0.0)
             out.append(replace(item, score=standing))
     return out
+
+
+#: the share of the query's distinct words a turn says to have said the query in its own words
+SAID_SHARE = 0.5
+
+
+def said_in_words(query_text: str | None, turns: Sequence[str], min_terms: int) -> bool:
+    """Whether one of ``turns`` says the query in the user's own words: at least
+    ``min_terms`` of the query's distinct words (:func:`terms`) and at least
+    :data:`SAID_SHARE` of them. Then the user's turn answers the question as it was asked,
+    and under ``standing`` the turns lead (``lexical_lead``); a question asked around what was
+    said — an implicit confidence, a fact a memory inferred — shares few words with any turn
+    and keeps the calibration as it is."""
+    asked = set(terms(query_text or ""))
+    if not asked:
+        return False
+    need = max(min_terms, SAID_SHARE * len(asked))
+    return any(len(asked & set(terms(t))) >= need for t in turns)
 
 
 #: what a stale turn loses under ``standing``: more than any spread of standard scores

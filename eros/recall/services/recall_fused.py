@@ -57,7 +57,8 @@ def fusion_params(cfg: Settings, now: datetime) -> FusionParams:
                         standing_depth=cfg.recall_turn_candidates,
                         newer_first_depth=cfg.recall_fusion_newer_first_depth,
                         memory_stands_in=cfg.recall_fusion_memory_stands_in,
-                        lexical_min_terms=cfg.recall_fusion_lexical_min_terms)
+                        lexical_min_terms=cfg.recall_fusion_lexical_min_terms,
+                        lexical_lead=cfg.recall_fusion_lexical_lead)
 
 
 def item_tokens(cfg: Settings) -> Callable[[FusedItem], int]:
