@@ -18,6 +18,7 @@ from eros.memory.core.claims import Attempt, Outcome
 from eros.memory.db import repo
 from testkit.data import add_session
 from tests.integration.test_turn_races import TURN, _pid, _session, _wait_until
+from tests.support.classify import finish
 
 
 def _claim(engine: Engine, sid: uuid.UUID) -> uuid.UUID:
@@ -77,7 +78,7 @@ def test_a_turn_committed_while_the_attempt_waits_stays_above_the_watermark(
     assert through == max(t.seq for t in turns), "the watermark covers a turn it never read"
 
     with engine.begin() as conn:
-        assert repo.finish(conn, attempt, Outcome("no_memories"), through_seq=through) == 0
+        assert finish(conn, attempt, Outcome("no_memories"), through_seq=through) == 0
     session = _session(engine, sid)
     assert session.classified_at is None  # "three" is still to be read
     with engine.connect() as conn:

@@ -76,12 +76,13 @@ def _classify_counted(pipeline: Pipeline) -> tuple[uuid.UUID, Sent]:
     return sid, sent
 
 
-def test_a_classified_session_is_one_statement_then_one_transaction(lean: Pipeline) -> None:
+def test_a_classified_session_is_two_statements_and_no_transaction(lean: Pipeline) -> None:
     sid, sent = _classify_counted(lean)
-    # attempt + turns (AUTOCOMMIT: no COMMIT sent), then stamp + (memories, memory_count,
-    # run row) + the turns' index rows (turn_write_sql) in one transaction
-    assert sent.statements == ["WITH", "UPDATE", "WITH", "WITH"]
-    assert (sent.commits, sent.checkouts) == (1, 2)
+    # attempt + turns, then stamp + memories + run row + the turns' index rows
+    # (dreaming/db/finish_sql.py), each a transaction by itself (AUTOCOMMIT: no BEGIN, no
+    # COMMIT sent); it was the attempt, then a transaction of three statements
+    assert sent.statements == ["WITH", "WITH"]
+    assert (sent.commits, sent.checkouts) == (0, 2)
     with lean.engine.connect() as conn:
         row = conn.execute(text(
             "SELECT s.memory_count, s.classified_at IS NOT NULL AS stamped,"
@@ -95,13 +96,14 @@ def test_a_classified_session_is_one_statement_then_one_transaction(lean: Pipeli
 def test_behind_pgbouncer_the_attempt_keeps_its_transaction(
         db_url: str, provider_settings: Callable[..., Settings]) -> None:
     """DATABASE_POOL_MODE=transaction sets the timeouts per transaction (SET LOCAL as it
-    begins): the attempt's statement runs inside one so that they bind it."""
+    begins): the attempt's statement and the finishing one each run inside one so that they
+    bind it."""
     settings = provider_settings(
         llm_timeout_secs=2, embedding_timeout_secs=2, database_pool_mode="transaction")
     pipeline = Pipeline(settings, make_engine(db_url, settings=settings),
                         OpenRouterChat(settings), VoyageEmbedder(settings), load_prompt())
     _, sent = _classify_counted(pipeline)
-    assert sent.statements == ["WITH", "UPDATE", "WITH", "WITH"]
+    assert sent.statements == ["WITH", "WITH"]
     assert (sent.commits, sent.checkouts) == (2, 2)
     pipeline.engine.dispose()
 

@@ -16,6 +16,7 @@ from eros.recall.services.recall import recall_by_vector
 from eros.settings import load_settings
 from eros.tasks.base import is_database_transient
 from testkit.data import add_session
+from tests.support.classify import finish
 
 
 def _sqlstate(err: DBAPIError) -> str | None:
@@ -53,7 +54,7 @@ def test_finish_behind_a_held_turn_gives_up_at_the_lock_timeout(engine: Engine,
         product.execute(text("INSERT INTO engine.chat_messages (session_id, role, content)"
                              " VALUES (:s, 'user', 'typing')"), {"s": sid})  # row lock held
         with pytest.raises(DBAPIError) as info, bounded.begin() as conn:
-            repo.finish(conn, attempt, Outcome("empty"), through_seq=attempt.through_seq)
+            finish(conn, attempt, Outcome("empty"), through_seq=attempt.through_seq)
         product.rollback()
     assert _sqlstate(info.value) == "55P03"
     assert is_database_transient(info.value)  # retried with backoff, the claim kept

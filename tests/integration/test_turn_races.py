@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, text
 from eros.memory.core.claims import MemoryRow, Outcome
 from eros.memory.db import repo
 from testkit.data import add_session, ago
-from tests.support.classify import claim_and_begin
+from tests.support.classify import claim_and_begin, finish
 
 VEC = [1.0] + [0.0] * 511
 TURN = text("INSERT INTO engine.chat_messages (session_id, role, content, sent_at)"
@@ -90,7 +90,7 @@ def test_a_turn_committed_while_finish_waits_leaves_the_session_open(engine: Eng
     product.execute(TURN, {"sid": sid, "content": "three", "sent_at": None})  # held open
 
     def stamp(conn: Connection) -> object:
-        return repo.finish(conn, attempt, Outcome("memories"), through_seq=through,
+        return finish(conn, attempt, Outcome("memories"), through_seq=through,
                            memories=[MemoryRow("likes tea", "preference", 0.5, {}, VEC)])
 
     thread, done, out, pid = _in_thread(engine, stamp)
@@ -131,7 +131,7 @@ def test_turns_committing_out_of_order_never_fall_below_the_watermark(engine: En
     assert not any(isinstance(o, BaseException) for o in second_out)
 
     with engine.begin() as conn:
-        assert repo.finish(conn, attempt, Outcome("no_memories"), through_seq=through) == 0
+        assert finish(conn, attempt, Outcome("no_memories"), through_seq=through) == 0
     session = _session(engine, sid)
     with engine.connect() as conn:
         below = conn.execute(text(
@@ -149,7 +149,7 @@ def test_memory_count_is_rows_written_not_candidates(engine: Engine) -> None:
     attempt = claim_and_begin(engine, sid)
     with engine.begin() as conn:
         through = repo.read_new_turns(conn, sid, after_seq=0)[1]
-        assert repo.finish(conn, attempt, Outcome("memories"), through_seq=through,
+        assert finish(conn, attempt, Outcome("memories"), through_seq=through,
                            memories=rows) == 1
     assert _session(engine, sid).memory_count == 1
 

@@ -9,7 +9,7 @@ from sqlalchemy.exc import IntegrityError
 from eros.memory.core.claims import MemoryRow, Outcome
 from eros.memory.db import repo
 from testkit.data import add_messages, add_session, ago
-from tests.support.classify import claim_and_begin
+from tests.support.classify import claim_and_begin, finish
 
 VEC = [1.0] + [0.0] * 511
 
@@ -39,13 +39,13 @@ def test_failure_mid_write_leaves_nothing(engine: Engine) -> None:
     attempt = claim_and_begin(engine, sid)
     bad = [_row("ok one"), MemoryRow("bad", "fact", 0.5, {}, [1.0] * 3)]  # wrong vector size
     with pytest.raises(Exception), engine.begin() as conn:  # noqa: B017 - DB error class varies
-        repo.finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
+        finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
                     memories=bad)
     session, count = _state(engine, sid)
     assert session.classified_at is None and count == 0
     assert session.claim_token == attempt.claim.token  # still ours, can be retried
     with engine.begin() as conn:
-        written = repo.finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
+        written = finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
                               memories=[_row("ok one")])
     assert written == 1
     session, count = _state(engine, sid)
@@ -57,7 +57,7 @@ def test_a_check_constraint_violation_rolls_back_the_stamp(engine: Engine) -> No
         sid = add_session(conn, [("user", "a")])
     attempt = claim_and_begin(engine, sid)
     with pytest.raises(IntegrityError), engine.begin() as conn:
-        repo.finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
+        finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
                     memories=[_row("fine"), _row("too important", importance=7.0)])
     session, count = _state(engine, sid)
     assert (session.classified_at, count) == (None, 0)
@@ -71,24 +71,24 @@ def test_duplicate_or_stale_writer_writes_nothing(engine: Engine) -> None:
         # another worker took the session over (force), so `first` is stale
         taker = repo.claim_one(conn, sid, stale_secs=600, force=True)
         assert taker is not None
-        assert repo.finish(conn, first, Outcome("memories"), through_seq=_last(engine, sid),
+        assert finish(conn, first, Outcome("memories"), through_seq=_last(engine, sid),
                            memories=[_row("x")]) is None
     _, count = _state(engine, sid)
     assert count == 0
     with engine.begin() as conn:
         second = repo.begin_attempt(conn, sid, taker.token)
         assert second is not None
-        assert repo.finish(conn, second, Outcome("memories"), through_seq=_last(engine, sid),
+        assert finish(conn, second, Outcome("memories"), through_seq=_last(engine, sid),
                            memories=[_row("x")]) == 1
         # a redelivery of the same task: its token was cleared by the stamp
-        assert repo.finish(conn, second, Outcome("memories"), through_seq=_last(engine, sid),
+        assert finish(conn, second, Outcome("memories"), through_seq=_last(engine, sid),
                            memories=[_row("x")]) is None
     with engine.begin() as conn:  # and even a forced re-run of the same extraction adds nothing
         again = repo.claim_one(conn, sid, stale_secs=600, force=True)
         assert again is not None
         third = repo.begin_attempt(conn, sid, again.token)
         assert third is not None
-        assert repo.finish(conn, third, Outcome("memories"), through_seq=_last(engine, sid),
+        assert finish(conn, third, Outcome("memories"), through_seq=_last(engine, sid),
                            memories=[_row("X.")]) == 0
     _, count = _state(engine, sid)
     assert count == 1
@@ -100,7 +100,7 @@ def test_resumed_session_becomes_eligible_and_only_new_turns_are_read(engine: En
     attempt = claim_and_begin(engine, sid)
     with engine.begin() as conn:
         through = max(t.seq for t in repo.load_turns(conn, sid, after_seq=0))
-        repo.finish(conn, attempt, Outcome("no_memories"), through_seq=through)
+        finish(conn, attempt, Outcome("no_memories"), through_seq=through)
         assert repo.claim_idle(conn, idle_secs=1800, stale_secs=600, batch=10) == []
         add_messages(conn, sid, [("user", "new turn")], last=ago(hours=1))
     session, _ = _state(engine, sid)
@@ -121,7 +121,7 @@ def test_turns_arriving_during_classification_keep_the_session_open(engine: Engi
     with engine.begin() as conn:
         through = max(t.seq for t in repo.load_turns(conn, sid, after_seq=0))
         add_messages(conn, sid, [("user", "late")], last=ago(hours=1))
-        repo.finish(conn, attempt, Outcome("no_memories"), through_seq=through)
+        finish(conn, attempt, Outcome("no_memories"), through_seq=through)
     session, _ = _state(engine, sid)
     assert session.classified_at is None and session.outcome == "no_memories"
 
@@ -141,7 +141,7 @@ def test_deleting_a_session_keeps_its_profile_memories(engine: Engine) -> None:
         sid = add_session(conn, [("user", "a")])
     attempt = claim_and_begin(engine, sid)
     with engine.begin() as conn:
-        repo.finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
+        finish(conn, attempt, Outcome("memories"), through_seq=_last(engine, sid),
                     memories=[_row("keep me")])
         conn.execute(text("DELETE FROM engine.chat_sessions WHERE id = :i"), {"i": sid})
         rows = conn.execute(text("SELECT content, session_id, user_id"

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from eros.consolidation.core.consolidation_reply import load_consolidation_prompt
 from eros.consolidation.services.consolidate import Consolidator
+from eros.dreaming.db import finish_sql
 from eros.dreaming.services.classify import Pipeline, Report, classify, start_attempt
-from eros.memory.core.claims import Attempt
+from eros.memory.core.claims import Attempt, MemoryRow, Outcome
 from eros.memory.db import repo
 from eros.prompts import Prompt, load_prompt
 from eros.providers.embeddings import VoyageEmbedder
@@ -84,3 +85,12 @@ def classify_held(pipeline: Pipeline, llm: FakeLLMServer,
     finally:
         release.set()
         thread.join(30)
+
+
+def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq: int,
+           memories: Sequence[MemoryRow] = ()) -> int | None:
+    """Classify's finishing statement without turns: the memories it wrote, None when the
+    claim was no longer ours."""
+    done = finish_sql.finish_session(conn, attempt, outcome, through_seq=through_seq,
+                                     memories=memories)
+    return None if done is None else done.memories

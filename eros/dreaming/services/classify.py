@@ -9,17 +9,19 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from eros.core.cost import Prices, cost_usd
 from eros.core.outcomes import OutcomeKind
 from eros.core.statuses import CURRENT, MemoryStatus
 from eros.core.text import strip_invisible
 from eros.core.transcript import Transcript, build_transcript
+from eros.dreaming.db import finish_sql
 from eros.dreaming.services import turn_index
 from eros.dreaming.services.turn_index import TurnCounts, TurnText
 from eros.guard.core.guard import scalar_text
@@ -34,7 +36,6 @@ from eros.privacy.services.consent import drop_withheld
 from eros.prompts import Prompt, user_message
 from eros.providers.base import ChatCompleter, Completion, Embedder
 from eros.providers.ratelimit import Limiter, NoLimits
-from eros.recall.db import turn_write_sql
 from eros.recall.db.turns_sql import TurnRow
 from eros.settings import Settings
 
@@ -85,15 +86,22 @@ class Report:
 def start_attempt(pipeline: Pipeline, session_id: uuid.UUID,
                   token: uuid.UUID) -> Attempt | None:
     """Count an attempt and refresh the claim; None when the token is no longer the claim's.
-    The attempt carries the session's new turns, read by the same statement: one round trip,
-    a transaction of its own (AUTOCOMMIT) unless the DATABASE_* timeouts are set per
-    transaction (PgBouncer in transaction mode), where it runs in an explicit one."""
+    The attempt carries the session's new turns, read by the same statement: one round trip."""
+    with _write_connection(pipeline) as conn:
+        return repo.begin_attempt(conn, session_id, token, read_turns=True)
+
+
+@contextmanager
+def _write_connection(pipeline: Pipeline) -> Iterator[Connection]:
+    """For one statement that is a transaction by itself: AUTOCOMMIT (no BEGIN and COMMIT
+    round trips), unless the DATABASE_* timeouts are set per transaction (PgBouncer in
+    transaction mode), where it runs in an explicit one."""
     if pipeline.settings.database_pool_mode == "transaction":
         with pipeline.engine.begin() as conn:
-            return repo.begin_attempt(conn, session_id, token, read_turns=True)
+            yield conn
+        return
     with pipeline.engine.connect() as conn:
-        conn = conn.execution_options(isolation_level="AUTOCOMMIT")
-        return repo.begin_attempt(conn, session_id, token, read_turns=True)
+        yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
 
 def classify(pipeline: Pipeline, attempt: Attempt, *, task_id: str | None = None,
@@ -289,19 +297,19 @@ def _finish(pipeline: Pipeline, attempt: Attempt, report: Report, outcome: Outco
         report.detail["would_index"] = len(turn_rows)
         report.detail["turns_indexed"] = 0
         return report
-    with pipeline.engine.begin() as conn:
-        written = repo.finish(conn, attempt, outcome, through_seq=through_seq, memories=rows,
-                              task_id=task_id)
-        if written is None:
-            conn.rollback()
-            report.outcome = "claim_lost"
-            report.detail["turns_indexed"] = 0
-            log.warning("claim lost before write; nothing written",
-                        extra={"session_id": report.session_id})
-            return report
-        # the turns in the same transaction, behind the same fence
-        # (eros/recall/db/turn_write_sql.py)
-        counts.statuses = turn_write_sql.write_fenced(conn, turn_rows)
+    # one statement: the stamp, the memories, the run row and the turns, behind the claim's
+    # fence (eros/dreaming/db/finish_sql.py)
+    with _write_connection(pipeline) as conn:
+        finished = finish_sql.finish_session(conn, attempt, outcome, through_seq=through_seq,
+                                             memories=rows, turns=turn_rows, task_id=task_id)
+    if finished is None:
+        report.outcome = "claim_lost"
+        report.detail["turns_indexed"] = 0
+        log.warning("claim lost before write; nothing written",
+                    extra={"session_id": report.session_id})
+        return report
+    written = finished.memories
+    counts.statuses = finished.turns
     report.detail.update(counts.as_detail())
     turn_index.record("classify", counts)
     report.memories_written = written

@@ -133,7 +133,7 @@ def backfill(settings: Settings, engine: Engine, embedder: Embedder, *,
             sql.lock_users(conn, users)
             now_held = sql.withheld(conn, users)  # a forget --sensitive meanwhile
             write = [r for r in write if not labels[r.seq] & now_held.get(r.user_id, set())]
-            written = turn_write_sql.write_fenced(conn, write, replace=False)
+            written = turn_write_sql.write_fenced(conn, write)
             sql.advance(conn, after=last, scanned=len(rows), indexed=sum(written.values()),
                         done=done)
         counts.statuses.update(written)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -14,9 +13,8 @@ from sqlalchemy import Connection, func, select, text
 from eros.core.text import normalise_for_dedup
 from eros.core.transcript import Turn
 from eros.db.schema import companion_memories
-from eros.memory.core.claims import Attempt, Claim, MemoryRow, Outcome
-from eros.memory.core.layers import route_instance
-from eros.memory.db import attempt_sql, provenance_sql, write_sql
+from eros.memory.core.claims import Attempt, Claim, Outcome
+from eros.memory.db import attempt_sql, write_sql
 
 # The original dreaming-lite claim (one UPDATE over a FOR UPDATE SKIP LOCKED subquery), plus: a
 # fresh token per claim, the attempt backoff gate and the dead-letter and archive exclusions.
@@ -191,51 +189,8 @@ def dedup_key(session_id: uuid.UUID, content: str) -> str:
     return f"{session_id}:{digest}"
 
 
-def finish(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq: int,
-           memories: Sequence[MemoryRow] = (),
-           task_id: str | None = None) -> int | None:
-    """Stamp the session and write its memories atomically (call inside one transaction).
-
-    Returns how many memories were new, or None when the claim is no longer ours (the caller
-    must roll back). Rows already written for the same extraction are skipped by dedup_key.
-    Two statements: the stamp, then the memories with their count and the attempt's row.
-    """
-    claim = attempt.claim
-    if conn.execute(write_sql.FINISH, {
-        "session_id": claim.session_id, "token": claim.token, "through_seq": through_seq,
-        "outcome": outcome.kind, "memory_count": 0, "model": outcome.model,
-        "prompt_tokens": outcome.prompt_tokens, "completion_tokens": outcome.completion_tokens,
-        "embedding_tokens": outcome.embedding_tokens, "error": outcome.error,
-        "guard_dropped": outcome.guard_dropped,
-    }).first() is None:
-        return None
-    if not memories:
-        record_run(conn, attempt, outcome, task_id=task_id)
-        return 0
-    dim = len(memories[0].embedding)
-    if any(len(m.embedding) != dim for m in memories):
-        raise ValueError("a session's memories must have vectors of one size")
-    return int(conn.execute(write_sql.WRITE_MEMORIES, {
-        **_run_params(attempt, outcome, task_id),
-        "instance_ids": [route_instance(m.layer, claim.instance_id) for m in memories],
-        "contents": [m.content for m in memories],
-        "categories": [m.category for m in memories],
-        "importances": [None if m.importance is None else float(m.importance)
-                        for m in memories],
-        "metadata": [json.dumps(m.metadata) for m in memories],
-        "embeddings": write_sql.Float4Array(
-            [x for m in memories for x in m.embedding]),
-        "dim": dim,
-        "embedding_models": [m.embedding_model for m in memories],
-        "dedup_keys": [dedup_key(claim.session_id, m.content) for m in memories],
-        "source_seqs": [provenance_sql.array_text(m.source_seqs) for m in memories],
-        "source_fallbacks": [m.source_fallback for m in memories],
-        "sensitivities": [m.sensitivity for m in memories],
-        "statuses": [m.status for m in memories],
-    }).scalar_one())
-
-
-def _run_params(attempt: Attempt, outcome: Outcome, task_id: str | None) -> dict[str, Any]:
+def run_params(attempt: Attempt, outcome: Outcome, task_id: str | None) -> dict[str, Any]:
+    """The binds of an attempt's row in ``classification_runs`` (write_sql's ``_RUN_*``)."""
     return {"session_id": attempt.claim.session_id, "user_id": attempt.claim.user_id,
             "task_id": task_id, "attempt": attempt.attempt, "outcome": outcome.kind,
             "model": outcome.model, "prompt_tokens": outcome.prompt_tokens,
@@ -246,7 +201,7 @@ def _run_params(attempt: Attempt, outcome: Outcome, task_id: str | None) -> dict
 
 def record_run(conn: Connection, attempt: Attempt, outcome: Outcome, *, memory_count: int = 0,
                task_id: str | None = None) -> None:
-    conn.execute(write_sql.RECORD_RUN, {**_run_params(attempt, outcome, task_id),
+    conn.execute(write_sql.RECORD_RUN, {**run_params(attempt, outcome, task_id),
                                         "memory_count": memory_count})
 
 

@@ -1,9 +1,10 @@
-"""The statements that end a classify attempt: the stamp, the memories with their count, and
-the attempt's row in ``classification_runs`` (run by :func:`eros.memory.db.repo.finish`).
+"""The memories and the attempt's row in ``classification_runs`` that end a classify attempt
+(composed into one statement by :mod:`eros.dreaming.db.finish_sql`), and the run row of an
+attempt that ends otherwise.
 
 Why raw statements of a fixed shape: a session's write used to be four statements,
 one of them a multi-row ``INSERT … VALUES`` that SQLAlchemy compiled afresh for every call (a
-third of the write's CPU in the worker). Now it is two statements whose text never changes —
+third of the write's CPU in the worker). Now it is one statement whose text never changes —
 compiled once per process, prepared once per connection — and the rows travel as arrays that
 ``unnest`` turns back into rows.
 """
@@ -54,30 +55,6 @@ class _Float4ArrayDumper(Dumper):
 # registered for this class only: nothing else psycopg adapts changes
 psycopg.adapters.register_dumper(Float4Array, _Float4ArrayDumper)
 
-# Stamp only while the claim is ours and the session is not archived (archiving a session in
-# flight — "forget a relationship" — must not be undone by its late memories: the row lock
-# orders the two, and a late FINISH finds archived_at set and writes nothing). If turns past
-# the watermark arrived meanwhile, the session stays unclassified so the next idle tick picks
-# them up. "Arrived" is read from the row itself (last_seq): a turn's transaction holds this
-# row's lock until it commits, and after waiting for it PostgreSQL re-reads the row, where a
-# subquery would keep the statement's old snapshot and miss the turn.
-FINISH = text("""
-UPDATE engine.chat_sessions AS s
-   SET classified_at = CASE WHEN s.last_seq > :through_seq THEN NULL ELSE now() END,
-       classification_claimed_at = NULL,
-       claim_token = NULL,
-       next_attempt_at = NULL,
-       attempts = 0,
-       classified_through_seq = GREATEST(s.classified_through_seq, :through_seq),
-       outcome = :outcome, outcome_at = now(), memory_count = :memory_count, model = :model,
-       prompt_tokens = s.prompt_tokens + :prompt_tokens,
-       completion_tokens = s.completion_tokens + :completion_tokens,
-       embedding_tokens = s.embedding_tokens + :embedding_tokens,
-       last_error = :error, guard_dropped = :guard_dropped
- WHERE s.id = :session_id AND s.claim_token = :token AND s.archived_at IS NULL
-RETURNING s.id
-""")
-
 _RUN_COLUMNS = """engine.classification_runs (session_id, user_id, task_id, attempt, outcome,
         memory_count, model, prompt_tokens, completion_tokens, embedding_tokens, error,
         cost_usd, guard_dropped)"""
@@ -93,15 +70,14 @@ INSERT INTO {_RUN_COLUMNS}
 VALUES ({_RUN_VALUES}, CAST(:memory_count AS integer), {_RUN_REST})
 """)
 
-# After FINISH, in its transaction: the memories (a re-run's rows already written are skipped
-# by dedup_key), the session's memory_count set to the rows written — not the candidates: a
-# re-run whose memories all exist records 0 — and the attempt's row with the same count.
-# Arrays of equal length, one element per memory, and the vectors as one flat real[] of
-# ``dim`` floats per memory; WITH ORDINALITY keeps the reply's order. A memory's source seqs
-# travel as the text of a bigint[] (``{3,5}``, NULL when unknown): arrays of arrays must be
-# rectangular, a memory's sources are not.
-WRITE_MEMORIES = text(f"""
-WITH candidate AS (
+#: the memories of one classify attempt, as arrays of equal length (one element per memory)
+#: and the vectors as one flat real[] of ``dim`` floats per memory; WITH ORDINALITY keeps the
+#: reply's order. A memory's source seqs travel as the text of a bigint[] (``{3,5}``, NULL
+#: when unknown): arrays of arrays must be rectangular, a memory's sources are not.
+#: ``fence`` is the CTE that says the write may happen (one row while the claim is ours):
+#: no row, nothing written. Used by :mod:`eros.dreaming.db.finish_sql`.
+MEMORY_CTES = f"""
+candidate AS (
     SELECT * FROM unnest(CAST(:instance_ids AS uuid[]), CAST(:contents AS text[]),
                          CAST(:categories AS text[]), CAST(:importances AS float8[]),
                          CAST(:metadata AS text[]), CAST(:embedding_models AS text[]),
@@ -111,8 +87,6 @@ WITH candidate AS (
         WITH ORDINALITY AS c(instance_id, content, category, importance, metadata,
                              embedding_model, dedup_key, source_seqs, source_fallback,
                              sensitivity, status, ord)
-), flat AS (
-    SELECT CAST(:embeddings AS real[]) AS v, CAST(:dim AS integer) AS dim
 ), written AS (
     INSERT INTO engine.companion_memories (session_id, user_id, instance_id, content, category,
                                            importance, metadata, embedding, model,
@@ -123,17 +97,15 @@ WITH candidate AS (
            CAST(f.v[(c.ord - 1) * f.dim + 1 : c.ord * f.dim] AS vector),
            CAST(:model AS text), c.embedding_model, c.dedup_key,
            CAST(c.source_seqs AS bigint[]), c.source_fallback, c.sensitivity, c.status
-      FROM candidate AS c CROSS JOIN flat AS f ORDER BY c.ord
+      FROM candidate AS c
+     CROSS JOIN (SELECT CAST(:embeddings AS real[]) AS v, CAST(:dim AS integer) AS dim) AS f
+     CROSS JOIN fence
+     ORDER BY c.ord
     ON CONFLICT (dedup_key) DO NOTHING
     RETURNING 1
 ), counted AS (
     SELECT count(*)::integer AS n FROM written
-), stamped AS (
-    UPDATE engine.chat_sessions SET memory_count = counted.n
-      FROM counted WHERE id = CAST(:session_id AS uuid)
 ), run AS (
     INSERT INTO {_RUN_COLUMNS}
-    SELECT {_RUN_VALUES}, counted.n, {_RUN_REST} FROM counted
-)
-SELECT n FROM counted
-""")
+    SELECT {_RUN_VALUES}, counted.n, {_RUN_REST} FROM counted CROSS JOIN fence
+)"""

@@ -5,7 +5,7 @@ Which turns: the user's turns, in ``chat_messages.seq`` order up to the cutoff (
 when the run began: later ones are classify's), of sessions whose classification already read
 them (at or below ``classified_through_seq``), never erased (above ``erased_through_seq``,
 not in ``erased_seqs``), not archived, and not indexed yet. The write goes through
-:func:`eros.recall.db.turn_write_sql.write_fenced` (``replace=False``), which re-checks all of that
+:func:`eros.recall.db.turn_write_sql.write_fenced`, which re-checks all of that
 under the users' locks.
 """
 

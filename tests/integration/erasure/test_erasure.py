@@ -213,10 +213,13 @@ def test_a_memory_forget_waits_for_a_classify_that_is_writing(
     attempt = _forced(pipeline, sid)
     assert attempt is not None
     with engine.connect() as blocker:
-        blocker.execute(text("LOCK TABLE engine.classification_runs IN EXCLUSIVE MODE"))
+        # holds classify inside its finishing statement: the session's row locked by its
+        # fence, its turns' message locks (FOR KEY SHARE) waiting
+        blocker.execute(text("SELECT 1 FROM engine.chat_messages WHERE session_id = :s"
+                             " FOR UPDATE"), {"s": sid})
         writer = threading.Thread(target=lambda: classify(pipeline, attempt))
         writer.start()
-        wait_for_lock_wait(engine, "WITH candidate AS")
+        wait_for_lock_wait(engine, "WITH fence AS")
         out: list[Any] = []
         forgetter = threading.Thread(target=lambda: out.append(forget_memory(engine, cat)))
         forgetter.start()

@@ -151,11 +151,12 @@ def test_forget_waits_for_a_classify_that_is_writing_and_removes_what_it_wrote(
         sid = add_session(conn, [mem_line("fact", 0.7, "Lives in Shanghai")], user_id=user)
     attempt = _claim(pipeline, sid)
     with engine.connect() as blocker:
-        # holds classify inside its write transaction: session stamped, the statement that
-        # writes the memories and the run row (write_sql.WRITE_MEMORIES) waits
-        blocker.execute(text("LOCK TABLE engine.classification_runs IN EXCLUSIVE MODE"))
+        # holds classify inside its one finishing statement (dreaming/db/finish_sql.py): the
+        # session's row locked by its fence, its turns' message locks (FOR KEY SHARE) waiting
+        blocker.execute(text("SELECT 1 FROM engine.chat_messages WHERE session_id = :s"
+                             " FOR UPDATE"), {"s": sid})
         writer, out = _in_thread(classify, pipeline, attempt)
-        wait_for_lock_wait(engine, "WITH candidate AS")
+        wait_for_lock_wait(engine, "WITH fence AS")
         forgetter, counts = _in_thread(lambda: forget_user(engine, user))
         wait_for_lock_wait(engine, "SELECT id FROM engine.chat_sessions")
         blocker.rollback()
