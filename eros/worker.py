@@ -19,7 +19,11 @@ from eros.recall.tasks.cells import cluster_memories
 from eros.recall.tasks.recall import recall_memories
 from eros.recall.tasks.reembed import reembed_memories
 from eros.settings import get_settings
+from eros.tasks import green_pool
 from eros.tasks.app import create_app
+
+# --pool=gevent (the Procfile's classify worker) runs eros's gevent pool: no refill round trips
+green_pool.install()
 
 app = create_app(get_settings())
 

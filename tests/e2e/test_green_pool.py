@@ -4,6 +4,7 @@ where Celery's gevent pool has none, and database waits yield to the other green
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 import uuid
@@ -134,9 +135,11 @@ def _waiting_on(engine: Engine, holder_pid: int) -> int:
 @contextmanager
 def _green_worker_on_held_rows(engine: Engine, env: dict[str, str], sids: list[uuid.UUID], *,
                                name: str, concurrency: int,
-                               log_dir: Path) -> Iterator[tuple[RootTransaction, int]]:
+                               log_dir: Path
+                               ) -> Iterator[tuple[RootTransaction, int, WorkerProcess]]:
     """A gevent worker of ``concurrency`` started, the sessions' rows locked by an open
-    transaction, and one classify message sent for each: (that transaction, its pid)."""
+    transaction, and one classify message sent for each: (that transaction, its pid, the
+    worker)."""
     worker = WorkerProcess(env, name=name, pool="gevent", concurrency=concurrency,
                            log_dir=log_dir)
     holder = engine.connect()
@@ -145,7 +148,7 @@ def _green_worker_on_held_rows(engine: Engine, env: dict[str, str], sids: list[u
         tx, holder_pid = _lock_sessions(holder, sids)
         for sid in sids:
             _send(env, sid)
-        yield tx, holder_pid
+        yield tx, holder_pid, worker
     finally:
         holder.close()
         worker.stop()
@@ -208,7 +211,7 @@ def test_database_waits_overlap_on_one_gevent_worker(
         sids = [add_session(conn, [mem_line("fact", 0.5, f"overlap {i}")]) for i in range(n)]
     env = {**stack_env, "DATABASE_POOL_SIZE": str(n), "DATABASE_MAX_OVERFLOW": "2"}
     with _green_worker_on_held_rows(engine, env, sids, name="green-db", concurrency=n,
-                                    log_dir=tmp_path) as (tx, holder_pid):
+                                    log_dir=tmp_path) as (tx, holder_pid, _):
         wait_until(lambda: _waiting_on(engine, holder_pid) == n, timeout=8, interval=0.1,
                    message=f"{n} tasks of one gevent process waiting on the lock together")
         tx.rollback()
@@ -218,36 +221,83 @@ def test_database_waits_overlap_on_one_gevent_worker(
             f"overlap {i}" for i in range(n))
 
 
-def test_a_full_green_pool_already_holds_its_next_message(
+def test_a_full_green_pool_holds_its_prefetch_and_starts_each_as_a_slot_frees(
         engine: Engine, stack_env: dict[str, str], tmp_path: Path) -> None:
     """A gevent worker runs Celery's blocking loop, which waits up to 2 s on the broker with
-    no fetch registered while its prefetch is full — so with a prefetch of exactly its
-    concurrency, every slot that frees sat idle until that wait ended (a drain of 128 in
-    flight lost a third of its slots). With a multiplier of 2 the worker fetches the next
-    message while its pool is full, and a freed slot starts it at once. Here: 3 slots, 4
-    messages, the first 3 held in PostgreSQL; the 4th must leave the queue for the worker
-    (reserved, not running) before any slot frees."""
+    no fetch registered while its prefetch is full, and Celery's gevent pool blocks that loop
+    inside ``spawn`` while every slot is busy: it holds one message beyond its slots and
+    refills each freed slot with a broker round trip, queued behind the finishing tasks' CPU.
+    eros's pool (eros/tasks/green_pool.py) keeps fetching up to the prefetch (2 × its
+    concurrency) and starts a waiting message the moment a slot frees. Here: 3 slots, 6
+    messages, all held in PostgreSQL; all 6 leave the queue while only 3 run (Celery's pool:
+    2 stay queued), and every session is classified once the rows are free."""
     n = 3
     with engine.begin() as conn:
         sids = [add_session(conn, [mem_line("fact", 0.5, f"reserved {i}")])
-                for i in range(n + 1)]
+                for i in range(2 * n)]
     env = {**stack_env, "DATABASE_POOL_SIZE": str(n + 2)}
-    settings = load_settings(redis_url=env["REDIS_URL"], database_url=env["DATABASE_URL"])
     broker = redis.Redis.from_url(env.get("BROKER_URL") or env["REDIS_URL"])
-    queued = settings.eros_classify_queue
+    queued = _queue(env)
     try:
         with _green_worker_on_held_rows(engine, env, sids, name="green-prefetch",
-                                        concurrency=n, log_dir=tmp_path) as (tx, holder_pid):
+                                        concurrency=n, log_dir=tmp_path) as (tx, holder_pid, _):
             wait_until(lambda: _waiting_on(engine, holder_pid) == n, timeout=15, interval=0.1,
                        message=f"{n} tasks filling the pool, each waiting on the held rows")
             wait_until(lambda: broker.llen(queued) == 0, timeout=10, interval=0.1,
-                       message="the 4th message fetched by the worker while its pool is full")
+                       message="every message fetched by the worker while its pool is full")
             assert _waiting_on(engine, holder_pid) == n, \
                 "the pool ran more tasks than its concurrency"
             tx.rollback()
             wait_until(lambda: all(_session(engine, s)[2] for s in sids), timeout=30,
                        message="every session classified once the rows are free")
             assert sorted(m for s in sids for m in _memories(engine, s)) == sorted(
-                f"reserved {i}" for i in range(n + 1))
+                f"reserved {i}" for i in range(2 * n))
     finally:
         broker.close()
+
+
+def test_a_warm_shutdown_gives_the_waiting_messages_back_and_loses_none(
+        engine: Engine, stack_env: dict[str, str], tmp_path: Path) -> None:
+    """The messages waiting in eros's gevent pool are prefetched, not started: on a warm
+    shutdown (SIGTERM) the running tasks finish, the waiting ones are never started and go
+    back to the queue unacknowledged, and the next worker classifies each exactly once."""
+    n = 3
+    with engine.begin() as conn:
+        sids = [add_session(conn, [mem_line("fact", 0.5, f"handed back {i}")])
+                for i in range(2 * n)]
+    env = {**stack_env, "DATABASE_POOL_SIZE": str(n + 2)}
+    broker = redis.Redis.from_url(env.get("BROKER_URL") or env["REDIS_URL"])
+    queued = _queue(env)
+    try:
+        with _green_worker_on_held_rows(engine, env, sids, name="green-shutdown",
+                                        concurrency=n, log_dir=tmp_path) as (tx, holder_pid,
+                                                                             worker):
+            wait_until(lambda: _waiting_on(engine, holder_pid) == n, timeout=15, interval=0.1,
+                       message=f"{n} tasks filling the pool, each waiting on the held rows")
+            wait_until(lambda: broker.llen(queued) == 0, timeout=10, interval=0.1,
+                       message="the other messages waiting in the worker")
+            worker.proc.send_signal(signal.SIGTERM)  # warm shutdown, three tasks running
+            wait_until(lambda: "warm shutdown" in worker.log().lower(), timeout=10,
+                       interval=0.1, message="the worker began its warm shutdown")
+            tx.rollback()  # the running three can finish
+            worker.proc.wait(timeout=30)
+            done = [s for s in sids if _session(engine, s)[2]]
+            assert len(done) == n, "a waiting message was started during the shutdown"
+            assert broker.llen(queued) == n, "the waiting messages are back in the queue"
+        second = WorkerProcess(env, name="green-after", pool="gevent", concurrency=n,
+                               log_dir=tmp_path)
+        try:
+            second.wait_ready()
+            wait_until(lambda: all(_session(engine, s)[2] for s in sids), timeout=30,
+                       message="the handed-back sessions classified by the next worker")
+        finally:
+            second.stop()
+        assert sorted(m for s in sids for m in _memories(engine, s)) == sorted(
+            f"handed back {i}" for i in range(2 * n))
+    finally:
+        broker.close()
+
+
+def _queue(env: dict[str, str]) -> str:
+    settings = load_settings(redis_url=env["REDIS_URL"], database_url=env["DATABASE_URL"])
+    return settings.eros_classify_queue
