@@ -135,3 +135,19 @@ def test_strip_invisible_ascii_fast_path_matches_the_general_rule() -> None:
     assert kept == general
     # a carriage return is a line break (issue 25), every other control character goes
     assert kept == "\t\n\n" + "".join(chr(i) for i in range(32, 127))
+
+
+@pytest.mark.parametrize("uuid_text", [
+    # read as leetspeak this one spells "6eeta66e-cccd-…": an ID word ("cccd", Vietnam's
+    # citizen ID) beside a token, which the secret checks took for an identity number
+    "remembers 6ee74663-cccd-433f-b53b-c0350bc61d81 item 2",
+    "User's order 5f1e2d3c-aaaa-4bbb-9ccc-1234567890ab shipped",
+])
+def test_a_uuid_is_an_identifier_not_a_secret(uuid_text: str) -> None:
+    assert load_guard().check(uuid_text).ok
+
+
+def test_a_secret_beside_a_uuid_is_still_found() -> None:
+    verdict = load_guard().check(
+        "Order 6ee74663-cccd-433f-b53b-c0350bc61d81, card 4111 1111 1111 1111")
+    assert not verdict.ok and verdict.reason == "secret"

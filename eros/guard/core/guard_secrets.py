@@ -47,16 +47,14 @@ from stdnum.kr import rrn
 from stdnum.ro import cnp
 from stdnum.us import ssn
 
+from eros.guard.core.guard_text import UUID
+
 _ANY_DIGIT = re.compile(r"\d")  # str patterns: a decimal digit of any script (category Nd)
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}\b")
 # a card number stands on its own: a digit run glued to letters or hex groups (a UUID, a hash,
 # an order reference) is part of another token, not a card
 _DIGIT_RUN = re.compile(r"(?<![0-9A-Za-z.,])(?<![0-9A-Za-z][.\-])\d(?:[ .\-]?\d){12,18}"
                         r"(?![0-9A-Za-z])(?![.\-][0-9A-Za-z])")
-# a UUID is an identifier, never a secret: masked before any number or word is looked for, so
-# neither its digit groups (a Luhn-valid run) nor a hex group spelling a word ("cccd") match
-_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
-                   re.IGNORECASE)
 _CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])")
 _KR_RRN = re.compile(r"(?<!\d)\d{6}[- ]?\d{7}(?!\d)")
 # numbers issued since October 2020 carry no check digit: written YYMMDD-SNNNNNN (the dash
@@ -303,7 +301,10 @@ def find_secret(text: str) -> str | None:
             return "secret.provider-key"
     if _URL_CREDENTIALS.search(raw):
         return "secret.url-credentials"
-    kind = _find_number(_UUID.sub("uuid", raw))
+    # a UUID is an identifier, never a secret: masked before any number or word is looked for,
+    # so neither its digit groups (a Luhn-valid run) nor a hex group spelling a word ("cccd")
+    # match
+    kind = _find_number(UUID.sub("uuid", raw))
     if kind is not None:
         return kind
     for match in _PASSWORD.finditer(raw):
