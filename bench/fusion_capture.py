@@ -60,7 +60,7 @@ def capture(args: argparse.Namespace) -> int:
              if args.suite else shipped_suite()).subset(args.users)
     calls: list[dict[str, Any]] = []
     users: dict[str, Any] = {}
-    real_fuse = recall_fused.fuse
+    real_fuse = recall_fused.fuse  # type: ignore[attr-defined]
     real_user_data = asking._user_data
 
     def recording_fuse(memories, turns, **kw):  # type: ignore[no-untyped-def]
@@ -75,7 +75,7 @@ def capture(args: argparse.Namespace) -> int:
         users[user.id] = data
         return data, tokens
 
-    recall_fused.fuse = recording_fuse  # type: ignore[assignment]
+    recall_fused.fuse = recording_fuse  # type: ignore[attr-defined]
     asking._user_data = recording_user_data  # type: ignore[assignment]
     with scratch_database() as database_url:
         settings = load_settings(database_url=database_url)
