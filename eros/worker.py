@@ -8,6 +8,8 @@ Each feature keeps its own task family (``eros/<feature>/tasks``) over the one b
 
 from __future__ import annotations
 
+from celery import concurrency
+
 import eros.lifecycle  # noqa: F401 - connects the worker's signal handlers
 from eros.consolidation.tasks import consolidate_user, find_consolidation_candidates
 from eros.dreaming.tasks.classify import claim_and_fan_out, claim_idle_sessions, classify_session
@@ -19,11 +21,12 @@ from eros.recall.tasks.cells import cluster_memories
 from eros.recall.tasks.recall import recall_memories
 from eros.recall.tasks.reembed import reembed_memories
 from eros.settings import get_settings
-from eros.tasks import green_pool
 from eros.tasks.app import create_app
 
-# --pool=gevent (the Procfile's classify worker) runs eros's gevent pool: no refill round trips
-green_pool.install()
+# --pool=gevent (the Procfile's classify worker) runs eros's gevent pool, which keeps its
+# prefetched messages waiting in the worker and paces their starts (eros/tasks/green_pool.py);
+# Celery resolves the name when the worker starts, after importing this module
+concurrency.ALIASES["gevent"] = "eros.tasks.green_pool:TaskPool"
 
 app = create_app(get_settings())
 
