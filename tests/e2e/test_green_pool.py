@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -231,29 +232,13 @@ def test_a_full_green_pool_holds_its_prefetch_and_starts_each_as_a_slot_frees(
     concurrency) and starts a waiting message the moment a slot frees. Here: 3 slots, 6
     messages, all held in PostgreSQL; all 6 leave the queue while only 3 run (Celery's pool:
     2 stay queued), and every session is classified once the rows are free."""
-    n = 3
-    with engine.begin() as conn:
-        sids = [add_session(conn, [mem_line("fact", 0.5, f"reserved {i}")])
-                for i in range(2 * n)]
-    env = {**stack_env, "DATABASE_POOL_SIZE": str(n + 2)}
-    broker = redis.Redis.from_url(env.get("BROKER_URL") or env["REDIS_URL"])
-    queued = _queue(env)
-    try:
-        with _green_worker_on_held_rows(engine, env, sids, name="green-prefetch",
-                                        concurrency=n, log_dir=tmp_path) as (tx, holder_pid, _):
-            wait_until(lambda: _waiting_on(engine, holder_pid) == n, timeout=15, interval=0.1,
-                       message=f"{n} tasks filling the pool, each waiting on the held rows")
-            wait_until(lambda: broker.llen(queued) == 0, timeout=10, interval=0.1,
-                       message="every message fetched by the worker while its pool is full")
-            assert _waiting_on(engine, holder_pid) == n, \
-                "the pool ran more tasks than its concurrency"
-            tx.rollback()
-            wait_until(lambda: all(_session(engine, s)[2] for s in sids), timeout=30,
-                       message="every session classified once the rows are free")
-            assert sorted(m for s in sids for m in _memories(engine, s)) == sorted(
-                f"reserved {i}" for i in range(2 * n))
-    finally:
-        broker.close()
+    with _full_green_pool(engine, stack_env, tmp_path, "reserved") as pool:
+        assert _waiting_on(engine, pool.holder_pid) == N, \
+            "the pool ran more tasks than its concurrency"
+        pool.tx.rollback()
+        wait_until(lambda: all(_session(engine, s)[2] for s in pool.sids), timeout=30,
+                   message="every session classified once the rows are free")
+    assert pool.memories() == pool.expected
 
 
 def test_a_warm_shutdown_gives_the_waiting_messages_back_and_loses_none(
@@ -261,39 +246,67 @@ def test_a_warm_shutdown_gives_the_waiting_messages_back_and_loses_none(
     """The messages waiting in eros's gevent pool are prefetched, not started: on a warm
     shutdown (SIGTERM) the running tasks finish, the waiting ones are never started and go
     back to the queue unacknowledged, and the next worker classifies each exactly once."""
-    n = 3
-    with engine.begin() as conn:
-        sids = [add_session(conn, [mem_line("fact", 0.5, f"handed back {i}")])
-                for i in range(2 * n)]
-    env = {**stack_env, "DATABASE_POOL_SIZE": str(n + 2)}
-    broker = redis.Redis.from_url(env.get("BROKER_URL") or env["REDIS_URL"])
-    queued = _queue(env)
-    try:
-        with _green_worker_on_held_rows(engine, env, sids, name="green-shutdown",
-                                        concurrency=n, log_dir=tmp_path) as (tx, holder_pid,
-                                                                             worker):
-            wait_until(lambda: _waiting_on(engine, holder_pid) == n, timeout=15, interval=0.1,
-                       message=f"{n} tasks filling the pool, each waiting on the held rows")
-            wait_until(lambda: broker.llen(queued) == 0, timeout=10, interval=0.1,
-                       message="the other messages waiting in the worker")
-            worker.proc.send_signal(signal.SIGTERM)  # warm shutdown, three tasks running
-            wait_until(lambda: "warm shutdown" in worker.log().lower(), timeout=10,
-                       interval=0.1, message="the worker began its warm shutdown")
-            tx.rollback()  # the running three can finish
-            worker.proc.wait(timeout=30)
-            done = [s for s in sids if _session(engine, s)[2]]
-            assert len(done) == n, "a waiting message was started during the shutdown"
-            assert broker.llen(queued) == n, "the waiting messages are back in the queue"
-        second = WorkerProcess(env, name="green-after", pool="gevent", concurrency=n,
+    with _full_green_pool(engine, stack_env, tmp_path, "handed back") as pool:
+        worker = pool.worker
+        worker.proc.send_signal(signal.SIGTERM)  # warm shutdown, three tasks running
+        wait_until(lambda: "warm shutdown" in worker.log().lower(), timeout=10,
+                   interval=0.1, message="the worker began its warm shutdown")
+        pool.tx.rollback()  # the running three can finish
+        worker.proc.wait(timeout=30)
+        done = [s for s in pool.sids if _session(engine, s)[2]]
+        assert len(done) == N, "a waiting message was started during the shutdown"
+        assert pool.broker.llen(pool.queue) == N, "the waiting messages are back in the queue"
+        second = WorkerProcess(pool.env, name="green-after", pool="gevent", concurrency=N,
                                log_dir=tmp_path)
         try:
             second.wait_ready()
-            wait_until(lambda: all(_session(engine, s)[2] for s in sids), timeout=30,
+            wait_until(lambda: all(_session(engine, s)[2] for s in pool.sids), timeout=30,
                        message="the handed-back sessions classified by the next worker")
         finally:
             second.stop()
-        assert sorted(m for s in sids for m in _memories(engine, s)) == sorted(
-            f"handed back {i}" for i in range(2 * n))
+    assert pool.memories() == pool.expected
+
+
+#: the full pool's slots; it is sent twice as many messages
+N = 3
+
+
+@dataclass
+class FullPool:
+    engine: Engine
+    env: dict[str, str]
+    sids: list[uuid.UUID]
+    expected: list[str]
+    broker: redis.Redis
+    queue: str
+    tx: RootTransaction
+    holder_pid: int
+    worker: WorkerProcess
+
+    def memories(self) -> list[str]:
+        return sorted(m for s in self.sids for m in _memories(self.engine, s))
+
+
+@contextmanager
+def _full_green_pool(engine: Engine, stack_env: dict[str, str], tmp_path: Path,
+                     label: str) -> Iterator[FullPool]:
+    """A gevent worker of N slots sent 2 × N messages for sessions whose rows are held: N
+    running (each waiting on its row), the other N fetched from the queue and waiting in the
+    pool."""
+    with engine.begin() as conn:
+        expected = [f"{label} {i}" for i in range(2 * N)]
+        sids = [add_session(conn, [mem_line("fact", 0.5, text)]) for text in expected]
+    env = {**stack_env, "DATABASE_POOL_SIZE": str(N + 2)}
+    broker = redis.Redis.from_url(env.get("BROKER_URL") or env["REDIS_URL"])
+    queue = _queue(env)
+    try:
+        with _green_worker_on_held_rows(engine, env, sids, name=f"green-{label.split()[0]}",
+                                        concurrency=N, log_dir=tmp_path) as (tx, pid, worker):
+            wait_until(lambda: _waiting_on(engine, pid) == N, timeout=15, interval=0.1,
+                       message=f"{N} tasks filling the pool, each waiting on the held rows")
+            wait_until(lambda: broker.llen(queue) == 0, timeout=10, interval=0.1,
+                       message="every message fetched by the worker while its pool is full")
+            yield FullPool(engine, env, sids, expected, broker, queue, tx, pid, worker)
     finally:
         broker.close()
 
