@@ -1,31 +1,27 @@
-"""The gevent pool a ``--pool=gevent`` worker runs: Celery's, with the prefetched messages
-waiting in the worker, so a freed slot starts the next task at once.
+"""The gevent pool a ``--pool=gevent`` worker runs: Celery's, with its prefetched messages
+waiting in the worker, and their starts paced.
 
-Why: Celery's gevent pool blocks its consumer inside ``spawn`` while every slot is busy, so it
-holds one message at most and refills freed slots one broker round trip at a time. In a drain
-the model's replies come back together, and those round trips queue behind the finishing
-tasks' CPU on the process's one thread: new tasks start only after the wave has finished,
-the next wave's replies come back together again, and the waves stay in step (measured: a
-period of ~3 s for a 2.1 s task at 128 in flight, bench/RESULTS.md). Here the consumer never
-blocks: a message that finds the pool full waits in a local queue, bounded by the prefetch
-(``worker_prefetch_multiplier`` × concurrency, :mod:`eros.tasks.app`), and a task's end
-starts the next one in its place. A waiting message is unacknowledged like any prefetched
-one: once a warm or cold shutdown has begun it is not started, and it goes back to the queue
-when the worker's broker connection closes; on a lost worker it is redelivered (and a stale
-claim re-taken).
+Why: a drain at 128 in flight on one process ran in waves (bench/RESULTS.md, issue 34 item 1):
+every model reply of a wave lands together, each task's later steps wait on the one thread
+behind all the others' CPU, so the whole wave ends together and the next starts together — a
+~3 s period for a 2.1 s task. Two things here:
 
-And it paces the starts: no faster than 1.5 × its slots per task duration (a moving average of
-its tasks' wall time), in bursts of at most 8. Without it a drain's tasks run in waves: every
-model reply of a wave lands together, the finishing tasks' CPU on the one thread makes each
-one's later steps wait for all the others, so the whole wave ends together and the next one
-starts together. Paced, the starts of a wave spread over two thirds of a task's duration and
-stay spread (measured at 128 in flight: task median 2.55 → 2.18 s for a 2.1 s ideal, 75% →
-83% of the bound, bench/RESULTS.md). The pace never binds in a steady state — a pool of
-``n`` slots cannot start more than ``n`` per task duration for long — only in a burst.
+- Celery's gevent pool blocks its consumer inside ``spawn`` while every slot is busy: it holds
+  one message beyond its slots and refills each freed slot with a broker round trip queued
+  behind that CPU. Here the consumer never blocks: a message that finds the pool full waits in
+  a local queue, bounded by the prefetch (``worker_prefetch_multiplier`` × concurrency,
+  :mod:`eros.tasks.app`), and a task's end starts the next one in its place.
+- Starts are paced: no faster than 1.5 × the slots per task duration (a moving average of the
+  tasks' wall time), 8 at once, so a wave's starts spread and stay spread (task median 2.55 →
+  2.14 s, 75% → 84% of the bound). The pace never binds in a steady state — ``n`` slots cannot
+  start more than ``n`` tasks per task duration for long — only in a burst.
 
-:mod:`eros.worker` points Celery's ``gevent`` pool name at this class (:data:`POOL_PATH`), so
-the Procfile's ``--pool=gevent`` (a contract) stays as written; only a gevent worker imports
-this module.
+A waiting message is unacknowledged like any prefetched one: once a warm or cold shutdown has
+begun it is not started, and it goes back to the queue when the worker's broker connection
+closes; on a lost worker it is redelivered (and a stale claim re-taken).
+
+:mod:`eros.worker` points Celery's ``gevent`` pool name at this class, so the Procfile's
+``--pool=gevent`` (a contract) stays as written; only a gevent worker imports this module.
 """
 
 from __future__ import annotations
