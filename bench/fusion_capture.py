@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.fusion_dev import _value
+from bench.fusion_dev import _value, replayed
 from eros.evaluation.core.exact import BUDGETS, KS
 
 
@@ -39,22 +39,12 @@ def _variant(text: str) -> tuple[str, dict[str, Any]]:
 
 
 def capture(args: argparse.Namespace) -> int:
-    from bench.claim_bench import scratch_database
-    from eros.db.engine import make_engine
-    from eros.devstack.embedded import data_dir
     from eros.evaluation.core.formats import convert
     from eros.evaluation.core.scoring import aggregate
     from eros.evaluation.core.suite import shipped_suite
-    from eros.evaluation.db.eval_cache import VectorCache
     from eros.evaluation.services import asking
-    from eros.evaluation.services.cached_embedder import CachedEmbedder
-    from eros.evaluation.services.judges import DEFAULT_FLOORS, EmbeddingJudge
-    from eros.evaluation.services.observations import ObservationReplay
-    from eros.evaluation.services.replay import replay
     from eros.evaluation.services.run import ask
-    from eros.providers import make_providers
     from eros.recall.services import recall_fused
-    from eros.settings import load_settings
 
     suite = (convert(json.loads(Path(args.suite).read_text(encoding="utf-8")), args.format)
              if args.suite else shipped_suite()).subset(args.users)
@@ -77,19 +67,9 @@ def capture(args: argparse.Namespace) -> int:
 
     recall_fused.fuse = recording_fuse  # type: ignore[attr-defined]
     asking._user_data = recording_user_data  # type: ignore[assignment]
-    with scratch_database() as database_url:
-        settings = load_settings(database_url=database_url)
-        llm, embedder = make_providers(settings)
-        embedder = CachedEmbedder(embedder, VectorCache(data_dir() / "eval-embeddings.sqlite3"))
-        judge = EmbeddingJudge(embedder, DEFAULT_FLOORS.get(embedder.name, 0.5))
-        extractor = ObservationReplay(suite) if args.extractor == "observations" else None
-        engine = make_engine(settings.require_database_url(), pool_size=2)
-        t = time.perf_counter()
-        replay(engine, settings, suite, llm, embedder, extractor=extractor)
-        print(f"# {suite.name}: replayed in {time.perf_counter() - t:.1f}s", flush=True)
+    with replayed(suite, args.extractor) as (engine, settings, embedder, judge):
         scored, _ = ask(engine, settings, suite, embedder, judge,
                         strategies=("grouped", "composite", "fused"))
-        engine.dispose()
     cells = aggregate(scored)
     # ask_user asks the questions of each user in suite order, each with two fused calls
     by_user = defaultdict(list)

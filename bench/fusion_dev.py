@@ -23,6 +23,8 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -69,32 +71,13 @@ def main(argv: list[str] | None = None) -> int:
         print("fusion_dev: the held-out set is never tuned on", file=sys.stderr)
         return 2
 
-    from eros.db.engine import make_engine
-    from eros.devstack.embedded import data_dir
     from eros.evaluation.core.suite import shipped_suite
-    from eros.evaluation.db.eval_cache import VectorCache
-    from eros.evaluation.services.cached_embedder import CachedEmbedder
-    from eros.evaluation.services.judges import DEFAULT_FLOORS, EmbeddingJudge
-    from eros.evaluation.services.observations import ObservationReplay
-    from eros.evaluation.services.replay import replay
     from eros.evaluation.services.run import ask
-    from eros.providers import make_providers
-    from eros.settings import load_settings
 
     suite = (convert(json.loads(Path(args.suite).read_text(encoding="utf-8")), args.format)
              if args.suite else shipped_suite()).subset(args.users)
     variants = [_variant(v) for v in args.variant] or [("shipped", {})]
-    with scratch_database() as database_url:
-        settings = load_settings(database_url=database_url)
-        llm, embedder = make_providers(settings)
-        embedder = CachedEmbedder(embedder, VectorCache(
-            data_dir() / "eval-embeddings.sqlite3"))
-        judge = EmbeddingJudge(embedder, DEFAULT_FLOORS.get(embedder.name, 0.5))
-        extractor = ObservationReplay(suite) if args.extractor == "observations" else None
-        engine = make_engine(settings.require_database_url(), pool_size=2)
-        t = time.perf_counter()
-        replay(engine, settings, suite, llm, embedder, extractor=extractor)
-        print(f"# {suite.name}: replayed in {time.perf_counter() - t:.1f}s", flush=True)
+    with replayed(suite, args.extractor) as (engine, settings, embedder, judge):
         head = (f"{'variant / system':<34}{'n':>5}"
                 + "".join(f"  {f'r@{n}':>6}" for n in KS)
                 + "".join(f"  {f'≤{n}t':>6}" for n in BUDGETS) + "   judged    stale")
@@ -119,8 +102,38 @@ def main(argv: list[str] | None = None) -> int:
                     print(_row(label, cell))
             print(f"# {name}: asked in {time.perf_counter() - t:.1f}s {overrides}",
                   flush=True)
-        engine.dispose()
     return 0
+
+
+@contextmanager
+def replayed(suite: Any, extractor: str) -> Iterator[tuple[Any, Any, Any, Any]]:
+    """A scratch database with ``suite`` replayed as ``eros eval`` replays it (its embedding
+    cache shared): (the engine, the settings, the embedder, the judge) to ask with."""
+    from eros.db.engine import make_engine
+    from eros.devstack.embedded import data_dir
+    from eros.evaluation.db.eval_cache import VectorCache
+    from eros.evaluation.services.cached_embedder import CachedEmbedder
+    from eros.evaluation.services.judges import DEFAULT_FLOORS, EmbeddingJudge
+    from eros.evaluation.services.observations import ObservationReplay
+    from eros.evaluation.services.replay import replay
+    from eros.providers import make_providers
+    from eros.settings import load_settings
+
+    with scratch_database() as database_url:
+        settings = load_settings(database_url=database_url)
+        llm, embedder = make_providers(settings)
+        embedder = CachedEmbedder(embedder, VectorCache(
+            data_dir() / "eval-embeddings.sqlite3"))
+        judge = EmbeddingJudge(embedder, DEFAULT_FLOORS.get(embedder.name, 0.5))
+        replayer = ObservationReplay(suite) if extractor == "observations" else None
+        engine = make_engine(settings.require_database_url(), pool_size=2)
+        try:
+            t = time.perf_counter()
+            replay(engine, settings, suite, llm, embedder, extractor=replayer)
+            print(f"# {suite.name}: replayed in {time.perf_counter() - t:.1f}s", flush=True)
+            yield engine, settings, embedder, judge
+        finally:
+            engine.dispose()
 
 
 if __name__ == "__main__":
