@@ -1,6 +1,9 @@
 """The implicit-recall checks (bench/implicit_data.py: the two development sets;
 bench/implicit_holdout_data.py: the held-out set) are what their scripts write, load as
-suites, and every question's evidence is an observation citing the confided turn."""
+suites, and every question's evidence is an observation citing the confided turn. The second
+held-out set (bench/implicit_holdout2_suite.json, issue 31's fifth round) was written by a
+session that saw neither the recall code nor the other sets; its generator stayed outside the
+repository, so only its shape is checked here."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ import pytest
 from bench import implicit_holdout_data
 from bench.implicit_data import HEAVY_OUT, OUT, build
 from eros.evaluation.core.suite import load_suite_text
+
+HOLDOUT2 = Path(implicit_holdout_data.OUT).with_name("implicit_holdout2_suite.json")
 
 
 @pytest.mark.parametrize(("path", "heavy"), [(OUT, False), (HEAVY_OUT, True)])
@@ -25,15 +30,19 @@ def test_the_committed_held_out_suite_is_what_its_script_writes() -> None:
 
 
 @pytest.mark.parametrize(("path", "questions"),
-                         [(OUT, 36), (HEAVY_OUT, 36), (implicit_holdout_data.OUT, 30)])
+                         [(OUT, 36), (HEAVY_OUT, 36), (implicit_holdout_data.OUT, 30),
+                          (HOLDOUT2, 36)])
 def test_every_remark_cites_a_confided_turn_with_its_observation(path: Path,
                                                                  questions: int) -> None:
     suite = load_suite_text(Path(path).read_text(encoding="utf-8"))
     assert len(suite.questions) == questions
     turns = {t.id: t.content for u in suite.users for s in u.sessions for t in s.turns}
-    cited = {tid: o.text for u in suite.users for s in u.sessions for o in s.observations
-             for tid in o.turns}
+    cited: dict[str, set[str]] = {}
+    for o in (o for u in suite.users for s in u.sessions for o in s.observations):
+        for tid in o.turns:
+            cited.setdefault(tid, set()).add(o.text)
     for q in suite.questions:
-        (tid,) = q.evidence_turns
-        assert cited[tid] == q.evidence[0]
-        assert q.question not in turns[tid]
+        assert q.evidence_turns
+        for tid in q.evidence_turns:
+            assert cited[tid] & set(q.evidence)
+            assert q.question not in turns[tid]
