@@ -94,6 +94,14 @@ class RecallSettings(BaseSettings):
     #: pool says at least half of the query's distinct words (and at least
     #: RECALL_FUSION_LEXICAL_MIN_TERMS of them): the user's own words answer it; 0 = off.
     recall_fusion_lexical_lead: float = Field(default=1.0, ge=0, le=5)
+    #: ``fused``: the turns no BM25 rank reaches (fewer than RECALL_FUSION_LEXICAL_MIN_TERMS
+    #: of the query's words) share the lexical ranking's remaining places (their mid-rank) in
+    #: the reciprocal-rank fusion, instead of having none; off = any lexically ranked turn
+    #: goes before every other.
+    recall_fusion_lexical_ties: bool = True
+    #: ``fused``: a memory that only restates turns the turn search passed over (it cites
+    #: them, none is in the turn pool, every word of it is theirs) is left out of the ranking.
+    recall_fusion_skip_restatements: bool = True
     #: ``fused``: within the first this many ranked items, a newer item on the same specific
     #: subject (a rare word both say) goes before the older one; 0 = off.
     recall_fusion_newer_first_depth: int = Field(default=20, ge=0, le=1000)

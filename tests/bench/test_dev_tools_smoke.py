@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import fusion_dev, guard_ready_bench
+from bench import fusion_capture, fusion_dev, guard_ready_bench
 from eros.providers.offline.e5 import E5_DIM, e5_available
 from tests.bench.test_bench_smoke import nothing_recorded  # noqa: F401 - autouse fixture
 
@@ -41,6 +41,15 @@ def test_fusion_dev_asks_every_variant_after_one_replay(
 
 def test_fusion_dev_refuses_the_held_out_suite() -> None:
     assert fusion_dev.main(["--suite", "bench/implicit_holdout_suite.json"]) == 2
+
+
+@pytest.mark.parametrize("held_out", ["implicit_holdout_suite.json",
+                                      "implicit_holdout2_suite.json"])
+def test_fusion_capture_refuses_the_held_out_sets(held_out: str) -> None:
+    # refused by name, before the file is opened (it need not exist)
+    assert fusion_capture.main(["--suite", f"bench/{held_out}", "--capture", "x.pkl"]) == 2
+    assert fusion_capture.main(["--load", f"bench/out/{held_out}.pkl"]) == 2
+    assert fusion_dev.main(["--suite", f"bench/{held_out}"]) == 2
 
 
 @pytest.mark.chaos  # two drains with real workers: runs beside the fast tiers

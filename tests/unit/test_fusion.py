@@ -359,3 +359,42 @@ def test_a_memory_stands_in_once_for_the_turns_it_cites() -> None:
     out = fuse(memories, turns, k=3, cost=tokens_of, params=replace(P, memory_stands_in=True))
     assert keys(out) == ["m:a"]
     assert [q.seq for q in out[0].quotes] == [7, 8]
+
+
+# --- fifth round: lexical ties, restatements of passed-over turns -------------------------
+def test_turns_without_a_lexical_rank_share_the_remaining_places_with_ties() -> None:
+    # without ties any turn BM25 ranks goes before every other: the dense pool's 2nd turn
+    # (no two query words) fell below a far turn that says two of them
+    turns = [turn(1, 0.90, "we watched a movie"), turn(2, 0.89, "she paints every weekend")] + \
+        [turn(i, 0.80 - i * 0.001, f"filler {i}") for i in range(3, 30)] + \
+        [turn(40, 0.70, "the pottery class was fun")]
+    q = "pottery class"
+    plain = replace(R, lexical_weight=1.0, lexical_min_terms=2)
+    tied = replace(plain, lexical_ties=True)
+    assert keys(fuse([], turns, k=3, params=plain, query_text=q)) == ["t:40", "t:1", "t:2"]
+    # tied: the unranked share the places after the one ranked turn (their mid-rank), so
+    # the dense order's head keeps its place and the lexical match, 30th by meaning, still
+    # rises to 10th
+    out = keys(fuse([], turns, k=30, params=tied, query_text=q))
+    assert out[:2] == ["t:1", "t:2"]
+    assert out.index("t:40") == 9
+
+
+def test_a_memory_restating_a_turn_the_search_passed_over_is_left_out() -> None:
+    # the heuristic extractor's clause of turn 9 ("feels" for "feel"): turn 9 is not in the
+    # turn pool, its text was read as the memory's quote (lifted)
+    restated = mem("r", 0.85, (9,), content="feels tired after the long shift")
+    written = mem("w", 0.84, (8,), content="Maya is exhausted by her night shifts")
+    lifted = [turn(9, 0.60, "I feel so tired after the long shift today"),
+              turn(8, 0.60, "night shifts again, I can barely keep my eyes open")]
+    pool = [turn(1, 0.80), turn(2, 0.79)]
+    on = replace(P, drop_unfound_restatements=True)
+    assert keys(fuse([restated, written], pool, k=4, params=P, lifted=lifted)) == \
+        ["m:r", "m:w", "t:1", "t:2"]
+    assert keys(fuse([restated, written], pool, k=4, params=on, lifted=lifted)) == \
+        ["m:w", "t:1", "t:2"]
+    # a restatement of a turn the search found is the turn's business (said once), kept;
+    # so is one whose turn's text is unknown (not read: no new round trip)
+    found = [turn(9, 0.70, "I feel so tired after the long shift today")]
+    assert "m:r" in keys(fuse([restated], found, k=2, params=on))
+    assert keys(fuse([restated], pool, k=3, params=on)) == ["m:r", "t:1", "t:2"]

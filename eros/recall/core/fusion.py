@@ -26,6 +26,10 @@ two together, and decides what the list holds:
   ``include_sensitive=false``, whether or not the label was copied onto the turn yet;
 - **lexical**, optional: BM25 of the query's words over both kinds together, added to every
   score with a small weight (RECALL_FUSION_LEXICAL_WEIGHT);
+- **no fragments of passed-over turns**: a memory that only restates turns the turn search
+  did not find — every word of it is theirs (:func:`restates_unfound`; the heuristic
+  extractor's clauses) — is left out: it is a piece of a turn, not a fact written about it,
+  and its slot goes to what the turn search found (RECALL_FUSION_SKIP_RESTATEMENTS);
 - **a budget**: :func:`within_budget` cuts the ranked list where the rendered tokens would
   pass RECALL_TOKEN_BUDGET.
 
@@ -98,6 +102,12 @@ class FusionParams:
     #: ``standing``: the standard deviations the turns gain when a turn of the pool says the
     #: query in its own words (:func:`said_in_words`); 0 = off
     lexical_lead: float = 0.0
+    #: the turns without a lexical rank share the lexical ranking's remaining places (their
+    #: mid-rank) in the reciprocal-rank fusion, instead of having none
+    lexical_ties: bool = False
+    #: a memory that only restates turns the turn search passed over is left out
+    #: (:func:`restates_unfound`)
+    drop_unfound_restatements: bool = False
 
 
 @dataclass(frozen=True)
@@ -222,7 +232,8 @@ def _own_orders(items: list[FusedItem], query_text: str | None, params: FusionPa
     turns = sorted((i for i in items if i.kind == "turn"), key=_order)
     if query_text and params.lexical_weight > 0 and turns:
         order = rrf(range(len(turns)), bm25(query_text, [t.content for t in turns],
-                                            min_terms=params.lexical_min_terms))
+                                            min_terms=params.lexical_min_terms),
+                    tied=params.lexical_ties)
         turns = [turns[i] for i in order]
     return memories, turns
 
@@ -348,6 +359,28 @@ def _remembered(cost: Callable[[FusedItem], int]) -> Callable[[FusedItem], int]:
     return cost_of
 
 
+def restates_unfound(memory: Scored, found: frozenset[int],
+                     texts: Mapping[int, str]) -> bool:
+    """Whether ``memory`` only restates turns the turn search passed over: it cites turns,
+    none of them is ``found`` (the turn pool), their text is known (``texts``: seq -> text)
+    and every word of the memory (:func:`terms`) is a word of those turns — a verbatim
+    fragment of a turn, not a fact written about it."""
+    sources = cited(memory)
+    if not sources or sources & found or not sources <= texts.keys():
+        return False
+    words = {_stem(w) for w in terms(memory.candidate.content)}
+    said: set[str] = set()
+    for seq in sources:
+        said.update(_stem(w) for w in terms(texts[seq]))
+    return bool(words) and words <= said
+
+
+def _stem(word: str) -> str:
+    """A word without a plural or third-person ``s`` (``feels`` is ``feel``)."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") \
+        else word
+
+
 def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
          params: FusionParams, stale: Iterable[int] = (),
          lifted: Sequence[TurnCandidate] = (), query_text: str | None = None,
@@ -360,6 +393,10 @@ def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     stale_seqs = frozenset(stale)
+    if params.drop_unfound_restatements:
+        found = frozenset(t.seq for t in turns)
+        texts = {t.seq: t.content for t in (*lifted, *turns)}
+        memories = [m for m in memories if not restates_unfound(m, found, texts)]
     items = [FusedItem("memory", m.score, m.similarity, memory=m) for m in memories]
     seen: set[int] = set()
     for t in turns:

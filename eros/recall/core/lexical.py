@@ -79,13 +79,16 @@ def bm25(query: str, documents: Sequence[str], min_terms: int = 1) -> list[float
     return scores
 
 
-def fuse(order: Sequence[int], lexical: Sequence[float], c: int = RRF_C) -> list[int]:
+def fuse(order: Sequence[int], lexical: Sequence[float], c: int = RRF_C, *,
+         tied: bool = False) -> list[int]:
     """Reciprocal-rank fusion: ``order`` (indices, best first) and the lexical scores of the
     same indices (0 = no shared word: no lexical rank). Returns the fused order (stable: ties
-    keep the strategy's order)."""
+    keep the strategy's order). ``tied``: the documents without a lexical score share the
+    lexical ranking's remaining places (their mid-rank) instead of having none."""
     by_lex = sorted((i for i in order if lexical[i] > 0), key=lambda i: -lexical[i])
     lex_rank = {i: r for r, i in enumerate(by_lex, start=1)}
-    fused = {i: 1 / (c + r) + (1 / (c + lex_rank[i]) if i in lex_rank else 0.0)
+    rest = 1 / (c + (len(by_lex) + 1 + len(order)) / 2) if tied else 0.0
+    fused = {i: 1 / (c + r) + (1 / (c + lex_rank[i]) if i in lex_rank else rest)
              for r, i in enumerate(order, start=1)}
     return sorted(order, key=lambda i: -fused[i])
 

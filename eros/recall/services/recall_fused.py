@@ -58,7 +58,9 @@ def fusion_params(cfg: Settings, now: datetime) -> FusionParams:
                         newer_first_depth=cfg.recall_fusion_newer_first_depth,
                         memory_stands_in=cfg.recall_fusion_memory_stands_in,
                         lexical_min_terms=cfg.recall_fusion_lexical_min_terms,
-                        lexical_lead=cfg.recall_fusion_lexical_lead)
+                        lexical_lead=cfg.recall_fusion_lexical_lead,
+                        lexical_ties=cfg.recall_fusion_lexical_ties,
+                        drop_unfound_restatements=cfg.recall_fusion_skip_restatements)
 
 
 def item_tokens(cfg: Settings) -> Callable[[FusedItem], int]:
