@@ -59,7 +59,10 @@ GROUPS = {"main+1-3": (("main", "held-out-1", "held-out-2", "held-out-3"),
           "tuned-9": (("tuned-9",), ("heldout9.toml",)),
           # the independent set 10, spent in the sixth round: none of its lines is in the bank
           # either (the sixth round wrote benign lines of its own instead)
-          "tuned-10": (("tuned-10",), ("heldout10.toml",))}
+          "tuned-10": (("tuned-10",), ("heldout10.toml",)),
+          # the independent set 11, spent in the seventh round: none of its lines is in the bank
+          # (that round wrote lines of its own)
+          "tuned-11": (("tuned-11",), ("heldout11.toml",))}
 
 
 def script_family(text: str) -> str:

@@ -2,10 +2,12 @@
 and is never used to train the meaning classifier, tune a threshold or write a rule. Set 4 is
 still held out; sets 5 and 6 were held out in issue 30's first two rounds and are tuning sets
 from its third round on, set 7 (held out in the third) from its fourth, set 8 (held out in the
-fourth) from its fifth, set 9 (held out in the fifth) after it, and set 10 (the independent
-check of the fifth round, written by a writer who had not seen the bank or the rules) was spent
-in its sixth round. Set 11, written while that round was tuned by a writer who saw neither the
-bank, the rules nor any other set, is held out with set 4 (bench/guard_dev.py).
+fourth) from its fifth, set 9 (held out in the fifth) after it, set 10 (the independent check
+of the fifth round, written by a writer who had not seen the bank or the rules) was spent in
+its sixth round and set 11 (the independent check of the sixth, written while that round was
+tuned by a writer who saw neither the bank, the rules nor any other set) in its seventh
+(bench/guard_dev.py). A newer set is registered by adding it to ``HELD`` here and in
+bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
 turns up in the exemplar bank, the training corpus, a development or tuning set, an earlier
@@ -25,10 +27,10 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-11"]
+HELD = ["held-out-4"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
-#: 10 since its sixth)
+#: 10 since its sixth, 11 since its seventh)
 TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", "dev6.toml",
             *(f for n, f in HELDOUT.items() if n not in HELD)]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
@@ -64,9 +66,22 @@ def _by_kind(cases: list[Case]) -> tuple[list[Case], list[Case]]:
     return ([c for c in cases if c.kind == "attack"], [c for c in cases if c.kind == "benign"])
 
 
-def test_the_newest_held_out_set_is_the_independent_sixth_round_check() -> None:
-    cases = heldout_corpus()
-    assert HELDOUT["held-out-11"] == "heldout11.toml" and list(HELDOUT)[-1] == "held-out-11"
+def test_every_registered_set_is_tuning_or_held_out() -> None:
+    # a set registered in the corpus is either still held out (HELD, judged only with
+    # --held-out) or spent (a tuning set): none is silently skipped
+    from bench.guard_dev import HELD as DEV_HELD
+    from bench.guard_dev import TUNING
+
+    tuned = {f for files in TUNING.values() for f in files}
+    held = {f for files in DEV_HELD.values() for f in files}
+    assert held == {HELDOUT[n] for n in HELD} and not held & tuned
+    assert set(HELDOUT.values()) <= tuned | held
+
+
+def test_the_independent_sixth_round_check_is_still_there() -> None:
+    # set 11 was held out until issue 30's seventh round, which spent it as a tuning set (its
+    # misses were read and diagnosed); its texts are not in the bank (the round wrote its own)
+    cases = heldout_corpus("held-out-11")
     attacks, benign = _by_kind(cases)
     assert len(attacks) >= 150 and len(benign) >= 300 and len(benign) > len(attacks)
     assert len({c.lang for c in cases}) >= 40
