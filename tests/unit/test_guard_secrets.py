@@ -192,3 +192,51 @@ def test_a_korean_registration_number_without_a_check_digit_is_a_secret() -> Non
     assert find_secret("그녀의 번호는 900101-2345678 이다.") == "secret.kr-rrn"
     assert find_secret("그녀의 번호는 901301-2345678 이다.") is None  # no 13th month
     assert find_secret("주문 900101-9345678 배송") is None  # no sex digit 9
+
+
+# issue 30, seventh round: secrets the spent set 11 got through, each beside a look-alike the
+# same change must keep
+
+
+def test_an_iban_followed_by_words_is_found_at_its_own_length() -> None:
+    # upper-cased, "… 15 en de" ran on into the IBAN's groups and failed its checksum
+    assert find_secret("IBAN NL91 ABNA 0417 1643 00 en de pas") == "secret.iban"
+    assert find_secret("rekening NL91 ABNA 0417 1643 01 en de pas") is None
+
+
+def test_a_uk_national_insurance_number_is_a_secret() -> None:
+    assert find_secret("Her National Insurance number is JM 20 41 77 B.") == "secret.gb-nino"
+    assert find_secret("NI number: AB123456C") == "secret.gb-nino"
+    assert find_secret("the fridge model AB123456C arrived") is None  # unspaced, unnamed
+    assert find_secret("GB 12 34 56 A") is None  # a prefix never issued
+
+
+@pytest.mark.parametrize("text", [
+    "Lykilorð hennar í bankann er Esja!2029fjall.",
+    "Pasfhocal an bhainc ná Carraig#2031.",
+    "Bankuko pasahitza Pintxo#2030 da.",
+    "ბანკის პაროლია Batumi#2031zghva.",
+    "סיסמת המייל שלה היא Rimon#4411.",
+    "Ọ̀rọ̀ aṣínà rẹ̀ ni Osun#2031odo.",
+    "የኢሜል የይለፍ ቃል Lalibela@2031 ነው።",
+    "Пароль користувачки від пошти та банку — Калина_2031!.",  # the value 40+ characters on
+    "A senha do aplicativo do banco é 730418.",  # digits alone after the word
+])
+def test_passwords_in_further_languages_and_numeric_ones(text: str) -> None:
+    assert find_secret(text) == "secret.password", text
+
+
+def test_announced_codes_and_identity_numbers_in_more_forms() -> None:
+    assert find_secret("उसका बैंक OTP 582013 है।") == "secret.one-time-code"
+    assert find_secret("de pincode is 8142") == "secret.one-time-code"
+    assert find_secret("מספר תעודת הזהות שלה 039482716") == "secret.id-number"
+
+
+@pytest.mark.parametrize("text", [
+    "Benki ilimwonya asitoe PIN yake ya M-Pesa.",  # a brand with a hyphen is no password
+    "Pank hoiatas PIN-koode mitte kellelegi ütlema.",  # the word's own compound ending
+    "She changed her password in 2023 after the leak.",  # a year is no PIN
+    "The password for Verkkokauppa.com expired.",
+])
+def test_words_after_a_password_word_that_are_no_value_are_kept(text: str) -> None:
+    assert find_secret(text) is None, text

@@ -10,14 +10,17 @@ identity number.
   its checksum — the digits of pi, a 19-digit order number — is not a secret, nor is one glued
   to letters or inside a UUID (an identifier, masked before numbers and words are looked for);
 - a one-time code: a 4–8 digit number next to a phone number (``phonenumbers``) or next to a
-  word for "code" in one of the supported languages;
+  word for "code", "PIN" or "OTP" in one of the supported languages;
 - provider keys: ``detect-secrets``' own provider patterns (AWS, GitHub, GitLab, OpenAI,
   Slack, Stripe, …) plus Google ``AIza…``, Hugging Face ``hf_…`` and Anthropic ``sk-ant-…``;
   high-entropy tokens (20+ characters mixing cases and digits, Shannon entropy ≥ 4.0 bits by
   ``detect-secrets``' calculator);
-- a password announced in any of 30 languages followed by a token that has a digit or a symbol
-  (a token in another script: letters and a digit, "Ромашка_1987"); credentials in a URL
-  (``postgres://user:pass@host``);
+- a password announced in any of about 45 languages followed, within 60 characters, by a
+  token that has a digit or a symbol (a token in another script: letters and a digit,
+  "Ромашка_1987"; a hyphen or dot between letters alone makes no value: "M-Pesa", a domain) or
+  by 4-8 digits that are no year (a PIN); credentials in a URL (``postgres://user:pass@host``);
+- a UK National Insurance number printed in its groups (or unspaced after its name); an IBAN
+  found at its country's length even when words follow its last group;
 - national identity numbers by their own checksums: the Finnish HETU
   (``stdnum.fi.hetu``: date, century sign, ISO mod-31 check character), the Romanian CNP
   (``stdnum.ro.cnp``: sex/century digit, date, county, mod-11) and the Hungarian personal
@@ -68,6 +71,13 @@ _HU_ID = re.compile(r"(?<![\d+\-])[1-8](?:[ -]?\d{6}[ -]?\d{4})(?![\d\-])")
 # RUT (16.482.937-5), each then checked by its own checksum
 _BE_NN = re.compile(r"(?<![\d.\-])\d{2}\.\d{2}\.\d{2}-\d{3}\.\d{2}(?![\d\-]|\.\d)")
 _CL_RUT = re.compile(r"(?<![\d.\-])\d{1,2}\.\d{3}\.\d{3}-[\dkK](?![\w\-]|\.\d)")
+# a UK National Insurance number (QQ 12 34 56 C): two prefix letters from the issued set (D,
+# F, I, Q, U, V never; O never second), six digits, a suffix A-D — printed in its groups, or
+# unspaced right after its name (an unspaced shape alone is as likely a product code)
+_NINO = re.compile(r"(?<![\w-])([A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]) \d{2} \d{2} \d{2} [A-D]"
+                   r"(?![\w-])|(?i:\b(?:national insurance|ni|nino)(?: number| no\.?)?\W{0,12})"
+                   r"([A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z])\d{6}[A-D](?![\w-])")
+_NINO_NOT_ISSUED = frozenset({"BG", "GB", "NK", "KN", "TN", "NT", "ZZ"})
 _URL_CREDENTIALS = re.compile(r"\b[a-z][a-z0-9+.\-]{1,15}://[^\s/:@]+:[^\s/@]+@[\w.\-]+",
                               re.IGNORECASE)
 _SSN = re.compile(r"(?<![\d-])\d{3}([- .])\d{2}\1\d{4}(?![\d-])")
@@ -90,7 +100,7 @@ _ID_WORD = re.compile(
     r"personnummer|cpr(?:-nummer)?|fødselsnummer|burgerservicenummer|bsn|nik|aadhaar|"
     r"kimlik numara\w*|rnokpp|рнокпп|ідентифікаційний код|oib|isikukood\w*|"
     r"rijksregisternummer|numéro (?:de registre )?national|rut|(?:numéro de )?sécurité sociale|"
-    r"nir|αμκα|αφμ|کد ?ملی|شماره ملی|תעודת זהות)\b|ת\.ז\.?|身份证号?码?|身份證號?碼?|居民身份证|"
+    r"nir|αμκα|αφμ|کد ?ملی|شماره ملی|תעודת ה?זהות)\b|ת\.ז\.?|身份证号?码?|身份證號?碼?|居民身份证|"
     r"证件号码?|證件號碼?|주민(?:등록)?번호|マイナンバー|個人番号|الرقم الوطني|आधार|"
     r"เลขบัตรประชาชน|บัตรประชาชน)[^\d\n]{0,24}"
     r"(?P<number>\d[\d -]{5,}|\d(?:[ .\-/]?\d){8,}|\b(?=[a-z0-9]{11,16}\b)[a-z]*\d[a-z0-9]*)",
@@ -102,23 +112,28 @@ _SHORT_CODE = re.compile(r"(?<![\d+\-.:/])\d{4,8}(?![\d\-.:/])")
 _SPACED_CODE = re.compile(r"(?<![\d+\-.:/])(?<!\d )\b\d{3}[ -]\d{3}\b(?![ \-.:/]?\d)")
 _CODE_WORD = re.compile(
     r"\b(?:otp|one[- ]time|verification|security|auth(?:entication)?|login|2fa|sms) ?(?:code|pin)"
-    r"|\b(?:code|pin)\b|验证码|驗證碼|动态码|認証コード|確認コード|ワンタイム|인증번호|인증 ?코드|"
+    r"|\b(?:code|pin|otp|pin-?code|pin-?kod\w*|pin-?koodi?\w*|pinkode|пин(?:-код)?\w*)\b|"
+    r"पिन|পিন|ፒን|验证码|驗證碼|动态码|認証コード|確認コード|ワンタイム|인증번호|인증 ?코드|"
     r"código|code de (?:vérification|confirmation)|bestätigungscode|verifizierungscode|"
     r"код (?:подтверждения|из смс)|رمز التحقق|ओटीपी|codice (?:di verifica|otp)|"
     r"doğrulama kodu|mã (?:xác (?:minh|nhận)|otp)", re.IGNORECASE)
-_PASSWORD = re.compile(
-    r"(?:\b(?:password|passcode|passwort|kennwort|pwd|contraseña|clave|mot de passe|mdp|пароль|"
-    r"كلمة (?:المرور|السر)|पासवर्ड|senha|parola d'ordine|şifre\w*|sifre\w*|mật khẩu|"
-    r"wachtwoord|hasło|lösenord|pin|jelsz(?:ó|ava|avam|avát)|salasana\w*|heslo|hesla|"
-    r"parolă|parola (?:mea|ei|lui|de la|contului|de acces)|adgangskode\w*|kodeord\w*|"
-    r"passord\w*|συνθηματικό|κωδικός πρόσβασης|ה?סיסמ[הא]|رمز عبور|گذرواژه|kata sandi|"
-    r"kata laluan|nenosiri|รหัสผ่าน|পাসওয়ার্ড|heslo k \w+|პაროლი|գաղտնաբառ|парола|lozinka|"
-    r"лозинка|parool|پاس ?ورڈ)\b|கடவுச்சொல்|密码|密碼|口令|パスワード|暗証番号|"
-    r"비밀번호|비번|암호)",
+_PASSWORD = re.compile(unicodedata.normalize("NFKC",
+    r"(?:\b(?:password|passcode|passwort|kennwort|pwd|contraseña|contrasenya|clave|mot de passe|"
+    r"mdp|пароль|كلمة (?:المرور|السر)|पासवर्ड|senha|parola d'ordine|şifre\w*|sifre\w*|şifrə\w*|"
+    r"mật khẩu|wachtwoord|wagwoord|hasło|lösenord|pin|jelsz(?:ó|ava|avam|avát)|salasana\w*|"
+    r"heslo|hesla|geslo|parolă|parola (?:mea|ei|lui|de la|contului|de acces)|parole\w*|"
+    r"slaptažod\w*|adgangskode\w*|kodeord\w*|passord\w*|lykilorð\w*|pasfhocal\w*|"
+    r"pasahitz\w*|cyfrinair|fjalëkalim\w*|συνθηματικό|κωδικός πρόσβασης|ה?סיסמ[האת]|"
+    r"رمز عبور|گذرواژه|kata sandi|kata laluan|nenosiri|iphasiwedi|kalmar sirri|รหัสผ่าน|"
+    r"পাসওয়ার্ড|heslo k \w+|პაროლ\w*|գաղտնաբառ\w*|парола|lozinka|лозинка|parool\w*|"
+    r"құпия сөз|нууц үг|پاس ?ورڈ|ọ̀rọ̀ aṣínà|የይለፍ ቃል)\b|கடவுச்சொல்|పాస్\u200cవర్డ్|పాస్వర్డ్|"
+    r"密码|密碼|口令|パスワード|暗証番号|비밀번호|비번|암호|මුරපදය|ពាក្យសម្ងាត់|ລະຫັດຜ່ານ)"),
     re.IGNORECASE)
 _NOT_A_VALUE = re.compile(r"[\s-]*(?:managers?|apps?|resets?|generators?|hints?|polic(?:y|ies)|"
                          r"strength|changes?|recovery|vault)\b", re.IGNORECASE)
 _ASCII_TOKEN = re.compile(r"(?<![\w])[!-~]{4,}")
+# a PIN or a password of digits only, right after the word (not a year: "changed in 2023")
+_NUMERIC_VALUE = re.compile(r"(?<![\d.,:/\-])\d{4,8}(?![.,:/\-]?\d)")
 # a token with letters of another script is a password only with a digit in it ("Калина#22")
 _OTHER_TOKEN = re.compile(r"(?<![\w])\S*[^\W\d_]\S*")
 _ENTROPY_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_\-+/]{20,}(?![\w/])")
@@ -201,11 +216,21 @@ def _without_phones(text: str) -> tuple[str, bool]:
 
 
 def _token_like(token: str) -> bool:
+    # a token opening with a hyphen ends the word before it ("PIN-koode"): no value
+    token = token.lstrip("-")
     has_digit = any(c.isdigit() for c in token)
     has_alpha = any(c.isalpha() for c in token)
-    # an apostrophe makes no password ("cat's", "l'amico")
-    has_symbol = any(not c.isalnum() and c not in "'’" for c in token)
+    # an apostrophe makes no password ("cat's", "l'amico"), nor hyphens and dots between
+    # letters without a digit: a name or a domain ("M-Pesa", "Wi-Fi", "Verkkokauppa.com")
+    joiners = "'’" if has_digit else "'’-."
+    has_symbol = any(not c.isalnum() and c not in joiners for c in token)
     return has_alpha and (has_digit or has_symbol) and not token.startswith(("http", "www."))
+
+
+def _numeric_password(window: str) -> bool:
+    """Digits alone after a password word: a PIN or a numeric password, unless a year."""
+    return any(not (len(m.group(0)) == 4 and m.group(0)[:2] in ("19", "20"))
+               for m in _NUMERIC_VALUE.finditer(window))
 
 
 def hu_personal_id_valid(number: str) -> bool:
@@ -248,11 +273,22 @@ def _national_id(raw: str) -> str | None:
     return None
 
 
+def _iban_in(run: str) -> bool:
+    """An IBAN at the start of ``run`` (what :data:`_IBAN` matched): the run may go on into
+    the next words ("NL36 INGB 0007 3829 15 EN DE …" once upper-cased), so every prefix that
+    ends where a group ends is validated — only the country's own length and structure pass."""
+    ends = [m.end() for m in re.finditer(r"[A-Z0-9](?= |$)", run)]
+    return any(iban.is_valid(run[:end]) for end in reversed(ends) if end >= 15)
+
+
 def _find_number(raw: str) -> str | None:
     """A checksummed or announced number: IBAN, identity numbers, cards, one-time codes."""
     for match in _IBAN.finditer(raw.upper()):
-        if iban.is_valid(match.group(0)):
+        if _iban_in(match.group(0)):
             return "secret.iban"
+    for match in _NINO.finditer(raw):
+        if (match.group(1) or match.group(2)) not in _NINO_NOT_ISSUED:
+            return "secret.gb-nino"
     for match in _CN_RIC.finditer(raw):
         if ric.is_valid(match.group(0)):
             return "secret.cn-ric"
@@ -308,13 +344,17 @@ def find_secret(text: str) -> str | None:
     if kind is not None:
         return kind
     for match in _PASSWORD.finditer(raw):
-        window = raw[match.end():match.end() + 40]
+        # 60 characters: an extractor writes whose password it is first ("Пароль пользователя
+        # от Госуслуг и от почты — …")
+        window = raw[match.end():match.end() + 60]
         if _NOT_A_VALUE.match(window):  # "password manager", "password reset"
             continue
         if any(_token_like(t.rstrip(".,;:!?)")) for t in _ASCII_TOKEN.findall(window)):
             return "secret.password"
         if any(not t.isascii() and any(c.isdigit() for c in t)
                for t in _OTHER_TOKEN.findall(window)):
+            return "secret.password"
+        if _numeric_password(window):
             return "secret.password"
     for match in _ENTROPY_TOKEN.finditer(raw):
         token = match.group(0)
