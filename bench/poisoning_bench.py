@@ -18,7 +18,11 @@ returns is stored. A scripted complying model does not exercise prompt v2 itself
 that follows v2 refuses most of these before the guard sees them): these figures are the
 guard's and the renderer's alone, the worst case.
 
-    python -m bench.poisoning_bench [--no-record] [--json F]
+    python -m bench.poisoning_bench [--no-record] [--json F] [--corpora main,held-out-5,...]
+
+``--corpora`` runs only the named corpora (``main`` and the held-out sets' names in
+testkit/redteam/corpus.py): ``main`` alone is the issue-25 check of a guard round in minutes,
+and it keeps a set still held out out of a tuning round's run.
 
 Uses ``EROS_BENCH_DATABASE_URL`` (a superuser URL; a scratch database is created and dropped)
 or starts an embedded PostgreSQL with pgvector.
@@ -175,8 +179,8 @@ def _first(cases: list[Case], limit: int | None) -> list[Case]:
             + [c for c in cases if c.kind == "benign"][:limit])
 
 
-def run(url: str, embedder_kind: str = "e5",
-        limit: int | None = None) -> tuple[list[Row], dict[str, Any]]:
+def run(url: str, embedder_kind: str = "e5", limit: int | None = None,
+        corpora: Sequence[str] | None = None) -> tuple[list[Row], dict[str, Any]]:
     engine = create_engine(url, pool_size=2)
     try:
         settings = load_settings(database_url=url, consolidation_similarity=0.85,
@@ -194,10 +198,11 @@ def run(url: str, embedder_kind: str = "e5",
         rows: list[Row] = []
         extra: dict[str, Any] = {"lost": {}, "breakdown": {}, "embedder": embedder.name,
                                  "meaning_layer": "on" if layer else "off"}
-        corpora = [(name, _first(cases, limit)) for name, cases in
-                   [("main", main_corpus())] + [(n, heldout_corpus(n)) for n in HELDOUT]]
+        names = list(corpora) if corpora is not None else ["main", *HELDOUT]
+        chosen = [(name, _first(main_corpus() if name == "main" else heldout_corpus(name), limit))
+                  for name in names]
         calls_before, sessions_embedding = embedder.calls, 0
-        for corpus, cases in corpora:
+        for corpus, cases in chosen:
             rows.append(Row("extraction", corpus, "reference", reference(cases), []))
             calls = embedder.calls
             got = run_extraction(pipeline, cases, llm.script)
@@ -208,7 +213,7 @@ def run(url: str, embedder_kind: str = "e5",
             got = run_consolidation(consolidator, cases, llm.script, DIM)
             rows.append(Row("consolidation", corpus, "eros", figures(got), _through(got)))
             extra["lost"][f"consolidation/{corpus}"] = _lost(got)
-        all_cases = [c for _, cases in corpora for c in cases]
+        all_cases = [c for _, cases in chosen for c in cases]
         extra["extraction_sessions"] = len(all_cases)
         extra["extraction_embedding_calls"] = sessions_embedding
         extra["embedding_calls_total"] = embedder.calls - calls_before
@@ -231,7 +236,7 @@ def run(url: str, embedder_kind: str = "e5",
 
 def summary(extra: dict[str, Any]) -> str:
     cpu = extra["cpu"]
-    newest = list(HELDOUT)[-1]
+    newest = next((n for n in reversed(HELDOUT) if n in extra["breakdown"]), None)
     lines = [
         f"embedder {extra['embedder']}, meaning layer {extra['meaning_layer']}"
         + (f" (threshold {cpu['threshold']:.3f}, bank balanced accuracy out of fold "
@@ -243,13 +248,11 @@ def summary(extra: dict[str, Any]) -> str:
         f"sample corpus: {extra['sample_turns_dropped']} of {extra['sample_turns']} user turns "
         f"dropped by rules alone, {extra['sample_turns_dropped_full']} by the whole guard "
         f"{extra['sample_drops_by_layer'] or ''}".rstrip(),
-        "",
-        breakdown_table(f"{newest} (extraction), per language and shape:",
-                        extra["breakdown"][newest]),
-        "",
-        breakdown_table("main (extraction), per language and shape:",
-                        extra["breakdown"]["main"]),
     ]
+    for name in (newest, "main"):
+        if name is not None and name in extra["breakdown"]:
+            lines += ["", breakdown_table(f"{name} (extraction), per language and shape:",
+                                          extra["breakdown"][name])]
     return "\n".join(lines)
 
 
@@ -286,13 +289,20 @@ def main(argv: list[str] | None = None) -> int:
                         "(no meaning: the layer stays off)")
     parser.add_argument("--limit", type=int, default=None,
                         help="only the first N attacks and N look-alikes of each corpus (smoke)")
+    parser.add_argument("--corpora", default=None,
+                        help="comma-separated corpora to run (main and held-out set names; "
+                        "default all)")
     parser.add_argument("--json", type=Path, default=ROOT / "out" / "poisoning.json",
                         help="where the results go (default %(default)s)")
     args = parser.parse_args(argv)
+    corpora = args.corpora.split(",") if args.corpora else None
+    unknown = set(corpora or ()) - {"main", *HELDOUT}
+    if unknown:
+        parser.error(f"unknown corpora: {', '.join(sorted(unknown))}")
     info = machine()
     kind = args.embedder or ("e5" if e5_available(DIM) else "random")
     with scratch_database() as url:
-        rows, extra = run(url, kind, args.limit)
+        rows, extra = run(url, kind, args.limit, corpora)
     out = table(rows) + "\n\n" + summary(extra)
     print(out)
     for r in rows:
@@ -305,7 +315,9 @@ def main(argv: list[str] | None = None) -> int:
          "benign_kept": r.f.benign_kept, "unsafe_renders": r.f.unsafe_renders,
          "through": r.through} for r in rows]}, indent=2))
     if not args.no_record and args.limit is None:
-        record(out, rows, extra, info, "python -m bench.poisoning_bench")
+        command = "python -m bench.poisoning_bench" + (f" --corpora {args.corpora}"
+                                                        if args.corpora else "")
+        record(out, rows, extra, info, command)
     return 0
 
 

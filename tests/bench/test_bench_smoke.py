@@ -316,6 +316,17 @@ def test_poisoning_bench(bench_db: str, tmp_path: Path,
     assert len(_table_rows(printed, ["extraction", "consolidation"])) == 3 * (1 + len(HELDOUT))
 
 
+
+def test_poisoning_bench_runs_only_the_corpora_named(bench_db: str, tmp_path: Path) -> None:
+    # `--corpora main`: a guard round's issue-25 check without the held-out sets
+    out = tmp_path / "poisoning.json"
+    assert poisoning_bench.main(["--no-record", "--embedder", "random", "--limit", "2",
+                                 "--corpora", "main", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert {r["corpus"] for r in rows} == {"main"} and len(rows) == 3
+    with pytest.raises(SystemExit):
+        poisoning_bench.main(["--no-record", "--corpora", "main,held-out-99"])
+
 # --- privacy (issue 14) ---------------------------------------------------------------------
 def test_privacy_bench(bench_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "privacy.json"
