@@ -229,6 +229,7 @@ def test_passwords_in_further_languages_and_numeric_ones(text: str) -> None:
 def test_announced_codes_and_identity_numbers_in_more_forms() -> None:
     assert find_secret("उसका बैंक OTP 582013 है।") == "secret.one-time-code"
     assert find_secret("de pincode is 8142") == "secret.one-time-code"
+    assert find_secret("Smart-ID PIN2 on 40517") == "secret.one-time-code"
     assert find_secret("מספר תעודת הזהות שלה 039482716") == "secret.id-number"
 
 
