@@ -15,7 +15,7 @@ identity number.
   Slack, Stripe, …) plus Google ``AIza…``, Hugging Face ``hf_…`` and Anthropic ``sk-ant-…``;
   high-entropy tokens (20+ characters mixing cases and digits, Shannon entropy ≥ 4.0 bits by
   ``detect-secrets``' calculator);
-- a password announced in any of about 45 languages followed, within 60 characters, by a
+- a password announced in any of about 50 languages followed, within 60 characters, by a
   token that has a digit or a symbol (a token in another script: letters and a digit,
   "Ромашка_1987"; a hyphen or dot between letters alone makes no value: "M-Pesa", a domain) or
   by 4-8 digits that are no year (a PIN); credentials in a URL (``postgres://user:pass@host``);
