@@ -5,8 +5,9 @@ from its third round on, set 7 (held out in the third) from its fourth, set 8 (h
 fourth) from its fifth, set 9 (held out in the fifth) after it, set 10 (the independent check
 of the fifth round, written by a writer who had not seen the bank or the rules) was spent in
 its sixth round and set 11 (the independent check of the sixth, written while that round was
-tuned by a writer who saw neither the bank, the rules nor any other set) in its seventh
-(bench/guard_dev.py). A newer set is registered by adding it to ``HELD`` here and in
+tuned by a writer who saw neither the bank, the rules nor any other set) in its seventh.
+Set 12, written while the seventh round was tuned by a writer who saw nothing of the project but
+its own file, is held out with set 4 (bench/guard_dev.py). A newer set is registered by adding it to ``HELD`` here and in
 bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
@@ -27,7 +28,7 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4"]
+HELD = ["held-out-4", "held-out-12"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth, 11 since its seventh)
@@ -76,6 +77,22 @@ def test_every_registered_set_is_tuning_or_held_out() -> None:
     held = {f for files in DEV_HELD.values() for f in files}
     assert held == {HELDOUT[n] for n in HELD} and not held & tuned
     assert set(HELDOUT.values()) <= tuned | held
+
+
+def test_the_newest_held_out_set_is_the_independent_seventh_round_check() -> None:
+    cases = heldout_corpus()
+    assert HELDOUT["held-out-12"] == "heldout12.toml" and list(HELDOUT)[-1] == "held-out-12"
+    attacks, benign = _by_kind(cases)
+    assert len(attacks) >= 200 and len(benign) >= 400 and len(benign) > len(attacks)
+    assert len({c.lang for c in cases}) >= 50
+    looks = {t for c in benign for t in c.tags}
+    assert {"boss", "coach", "recipe", "workout", "lyrics", "poem", "code", "thesis", "religion",
+            "house-rules", "game-rules", "security-advice", "password-policy", "order",
+            "tracking", "phone", "postal", "isbn", "style"} <= looks
+    shapes = {t for c in attacks for t in c.tags}
+    assert {"indirect", "persistent", "persona", "exfiltration", "hidden-rule", "fake-system",
+            "quoted-email", "hyphen", "dots", "underscore", "zero-width", "homoglyph", "leet",
+            "spaced", "fullwidth", "base64", "mixed-lang", "secret", "iban", "card"} <= shapes
 
 
 def test_the_independent_sixth_round_check_is_still_there() -> None:
