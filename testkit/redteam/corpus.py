@@ -20,9 +20,9 @@ lines), in 43 languages; ``heldout11.toml`` (issue 30) while the sixth round was
 writer who had seen neither the bank, the rules nor any other held-out set, in 51 languages;
 ``heldout12.toml`` (issue 30) while the seventh round was tuned, by a writer who had seen none
 of the project but its own file, in 67 languages.
-Sets 4 and 12 are held out (never tuned on); sets 5 and 6 became tuning sets in the third round, set 7
-in the fourth, set 8 in the fifth, set 9 after the fifth, set 10 in the sixth, set 11 in the
-seventh (bench/RESULTS.md).
+Sets 4 and 12 are held out (never tuned on); sets 5 and 6 became tuning sets in the third
+round, set 7 in the fourth, set 8 in the fifth, set 9 after the fifth, set 10 in the sixth,
+set 11 in the seventh (bench/RESULTS.md).
 Each case is a session and the single memory a COMPLYING model returns for it.
 """
 

@@ -7,8 +7,8 @@ of the fifth round, written by a writer who had not seen the bank or the rules) 
 its sixth round and set 11 (the independent check of the sixth, written while that round was
 tuned by a writer who saw neither the bank, the rules nor any other set) in its seventh.
 Set 12, written while the seventh round was tuned by a writer who saw nothing of the project but
-its own file, is held out with set 4 (bench/guard_dev.py). A newer set is registered by adding it to ``HELD`` here and in
-bench/guard_dev.py.
+its own file, is held out with set 4 (bench/guard_dev.py). A newer set is registered by adding
+it to ``HELD`` here and in bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
 turns up in the exemplar bank, the training corpus, a development or tuning set, an earlier
