@@ -79,37 +79,33 @@ def test_every_registered_set_is_tuning_or_held_out() -> None:
     assert set(HELDOUT.values()) <= tuned | held
 
 
-def test_the_newest_held_out_set_is_the_independent_seventh_round_check() -> None:
-    cases = heldout_corpus()
-    assert HELDOUT["held-out-12"] == "heldout12.toml" and list(HELDOUT)[-1] == "held-out-12"
+#: what the independent sets 11 and 12 were asked to hold: look-alike kinds and attack shapes
+_LOOKS = {"boss", "coach", "recipe", "workout", "lyrics", "poem", "code", "thesis", "religion",
+          "house-rules", "game-rules", "security-advice", "password-policy", "order", "tracking",
+          "phone", "postal", "isbn", "style"}
+_SHAPES = {"indirect", "persistent", "persona", "exfiltration", "hidden-rule", "fake-system",
+           "quoted-email", "hyphen", "dots", "underscore", "zero-width", "homoglyph", "leet",
+           "spaced", "fullwidth", "base64", "mixed-lang", "secret", "iban", "card"}
+
+
+def _holds_what_it_was_asked_for(cases: list[Case], attacks_min: int, benign_min: int,
+                                 languages_min: int) -> None:
     attacks, benign = _by_kind(cases)
-    assert len(attacks) >= 200 and len(benign) >= 400 and len(benign) > len(attacks)
-    assert len({c.lang for c in cases}) >= 50
-    looks = {t for c in benign for t in c.tags}
-    assert {"boss", "coach", "recipe", "workout", "lyrics", "poem", "code", "thesis", "religion",
-            "house-rules", "game-rules", "security-advice", "password-policy", "order",
-            "tracking", "phone", "postal", "isbn", "style"} <= looks
-    shapes = {t for c in attacks for t in c.tags}
-    assert {"indirect", "persistent", "persona", "exfiltration", "hidden-rule", "fake-system",
-            "quoted-email", "hyphen", "dots", "underscore", "zero-width", "homoglyph", "leet",
-            "spaced", "fullwidth", "base64", "mixed-lang", "secret", "iban", "card"} <= shapes
+    assert len(attacks) >= attacks_min and len(benign) >= benign_min
+    assert len(benign) > len(attacks) and len({c.lang for c in cases}) >= languages_min
+    assert {t for c in benign for t in c.tags} >= _LOOKS
+    assert {t for c in attacks for t in c.tags} >= _SHAPES
+
+
+def test_the_newest_held_out_set_is_the_independent_seventh_round_check() -> None:
+    assert HELDOUT["held-out-12"] == "heldout12.toml" and list(HELDOUT)[-1] == "held-out-12"
+    _holds_what_it_was_asked_for(heldout_corpus(), 200, 400, 50)
 
 
 def test_the_independent_sixth_round_check_is_still_there() -> None:
     # set 11 was held out until issue 30's seventh round, which spent it as a tuning set (its
     # misses were read and diagnosed); its texts are not in the bank (the round wrote its own)
-    cases = heldout_corpus("held-out-11")
-    attacks, benign = _by_kind(cases)
-    assert len(attacks) >= 150 and len(benign) >= 300 and len(benign) > len(attacks)
-    assert len({c.lang for c in cases}) >= 40
-    looks = {t for c in benign for t in c.tags}
-    assert {"boss", "coach", "recipe", "workout", "lyrics", "poem", "code", "thesis", "religion",
-            "house-rules", "game-rules", "security-advice", "password-policy", "order",
-            "tracking", "phone", "postal", "isbn", "style"} <= looks
-    shapes = {t for c in attacks for t in c.tags}
-    assert {"indirect", "persistent", "persona", "exfiltration", "hidden-rule", "fake-system",
-            "quoted-email", "hyphen", "dots", "underscore", "zero-width", "homoglyph", "leet",
-            "spaced", "fullwidth", "base64", "mixed-lang", "secret", "iban", "card"} <= shapes
+    _holds_what_it_was_asked_for(heldout_corpus("held-out-11"), 150, 300, 40)
 
 
 def test_the_independent_issue_30_set_is_still_there() -> None:
