@@ -13,11 +13,11 @@ from eros.recall.core.fusion import (
     FusionParams,
     TurnCandidate,
     carry_labels,
-    cited,
     fuse,
     turn_score,
 )
 from eros.recall.core.fusion_subject import named
+from eros.recall.core.fusion_words import cited
 from eros.recall.core.ranking import Candidate, Scored, similarity
 from eros.recall.core.render_fused import within_budget
 

@@ -27,7 +27,7 @@ two together, and decides what the list holds:
 - **lexical**, optional: BM25 of the query's words over both kinds together, added to every
   score with a small weight (RECALL_FUSION_LEXICAL_WEIGHT);
 - **no fragments of passed-over turns**: a memory that only restates turns the turn search
-  did not find — every word of it is theirs (:func:`restates_unfound`; the heuristic
+  did not find — every word of it is theirs (:mod:`~eros.recall.core.fusion_words`; the heuristic
   extractor's clauses) — is left out: it is a piece of a turn, not a fact written about it,
   and its slot goes to what the turn search found (RECALL_FUSION_SKIP_RESTATEMENTS);
 - **a budget**: :func:`within_budget` cuts the ranked list where the rendered tokens would
@@ -47,7 +47,8 @@ from typing import Literal
 from eros.core.names import FusionCalibration
 from eros.core.sensitivity import most_sensitive
 from eros.recall.core.fusion_subject import newer_first
-from eros.recall.core.lexical import bm25, terms
+from eros.recall.core.fusion_words import cited, restates_unfound, said_in_words
+from eros.recall.core.lexical import bm25
 from eros.recall.core.lexical import fuse as rrf
 from eros.recall.core.ranking import Scored, age_days, composite_score, similarity
 
@@ -137,16 +138,6 @@ class FusedItem:
             return self.memory.candidate.content
         assert self.turn is not None
         return self.turn.content
-
-
-def cited(memory: Scored) -> frozenset[int]:
-    """The turns a memory *cites*: its sources, unless they are the fallback window (a
-    memory whose citation was invalid came from somewhere in it — it does not stand for any
-    one of its turns)."""
-    c = memory.candidate
-    if c.sources is None or c.source_fallback:
-        return frozenset()
-    return frozenset(c.sources)
 
 
 def carry_labels(turns: Sequence[TurnCandidate], inherited: Mapping[int, str], *,
@@ -276,24 +267,6 @@ def by_standing(items: list[FusedItem], query_text: str | None,
     return out
 
 
-#: the share of the query's distinct words a turn says to have said the query in its own words
-SAID_SHARE = 0.5
-
-
-def said_in_words(query_text: str | None, turns: Sequence[str], min_terms: int) -> bool:
-    """Whether one of ``turns`` says the query in the user's own words: at least
-    ``min_terms`` of the query's distinct words (:func:`terms`) and at least
-    :data:`SAID_SHARE` of them. Then the user's turn answers the question as it was asked,
-    and under ``standing`` the turns lead (``lexical_lead``); a question asked around what was
-    said — an implicit confidence, a fact a memory inferred — shares few words with any turn
-    and keeps the calibration as it is."""
-    asked = set(terms(query_text or ""))
-    if not asked:
-        return False
-    need = max(min_terms, SAID_SHARE * len(asked))
-    return any(len(asked & set(terms(t))) >= need for t in turns)
-
-
 #: what a stale turn loses under ``standing``: more than any spread of standard scores
 STALE_LAST = 1000.0
 #: the fewest items of each kind ``standing`` measures a spread over
@@ -357,28 +330,6 @@ def _remembered(cost: Callable[[FusedItem], int]) -> Callable[[FusedItem], int]:
             tokens[item.key] = cost(item)
         return tokens[item.key]
     return cost_of
-
-
-def restates_unfound(memory: Scored, found: frozenset[int],
-                     texts: Mapping[int, str]) -> bool:
-    """Whether ``memory`` only restates turns the turn search passed over: it cites turns,
-    none of them is ``found`` (the turn pool), their text is known (``texts``: seq -> text)
-    and every word of the memory (:func:`terms`) is a word of those turns — a verbatim
-    fragment of a turn, not a fact written about it."""
-    sources = cited(memory)
-    if not sources or sources & found or not sources <= texts.keys():
-        return False
-    words = {_stem(w) for w in terms(memory.candidate.content)}
-    said: set[str] = set()
-    for seq in sources:
-        said.update(_stem(w) for w in terms(texts[seq]))
-    return bool(words) and words <= said
-
-
-def _stem(word: str) -> str:
-    """A word without a plural or third-person ``s`` (``feels`` is ``feel``)."""
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") \
-        else word
 
 
 def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,

@@ -24,9 +24,9 @@ from eros.recall.core.fusion import (
     FusionParams,
     TurnCandidate,
     carry_labels,
-    cited,
     fuse,
 )
+from eros.recall.core.fusion_words import cited
 from eros.recall.core.ranking import RankParams, rank
 from eros.recall.core.render import bullet, get_labels
 from eros.recall.core.render_fused import turn_line, within_budget
