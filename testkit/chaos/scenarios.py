@@ -65,16 +65,22 @@ def broker_restart_sigkill(stack: Stack, stop: threading.Event) -> None:
     work: RabbitMQ (``rabbit`` set) keeps its quorum queues and hands the killed worker's
     unacked messages out again; Redis (no persistence) loses its queue, and the stale-claim
     rescue re-claims those sessions."""
-    wait_for_progress(stack, stop, 150)
+    wait_for_progress(stack, stop, 100)
     began = time.monotonic()
     if stack.rabbit is not None:
-        stack.rabbit.restart(downtime=2.0)
+        # not waiting for the broker's own start-up checks: each rabbitmqctl call boots an
+        # Erlang VM (seconds on a slow machine) while the workers, reconnected, drain on
+        stack.rabbit.restart(downtime=2.0, ready=False)
         what = "rabbitmq restarted (stop_app/start_app"
     else:
         stack.redis.restart(downtime=2.0)
         what = "redis restarted (queue lost"
     stack.events.append(f"{what}, down {time.monotonic() - began:.1f}s)")
-    if wait_for_progress(stack, stop, 100):
+    # the workers are back at work when a fifth of what is left (at most 100) has finished
+    # since: on a slow machine the restart itself can outlast most of the drain, and a fixed
+    # 100 then never came before the drain ended (the kill never happened)
+    left = stack.unfinished()
+    if wait_for_progress(stack, stop, max(1, min(100, left // 5))):
         sigkill_one(stack)
 
 

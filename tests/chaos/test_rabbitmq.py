@@ -40,8 +40,10 @@ def test_rabbitmq_restart_and_sigkill_classify_every_session_once(servers: Serve
         pytest.skip(reason)
     rabbit = RabbitVhost("eros-chaos")
     try:
+        # 2,000 sessions: each rabbitmqctl call boots an Erlang VM, and on a slow machine the
+        # restart outlasted most of a 1,000-session drain, leaving no drain to SIGKILL a worker in
         result = run("rabbitmq-restart-sigkill", broker_restart_sigkill, servers,
-                     sessions=1000, workers=3, rabbit=rabbit)
+                     sessions=2000, workers=3, rabbit=rabbit)
         queues = rabbit.queues()
     finally:
         rabbit.close()
