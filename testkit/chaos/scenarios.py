@@ -5,9 +5,11 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 
 from testkit.chaos.harness import Disruption, Stack
 from testkit.fakes import Fault
+from testkit.rabbit import unavailable_reason
 
 
 def wait_for_progress(stack: Stack, stop: threading.Event, done: int) -> bool:
@@ -67,21 +69,33 @@ def broker_restart_sigkill(stack: Stack, stop: threading.Event) -> None:
     rescue re-claims those sessions."""
     wait_for_progress(stack, stop, 100)
     began = time.monotonic()
+    restarting = None
     if stack.rabbit is not None:
-        # not waiting for the broker's own start-up checks: each rabbitmqctl call boots an
-        # Erlang VM (seconds on a slow machine) while the workers, reconnected, drain on
-        stack.rabbit.restart(downtime=2.0, ready=False)
+        # the restart runs beside the drain and is watched at the broker's port, not waited
+        # for: each rabbitmqctl call boots an Erlang VM (seconds, more on a loaded machine),
+        # and a drain can be nearly over by the time the CLI returns
+        restarting = threading.Thread(target=stack.rabbit.restart,
+                                      kwargs={"downtime": 2.0, "ready": False})
+        restarting.start()
+        _watch(lambda: unavailable_reason() is not None, stop)
+        _watch(lambda: unavailable_reason() is None, stop)
         what = "rabbitmq restarted (stop_app/start_app"
     else:
         stack.redis.restart(downtime=2.0)
         what = "redis restarted (queue lost"
     stack.events.append(f"{what}, down {time.monotonic() - began:.1f}s)")
     # the workers are back at work when a fifth of what is left (at most 100) has finished
-    # since: on a slow machine the restart itself can outlast most of the drain, and a fixed
-    # 100 then never came before the drain ended (the kill never happened)
     left = stack.unfinished()
     if wait_for_progress(stack, stop, max(1, min(100, left // 5))):
         sigkill_one(stack)
+    if restarting is not None:
+        restarting.join()
+
+
+def _watch(condition: Callable[[], bool], stop: threading.Event) -> None:
+    """Until ``condition`` holds (or the run stops), looking every 50 ms."""
+    while not condition() and not stop.is_set():
+        stop.wait(0.05)
 
 
 def postgres_restart(stack: Stack, stop: threading.Event) -> None:
