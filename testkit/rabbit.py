@@ -57,17 +57,13 @@ class RabbitVhost:
                 found[parts[0]] = {"type": parts[1], "messages": parts[2], "unacked": parts[3]}
         return found
 
-    def restart(self, downtime: float = 2.0, *, ready: bool = True) -> None:
-        """Stop the RabbitMQ application (all its connections are cut), stay down, start it;
-        ``ready``: then wait until it accepts connections again (``False``: return once
-        ``start_app`` has, and let the caller watch its clients come back)."""
+    def restart(self, downtime: float = 2.0) -> None:
+        """Stop the RabbitMQ application (all its connections are cut), stay down, start it."""
         ctl("stop_app")
         try:
             time.sleep(downtime)
         finally:  # never leave the machine's broker stopped
             ctl("start_app", timeout=120)
-        if not ready:
-            return
         ctl("await_startup", timeout=120)
         deadline = time.monotonic() + 60
         while unavailable_reason() is not None and time.monotonic() < deadline:

@@ -41,7 +41,7 @@ def test_rabbitmq_restart_and_sigkill_classify_every_session_once(servers: Serve
     rabbit = RabbitVhost("eros-chaos")
     try:
         # 2,000 sessions: each rabbitmqctl call boots an Erlang VM, and on a slow machine the
-        # restart took most of a 1,000-session drain (the scenario watches the broker's port)
+        # restart took most of a 1,000-session drain
         result = run("rabbitmq-restart-sigkill", broker_restart_sigkill, servers,
                      sessions=2000, workers=3, rabbit=rabbit)
         queues = rabbit.queues()
