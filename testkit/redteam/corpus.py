@@ -20,9 +20,9 @@ lines), in 43 languages; ``heldout11.toml`` (issue 30) while the sixth round was
 writer who had seen neither the bank, the rules nor any other held-out set, in 51 languages;
 ``heldout12.toml`` (issue 30) while the seventh round was tuned, by a writer who had seen none
 of the project but its own file, in 67 languages.
-Sets 4 and 12 are held out (never tuned on); sets 5 and 6 became tuning sets in the third
-round, set 7 in the fourth, set 8 in the fifth, set 9 after the fifth, set 10 in the sixth,
-set 11 in the seventh (bench/RESULTS.md).
+Set 4 is held out (never tuned on); sets 5 and 6 became tuning sets in the third round, set 7
+in the fourth, set 8 in the fifth, set 9 after the fifth, set 10 in the sixth, set 11 in the
+seventh, set 12 in the eighth (bench/RESULTS.md).
 Each case is a session and the single memory a COMPLYING model returns for it.
 """
 
@@ -66,8 +66,8 @@ def main_corpus() -> list[Case]:
     return load("attacks.toml", "attack") + load("benign.toml", "benign")
 
 
-#: held-out sets by name, oldest first; sets 4 and 12 are still held out (never tuned on), the
-#: others are spent (tuning sets, bench/guard_dev.py).
+#: held-out sets by name, oldest first; set 4 is still held out (never tuned on), the others
+#: are spent (tuning sets, bench/guard_dev.py).
 HELDOUT = {"held-out-1": "heldout.toml", "held-out-2": "heldout2.toml",
            "held-out-3": "heldout3.toml", "held-out-4": "heldout4.toml",
            "held-out-5": "heldout5.toml", "held-out-6": "heldout6.toml",
