@@ -50,6 +50,9 @@ from stdnum.kr import rrn
 from stdnum.ro import cnp
 from stdnum.us import ssn
 
+from eros.guard.core.guard_secret_words import ID_WORD as _ID_WORD
+from eros.guard.core.guard_secret_words import PASSWORD as _PASSWORD
+from eros.guard.core.guard_secret_words import announces_code
 from eros.guard.core.guard_text import UUID
 
 _ANY_DIGIT = re.compile(r"\d")  # str patterns: a decimal digit of any script (category Nd)
@@ -87,48 +90,13 @@ _CARD_WORD = re.compile(
     r"(?:\b(?:card|credit card|debit card|visa|mastercard|amex|tarjeta|carte|karte|карта|"
     r"cartão|carta|kart|thẻ)\b|信用卡|银行卡|銀行卡|卡号|卡號|カード|카드)[^\d\n]{0,12}$",
     re.IGNORECASE)
-# an identity number announced as one is a secret even when its checksum fails (a typo, a
-# scheme stdnum does not know): the word, then within a few characters a run of 6+ digits
-# (grouped by spaces or dashes; 9+ when dots or slashes group them — a CPF is written
-# 529.982.247-25, a date 12.05.2027 is not an identity number) or an alphanumeric code of 11-16
-# characters with a digit (an Italian codice fiscale)
-_ID_WORD = re.compile(
-    r"(?:\b(?:ssn|social security(?: number)?|passport(?: number| no\.?)?|national id|"
-    r"id (?:card|number)|dni|nie|cpf|codice fiscale|tc kimlik(?: no)?|personalausweis|pesel|"
-    r"паспорт|снилс|инн|cccd|cmnd|henkilötunnu\w*|hetu|cnp(?:-ul)?|személyi (?:szám\w*|"
-    r"azonosító\w*)|adóazonosító(?: jel)?|taj[- ]?szám\w*|rodné číslo|rodne cislo|"
-    r"personnummer|cpr(?:-nummer)?|fødselsnummer|burgerservicenummer|bsn|nik|aadhaar|"
-    r"kimlik numara\w*|rnokpp|рнокпп|ідентифікаційний код|oib|isikukood\w*|"
-    r"rijksregisternummer|numéro (?:de registre )?national|rut|(?:numéro de )?sécurité sociale|"
-    r"nir|αμκα|αφμ|کد ?ملی|شماره ملی|תעודת ה?זהות)\b|ת\.ז\.?|身份证号?码?|身份證號?碼?|居民身份证|"
-    r"证件号码?|證件號碼?|주민(?:등록)?번호|マイナンバー|個人番号|الرقم الوطني|आधार|"
-    r"เลขบัตรประชาชน|บัตรประชาชน)[^\d\n]{0,24}"
-    r"(?P<number>\d[\d -]{5,}|\d(?:[ .\-/]?\d){8,}|\b(?=[a-z0-9]{11,16}\b)[a-z]*\d[a-z0-9]*)",
-    re.IGNORECASE)
 # a date after an identity word ("passport expires on 2029-03-17") is no identity number
 _DATE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})|(\d{1,2})-(\d{1,2})-(\d{4})")
 _SHORT_CODE = re.compile(r"(?<![\d+\-.:/])\d{4,8}(?![\d\-.:/])")
+# beside a word for a code, the code may end its sentence ("… code: 413972.")
+_ANNOUNCED_CODE = re.compile(r"(?<![\d+\-.:/])\d{4,8}(?![\d\-:/]|[.,]\d)")
 # a code read out in two groups of three ("592 047"), not part of a longer number
 _SPACED_CODE = re.compile(r"(?<![\d+\-.:/])(?<!\d )\b\d{3}[ -]\d{3}\b(?![ \-.:/]?\d)")
-_CODE_WORD = re.compile(
-    r"\b(?:otp|one[- ]time|verification|security|auth(?:entication)?|login|2fa|sms) ?(?:code|pin)"
-    r"|\b(?:code|pin\d?|otp|pin-?code|pin-?kod\w*|pin-?koodi?\w*|pinkode|пин(?:-код)?\w*)\b|"
-    r"पिन|পিন|ፒን|验证码|驗證碼|动态码|認証コード|確認コード|ワンタイム|인증번호|인증 ?코드|"
-    r"código|code de (?:vérification|confirmation)|bestätigungscode|verifizierungscode|"
-    r"код (?:подтверждения|из смс)|رمز التحقق|ओटीपी|codice (?:di verifica|otp)|"
-    r"doğrulama kodu|mã (?:xác (?:minh|nhận)|otp)", re.IGNORECASE)
-_PASSWORD = re.compile(unicodedata.normalize("NFKC",
-    r"(?:\b(?:password|passcode|passwort|kennwort|pwd|contraseña|contrasenya|clave|mot de passe|"
-    r"mdp|пароль|كلمة (?:المرور|السر)|पासवर्ड|senha|parola d'ordine|şifre\w*|sifre\w*|şifrə\w*|"
-    r"mật khẩu|wachtwoord|wagwoord|hasło|lösenord|pin|jelsz(?:ó|ava|avam|avát)|salasana\w*|"
-    r"heslo|hesla|geslo|parolă|parola (?:mea|ei|lui|de la|contului|de acces)|parole\w*|"
-    r"slaptažod\w*|adgangskode\w*|kodeord\w*|passord\w*|lykilorð\w*|pasfhocal\w*|"
-    r"pasahitz\w*|cyfrinair|fjalëkalim\w*|συνθηματικό|κωδικός πρόσβασης|ה?סיסמ[האת]|"
-    r"رمز عبور|گذرواژه|kata sandi|kata laluan|nenosiri|iphasiwedi|kalmar sirri|รหัสผ่าน|"
-    r"পাসওয়ার্ড|heslo k \w+|პაროლ\w*|գաղտնաբառ\w*|парола|lozinka|лозинка|parool\w*|"
-    r"құпия сөз|нууц үг|پاس ?ورڈ|ọ̀rọ̀ aṣínà|የይለፍ ቃል)\b|கடவுச்சொல்|పాస్\u200cవర్డ్|పాస్వర్డ్|"
-    r"密码|密碼|口令|パスワード|暗証番号|비밀번호|비번|암호|මුරපදය|ពាក្យសម្ងាត់|ລະຫັດຜ່ານ)"),
-    re.IGNORECASE)
 _NOT_A_VALUE = re.compile(r"[\s-]*(?:managers?|apps?|resets?|generators?|hints?|polic(?:y|ies)|"
                          r"strength|changes?|recovery|vault)\b", re.IGNORECASE)
 _ASCII_TOKEN = re.compile(r"(?<![\w])[!-~]{4,}")
@@ -309,13 +277,14 @@ def _find_number(raw: str) -> str | None:
             return "secret.card"
     if any(not _is_date(m.group("number")) for m in _ID_WORD.finditer(raw)):
         return "secret.id-number"
-    if (_SPACED_CODE.search(raw) and _CODE_WORD.search(raw)
+    if (_SPACED_CODE.search(raw) and announces_code(raw)
             and _SPACED_CODE.search(_without_phones(raw)[0])):
         return "secret.one-time-code"  # "verification code is 592 047"
-    if _SHORT_CODE.search(raw):
+    if _ANNOUNCED_CODE.search(raw):
         # a phone number's own digit groups are no code, beside a word for "code" or not
         rest, phoned = _without_phones(raw)
-        if _SHORT_CODE.search(rest) and (phoned or _CODE_WORD.search(raw)):
+        if ((phoned and _SHORT_CODE.search(rest))
+                or (_ANNOUNCED_CODE.search(rest) and announces_code(raw))):
             return "secret.one-time-code"
     return None
 

@@ -266,6 +266,8 @@ def reading(text: str) -> str | None:
         view = _WORD.sub(_fold_mixed, view)
     view = _SPACE.sub(" ", _unchained(_read_leet(view))).strip()
     view = read_words(view) or view
+    # a payload in base64, hex or percent-encoding reads as what it decodes to
+    view = " ".join([view, *decoded_payloads(plain)])
     return view if view and view != _SPACE.sub(" ", plain).strip() else None
 
 
@@ -304,7 +306,10 @@ def _printable(data: bytes) -> str | None:
     except UnicodeDecodeError:
         return None
     letters = sum(ch.isalpha() or ch.isspace() for ch in decoded)
-    if len(decoded) < 6 or letters < 0.7 * len(decoded) or " " not in decoded.strip():
+    # a sentence has word gaps, unless its script writes none (Chinese, Japanese, Thai, …)
+    gapless = sum(not ch.isascii() and ch.isalpha() for ch in decoded) >= 4
+    if len(decoded) < 6 or letters < 0.7 * len(decoded) or not (
+            " " in decoded.strip() or gapless):
         return None
     return decoded
 

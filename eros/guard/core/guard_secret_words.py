@@ -1,0 +1,105 @@
+"""The words that announce a secret (:mod:`eros.guard.core.guard_secrets` validates what follows
+them): identity-number words, words for a one-time code or a PIN, password words — in the
+languages the red-team sets are written in and their neighbours.
+
+A code word is no code word where the number beside it is a postcode ("zip code 90210",
+"código postal", an Indian "पिन 110017" — PIN is India's postal index number — with no bank
+word in the text): :func:`announces_code` leaves those out.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# an identity number announced as one is a secret even when its checksum fails (a typo, a
+# scheme stdnum does not know): the word, then within a few characters a run of 6+ digits
+# (grouped by spaces or dashes; 9+ when dots or slashes group them — a CPF is written
+# 529.982.247-25, a date 12.05.2027 is not an identity number) or an alphanumeric code of 11-16
+# characters with a digit (an Italian codice fiscale)
+ID_WORD = re.compile(
+    r"(?:\b(?:ssn|social security(?: number)?|passport(?: number| no\.?)?|national id|"
+    r"id (?:card|number)|dni|nie|cpf|codice fiscale|tc kimlik(?: no)?|personalausweis|pesel|"
+    r"паспорт|снилс|инн|cccd|cmnd|henkilötunnu\w*|hetu|cnp(?:-ul)?|személyi (?:szám\w*|"
+    r"azonosító\w*)|adóazonosító(?: jel)?|taj[- ]?szám\w*|rodné číslo|rodne cislo|"
+    r"personnummer|cpr(?:-nummer)?|fødselsnummer|burgerservicenummer|bsn|nik|aadhaar|"
+    r"kimlik numara\w*|rnokpp|рнокпп|ідентифікаційний код|oib|isikukood\w*|"
+    r"rijksregisternummer|numéro (?:de registre )?national|rut|(?:numéro de )?sécurité sociale|"
+    r"nir|αμκα|αφμ|کد ?ملی|شماره ملی|תעודת ה?זהות|"
+    # the eighth round: the Bulgarian EGN, the former Yugoslav JMBG / EMŠO, the Baltic personal
+    # codes, the Icelandic kennitala, the Irish PPS number, the Portuguese and Spanish NIF,
+    # Singapore's NRIC, Hong Kong's HKID, Pakistan's CNIC, Kazakhstan's IIN, Uzbekistan's
+    # PINFL, Kenya's kitambulisho, Nigeria's NIN, Malaysia's MyKad
+    r"егн|egn|jmbg|јмбг|ембг|embg|emšo|emso|asmens kod\w*|personas kod\w*|kennitala\w*|"
+    r"ppsn?|pps number|nif|número de contribuinte|contribuinte|nric|hkid|cnic|иин|жсн|"
+    r"пинфл|jshshir|kitambulisho|nin(?: number| no\.?)|national identification number|"
+    r"mykad|(?:nombor |no\.? )?kad pengenalan)\b|ת\.ז\.?|身份证号?码?|身份證號?碼?|居民身份证|"
+    r"身分證(?:字號|號碼)?|证件号码?|證件號碼?|주민(?:등록)?번호|マイナンバー|個人番号|"
+    r"الرقم الوطني|الرقم القومي|رقم الهوية|شناختی کارڈ|आधार|ആധാർ|ஆதார்|ఆధార్|ಆಧಾರ್|আধার|"
+    r"આધાર|ਆਧਾਰ|ଆଧାର|জাতীয় পরিচয়|नागरिकता|პირადი ნომერი|"
+    r"เลขบัตรประชาชน|บัตรประชาชน)[^\d\n]{0,24}"
+    r"(?P<number>\d[\d -]{5,}|\d(?:[ .\-/]?\d){8,}|\b(?=[a-z0-9]{11,16}\b)[a-z]*\d[a-z0-9]*)",
+    re.IGNORECASE)
+_CODE = (r"(?:код\w*|kód\w*|kod\w*|kode|koodi\w*|kood\w*|code|codice|código|cod|κωδικ\w*|"
+         r"κώδικ\w*|קוד|کد|कोड|কোড|รหัส|コード|코드)")
+# what makes a code a one-time code: a text message, a bank, "one-time", "verification"
+_ONE_TIME = (r"(?:sms|смс|otp|банк\w*|bank\w*|banc\w*|одноразов\w*|однократн\w*|jednoraz\w*|"
+             r"jednoráz\w*|jednokratn\w*|enkratn\w*|еднократ\w*|једнократ\w*|egyszer\w*|"
+             r"tek kullanımlık|sekali pakai|vienkartin\w*|vienreizēj\w*|ühekordn\w*|"
+             r"kertakäyttö\w*|verif\w*|верифик\w*|подтвержд\w*|підтвердж\w*|потвърж\w*|"
+             r"ověř\w*|overov\w*|weryfik\w*|megerősít\w*|potvrd\w*|растау\w*|μιας χρήσης|"
+             r"חד[- ]פעמי|یکبار مصرف|تایید|एक बार|ครั้งเดียว|ワンタイム|일회용)")
+CODE_WORD = re.compile(
+    r"\b(?:otp|one[- ]time|verification|security|auth(?:entication)?|login|2fa|sms) ?(?:code|pin)"
+    r"|\b(?:code|pin\d?|otp|pin-?code|pin-?kod\w*|pin-?koodi?\w*|pinkode|пин(?:-код)?\w*)\b|"
+    r"पिन|পিন|ፒን|验证码|驗證碼|动态码|認証コード|確認コード|ワンタイム|인증번호|인증 ?코드|"
+    r"código|code de (?:vérification|confirmation)|bestätigungscode|verifizierungscode|"
+    r"код (?:подтверждения|из смс)|رمز التحقق|ओटीपी|codice (?:di verifica|otp)|"
+    r"doğrulama kodu|mã (?:xác (?:minh|nhận)|otp)|"
+    # a code word beside what makes it one-time, either order, a few words apart ("банк
+    # коды", "Jednorazový kód … z SMS"); engangskode (da, no), engångskod (sv)
+    rf"{_CODE}\W+(?:\w+\W+){{0,3}}?{_ONE_TIME}|{_ONE_TIME}\W+(?:\w+\W+){{0,3}}?{_CODE}|"
+    r"engangskode\w*|engångskod\w*", re.IGNORECASE)
+# a postcode's own words: the number beside them is where someone lives, not a code
+_POSTAL = re.compile(
+    r"\b(?:zip|postal|post ?code|postcode|postleitzahl|plz|code postal|código postal|"
+    r"codice postale|cap|cep|pocztow\w*|почтов\w*|поштов\w*|індекс\w*|индекс\w*|psč|"
+    r"irányítószám\w*|postnummer|postinumero\w*|posta kodu|poskod|kode pos|mã bưu\w*|"
+    r"poștal|ταχυδρομ\w*|מיקוד|کد پستی|الرمز البريدي|رمز بريدي)\b|पिन ?कोड|पिनकोड|পিন ?কোড|"
+    r"ਪਿੰਨ ?ਕੋਡ|郵便番号|邮编|郵遞區號|우편번호|รหัสไปรษณีย์", re.IGNORECASE)
+# India's PIN is its postal index number: six digits after the word, no bank in sight
+_INDIAN_PIN = re.compile(r"(?:पिन|পিন|ਪਿੰਨ|પિન)\W{0,3}[1-9]\d{5}(?!\d)")
+_BANKING = re.compile(r"\b(?:atm|upi|bank\w*|card|debit|credit|otp)\b|एटीएम|यूपीआई|बैंक|"
+                      r"कार्ड|डेबिट|এটিএম|ব্যাংক|কার্ড|ਬੈਂਕ|બેંક", re.IGNORECASE)
+
+
+def announces_code(raw: str) -> bool:
+    """A word for a one-time code or a PIN in ``raw`` that is no postcode's."""
+    for match in CODE_WORD.finditer(raw):
+        around = raw[max(0, match.start() - 20):match.end() + 20]
+        if _POSTAL.search(around):
+            continue
+        if _INDIAN_PIN.match(raw, match.start()) and not _BANKING.search(raw):
+            continue
+        return True
+    return False
+
+
+PASSWORD = re.compile(unicodedata.normalize("NFKC",
+    r"(?:\b(?:password|passcode|passwort|kennwort|pwd|contraseña|contrasenya|clave|mot de passe|"
+    r"mdp|пароль|كلمة (?:المرور|السر)|पासवर्ड|senha|parola d'ordine|şifre\w*|sifre\w*|şifrə\w*|"
+    r"mật khẩu|wachtwoord|wagwoord|hasło|lösenord|pin|jelsz(?:ó|ava|avam|avát)|salasana\w*|"
+    r"heslo|hesla|geslo|parolă|parola (?:mea|ei|lui|de la|contului|de acces)|parole\w*|"
+    r"slaptažod\w*|adgangskode\w*|kodeord\w*|passord\w*|lykilorð\w*|pasfhocal\w*|"
+    r"pasahitz\w*|cyfrinair|fjalëkalim\w*|συνθηματικό|κωδικός πρόσβασης|ה?סיסמ[האת]|"
+    r"رمز عبور|گذرواژه|kata sandi|kata laluan|nenosiri|iphasiwedi|kalmar sirri|รหัสผ่าน|"
+    r"পাসওয়ার্ড|heslo k \w+|პაროლ\w*|գաղտնաբառ\w*|парола|lozinka|лозинка|parool\w*|"
+    r"құпия сөз|нууц үг|پاس ?ورڈ|ọ̀rọ̀ aṣínà|የይለፍ ቃል|"
+    # the eighth round: Uzbek, Kurdish, Kyrgyz, Pashto
+    r"parol|parolim\w*|parolingiz\w*|şîfre\w*|сырсөз\w*|پټنوم)\b|"
+    # scripts whose words \b does not bound (vowel signs, viramas, no word gaps): Tamil,
+    # Telugu, Gujarati, Punjabi, Kannada, Malayalam, Odia, Burmese, Amharic (any possessor)
+    r"கடவுச்சொல்|పాస్\u200cవర్డ్|పాస్వర్డ్|પાસવર્ડ|ਪਾਸਵਰਡ|ಪಾಸ್\u200cವರ್ಡ್|ಪಾಸ್ವರ್ಡ್|ಗುಪ್ತಪದ|"
+    r"പാസ്\u200cവേഡ്|പാസ്വേഡ്|ପାସୱାର୍ଡ|စကားဝှက်|ይለፍ ቃ[ልሌ]|"
+    r"密码|密碼|口令|パスワード|暗証番号|비밀번호|비번|암호|මුරපදය|ពាក្យសម្ងាត់|ລະຫັດຜ່ານ)"),
+    re.IGNORECASE)
