@@ -96,7 +96,9 @@ PASSWORD = re.compile(unicodedata.normalize("NFKC",
     r"পাসওয়ার্ড|heslo k \w+|პაროლ\w*|գաղտնաբառ\w*|парола|lozinka|лозинка|parool\w*|"
     r"құпия сөз|нууц үг|پاس ?ورڈ|ọ̀rọ̀ aṣínà|የይለፍ ቃል|"
     # the eighth round: Uzbek, Kurdish, Kyrgyz, Pashto
-    r"parol|parolim\w*|parolingiz\w*|şîfre\w*|сырсөз\w*|پټنوم)\b|"
+    r"parol|parolim\w*|parolingiz\w*|şîfre\w*|сырсөз\w*|پټنوم|"
+    # Greek "κωδικός" alone is also a postcode's word: only a Wi-Fi's, an account's or a mail's
+    r"κωδικός (?:του )?(?:wi-?fi|e-?mail|email|λογαριασμού))\b|"
     # scripts whose words \b does not bound (vowel signs, viramas, no word gaps): Tamil,
     # Telugu, Gujarati, Punjabi, Kannada, Malayalam, Odia, Burmese, Amharic (any possessor)
     r"கடவுச்சொல்|పాస్\u200cవర్డ్|పాస్వర్డ్|પાસવર્ડ|ਪਾਸਵਰਡ|ಪಾಸ್\u200cವರ್ಡ್|ಪಾಸ್ವರ್ಡ್|ಗುಪ್ತಪದ|"
