@@ -108,6 +108,13 @@ class RecallSettings(BaseSettings):
     #: ``fused``: a turn a shorter memory cites is returned as that memory (the turn its
     #: quote), in the turn's place; off = the turn keeps its place.
     recall_fusion_memory_stands_in: bool = True
+    #: ``fused``: past the first this many items of its list, the memories left go before the
+    #: turns left when the memory pool recall read renders within
+    #: RECALL_FUSION_MEMORY_TAIL_TOKENS (a small user's memories, given whole before more
+    #: turns); 0 = off. Only a list longer than this (K above it, or the eval's long list)
+    #: changes: the first this many items are the ranking's.
+    recall_fusion_memory_tail_after: int = Field(default=25, ge=0, le=1000)
+    recall_fusion_memory_tail_tokens: int = Field(default=1000, ge=0, le=100_000)
     #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
     recall_labels: LabelSet = DEFAULT_LABELS
     #: users with at least this many memories are cut into cells by ``eros.cluster_memories``

@@ -398,3 +398,29 @@ def test_a_memory_restating_a_turn_the_search_passed_over_is_left_out() -> None:
     found = [turn(9, 0.70, "I feel so tired after the long shift today")]
     assert "m:r" in keys(fuse([restated], found, k=2, params=on))
     assert keys(fuse([restated], pool, k=3, params=on)) == ["m:r", "t:1", "t:2"]
+
+
+# --- the rest of a small memory pool before the rest of the turns ----------------------------
+
+
+def test_after_the_head_the_rest_of_a_cheap_memory_pool_goes_before_the_rest_of_the_turns(
+) -> None:
+    # the turns stand out of their pool, the memories do not: turns and memories interleave
+    memories = [mem(f"m{i}", 0.80 - i * 0.01) for i in range(8)]
+    turns = [turn(i, 0.95 - i * 0.01) for i in range(8)]
+    plain = fuse(memories, turns, k=16, params=S)
+    assert plain[2].kind == "turn" and plain[-1].kind == "memory"
+    tail = replace(S, memory_tail_after=3)
+    out = fuse(memories, turns, k=16, params=tail)
+    # the head is the ranking's own; after it every memory left, in its order, then the turns
+    assert keys(out[:3]) == keys(plain[:3])
+    rest = out[3:]
+    kinds = [i.kind for i in rest]
+    assert kinds == sorted(kinds)  # "memory" < "turn": the memories first
+    assert [i.key for i in rest if i.kind == "memory"] == \
+        [i.key for i in plain[3:] if i.kind == "memory"]
+    assert [i.key for i in rest if i.kind == "turn"] == \
+        [i.key for i in plain[3:] if i.kind == "turn"]
+    # a pool whose rest renders past the tail's tokens keeps the ranking as it is
+    assert keys(fuse(memories, turns, k=16, params=replace(tail, memory_tail_tokens=10))) == \
+        keys(plain)

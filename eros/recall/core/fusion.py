@@ -46,6 +46,7 @@ from typing import Literal
 
 from eros.core.names import FusionCalibration
 from eros.core.sensitivity import most_sensitive
+from eros.recall.core.fusion_budget import memory_tail, remembered, stand_ins
 from eros.recall.core.fusion_subject import newer_first
 from eros.recall.core.fusion_words import cited, restates_unfound, said_in_words
 from eros.recall.core.lexical import bm25
@@ -109,6 +110,11 @@ class FusionParams:
     #: a memory that only restates turns the turn search passed over is left out
     #: (:func:`restates_unfound`)
     drop_unfound_restatements: bool = False
+    #: past the first this many items, the memories go before the turns when the memory pool
+    #: renders within ``memory_tail_tokens`` (:func:`~eros.recall.core.fusion_budget.memory_tail`);
+    #: 0 = off
+    memory_tail_after: int = 0
+    memory_tail_tokens: int = 1000
 
 
 @dataclass(frozen=True)
@@ -301,37 +307,6 @@ def with_lexical(items: list[FusedItem], query_text: str | None,
                                                                           strict=True)]
 
 
-def stand_ins(items: Sequence[FusedItem], cost: Callable[[FusedItem], int] | None
-              ) -> dict[int, int]:
-    """For each turn of ``items`` (ranked), the index of the best-ranked memory citing it
-    that renders shorter than the turn (no ``cost``: any citing memory) — the memory that
-    takes the turn's place when ``memory_stands_in``."""
-    best: dict[int, int] = {}
-    for index, item in enumerate(items):
-        if item.memory is not None:
-            for seq in cited(item.memory):
-                best.setdefault(seq, index)
-    out: dict[int, int] = {}
-    for item in items:
-        if item.turn is None or item.turn.seq not in best:
-            continue
-        memory = items[best[item.turn.seq]]
-        if cost is None or cost(memory) < cost(item):
-            out[item.turn.seq] = best[item.turn.seq]
-    return out
-
-
-def _remembered(cost: Callable[[FusedItem], int]) -> Callable[[FusedItem], int]:
-    """``cost``, counted once per item (an item's line is rendered to be counted)."""
-    tokens: dict[str, int] = {}
-
-    def cost_of(item: FusedItem) -> int:
-        if item.key not in tokens:
-            tokens[item.key] = cost(item)
-        return tokens[item.key]
-    return cost_of
-
-
 def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
          params: FusionParams, stale: Iterable[int] = (),
          lifted: Sequence[TurnCandidate] = (), query_text: str | None = None,
@@ -365,7 +340,7 @@ def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
             items = standardised(items, params.turn_offset)
         items = with_lexical(items, query_text, params.lexical_weight)
     if cost is not None:
-        cost = _remembered(cost)
+        cost = remembered(cost)
     items.sort(key=_order)
     items = newer_first(items, params.newer_first_depth, query_text,
                         text=lambda i: i.content, dated=_when, cites=_cites)
@@ -400,4 +375,5 @@ def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
             continue  # already in the list as a memory's quote
         returned.add(item.turn.seq)
         out.append(item)
-    return out
+    return memory_tail(out, params.memory_tail_after, params.memory_tail_tokens,
+                       pool=[m.candidate.content for m in memories])

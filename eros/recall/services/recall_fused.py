@@ -60,7 +60,9 @@ def fusion_params(cfg: Settings, now: datetime) -> FusionParams:
                         lexical_min_terms=cfg.recall_fusion_lexical_min_terms,
                         lexical_lead=cfg.recall_fusion_lexical_lead,
                         lexical_ties=cfg.recall_fusion_lexical_ties,
-                        drop_unfound_restatements=cfg.recall_fusion_skip_restatements)
+                        drop_unfound_restatements=cfg.recall_fusion_skip_restatements,
+                        memory_tail_after=cfg.recall_fusion_memory_tail_after,
+                        memory_tail_tokens=cfg.recall_fusion_memory_tail_tokens)
 
 
 def item_tokens(cfg: Settings) -> Callable[[FusedItem], int]:
