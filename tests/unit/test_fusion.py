@@ -424,3 +424,19 @@ def test_after_the_head_the_rest_of_a_cheap_memory_pool_goes_before_the_rest_of_
     # a pool whose rest renders past the tail's tokens keeps the ranking as it is
     assert keys(fuse(memories, turns, k=16, params=replace(tail, memory_tail_tokens=10))) == \
         keys(plain)
+
+
+def test_the_memory_tail_is_on_by_default_past_25_items_for_a_pool_within_1000_tokens() -> None:
+    from eros.recall.services.recall_fused import fusion_params
+    from eros.settings import Settings
+
+    params = fusion_params(Settings(), NOW)
+    assert (params.memory_tail_after, params.memory_tail_tokens) == (25, 1000)
+    # the first 25 items are the ranking's: a K of 10 (RECALL_K) never sees the rule
+    memories = [mem(f"m{i}", 0.80 - i * 0.005) for i in range(30)]
+    turns = [turn(i, 0.95 - i * 0.005) for i in range(30)]
+    plain = fuse(memories, turns, k=60, params=replace(params, memory_tail_after=0))
+    out = fuse(memories, turns, k=60, params=params)
+    assert keys(out[:25]) == keys(plain[:25]) and keys(out) != keys(plain)
+    assert {i.kind for i in out[25:25 + sum(i.kind == "memory" for i in plain[25:])]} == \
+        {"memory"}

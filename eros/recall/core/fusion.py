@@ -30,6 +30,9 @@ two together, and decides what the list holds:
   did not find — every word of it is theirs (:mod:`~eros.recall.core.fusion_words`; the heuristic
   extractor's clauses) — is left out: it is a piece of a turn, not a fact written about it,
   and its slot goes to what the turn search found (RECALL_FUSION_SKIP_RESTATEMENTS);
+- **a small memory pool whole**: past the first ``memory_tail_after`` items, the memories left
+  go before the turns left when the pool renders within ``memory_tail_tokens``
+  (:mod:`~eros.recall.core.fusion_budget`: a small user's short lines fit a budget whole);
 - **a budget**: :func:`within_budget` cuts the ranked list where the rendered tokens would
   pass RECALL_TOKEN_BUDGET.
 
