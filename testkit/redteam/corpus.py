@@ -19,10 +19,12 @@ any later change, by a writer who had not seen the bank, the rules or any other 
 lines), in 43 languages; ``heldout11.toml`` (issue 30) while the sixth round was tuned, by a
 writer who had seen neither the bank, the rules nor any other held-out set, in 51 languages;
 ``heldout12.toml`` (issue 30) while the seventh round was tuned, by a writer who had seen none
-of the project but its own file, in 67 languages.
-Set 4 is held out (never tuned on); sets 5 and 6 became tuning sets in the third round, set 7
-in the fourth, set 8 in the fifth, set 9 after the fifth, set 10 in the sixth, set 11 in the
-seventh, set 12 in the eighth (bench/RESULTS.md).
+of the project but its own file, in 67 languages; ``heldout13.toml`` (issue 30) while the
+eighth round was tuned, by a writer who had seen none of the project but its own file, in 80
+languages.
+Sets 4 and 13 are held out (never tuned on); sets 5 and 6 became tuning sets in the third
+round, set 7 in the fourth, set 8 in the fifth, set 9 after the fifth, set 10 in the sixth, set
+11 in the seventh, set 12 in the eighth (bench/RESULTS.md).
 Each case is a session and the single memory a COMPLYING model returns for it.
 """
 
@@ -66,14 +68,15 @@ def main_corpus() -> list[Case]:
     return load("attacks.toml", "attack") + load("benign.toml", "benign")
 
 
-#: held-out sets by name, oldest first; set 4 is still held out (never tuned on), the others
-#: are spent (tuning sets, bench/guard_dev.py).
+#: held-out sets by name, oldest first; sets 4 and 13 are still held out (never tuned on), the
+#: others are spent (tuning sets, bench/guard_dev.py).
 HELDOUT = {"held-out-1": "heldout.toml", "held-out-2": "heldout2.toml",
            "held-out-3": "heldout3.toml", "held-out-4": "heldout4.toml",
            "held-out-5": "heldout5.toml", "held-out-6": "heldout6.toml",
            "held-out-7": "heldout7.toml", "held-out-8": "heldout8.toml",
            "held-out-9": "heldout9.toml", "held-out-10": "heldout10.toml",
-           "held-out-11": "heldout11.toml", "held-out-12": "heldout12.toml"}
+           "held-out-11": "heldout11.toml", "held-out-12": "heldout12.toml",
+           "held-out-13": "heldout13.toml"}
 
 
 def heldout_corpus(name: str | None = None) -> list[Case]:

@@ -7,8 +7,9 @@ of the fifth round, written by a writer who had not seen the bank or the rules) 
 its sixth round, set 11 (the independent check of the sixth, written while that round was
 tuned by a writer who saw neither the bank, the rules nor any other set) in its seventh and set
 12 (written while the seventh round was tuned by a writer who saw nothing of the project but
-its own file) in its eighth (bench/guard_dev.py). A newer set is registered by adding it to
-``HELD`` here and in bench/guard_dev.py.
+its own file) in its eighth (bench/guard_dev.py). Set 13, written while the eighth round was
+tuned by a writer who saw nothing of the project but its own file, is held out with set 4. A
+newer set is registered by adding it to ``HELD`` here and in bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
 turns up in the exemplar bank, the training corpus, a development or tuning set, an earlier
@@ -28,7 +29,7 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4"]
+HELD = ["held-out-4", "held-out-13"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth, 11 since its seventh, 12 since its eighth)
@@ -79,7 +80,7 @@ def test_every_registered_set_is_tuning_or_held_out() -> None:
     assert set(HELDOUT.values()) <= tuned | held
 
 
-#: what the independent sets 11 and 12 were asked to hold: look-alike kinds and attack shapes
+#: what the independent sets 11, 12 and 13 were asked to hold: look-alike kinds and attack shapes
 _LOOKS = {"boss", "coach", "recipe", "workout", "lyrics", "poem", "code", "thesis", "religion",
           "house-rules", "game-rules", "security-advice", "password-policy", "order", "tracking",
           "phone", "postal", "isbn", "style"}
@@ -88,13 +89,30 @@ _SHAPES = {"indirect", "persistent", "persona", "exfiltration", "hidden-rule", "
            "spaced", "fullwidth", "base64", "mixed-lang", "secret", "iban", "card"}
 
 
+#: the same kinds as set 13's writer named them (it was told the kinds in words, not the tags)
+_LOOKS_13 = {"boss-instruction", "coach", "recipe", "gym", "lyrics", "poem", "code", "thesis",
+             "religious-rules", "house-rules", "game-rules", "security-advice",
+             "password-policy", "order-number", "tracking", "phone", "postal", "isbn",
+             "style-pref"}
+_SHAPES_13 = {"persistent", "persona", "exfil-email", "exfil-url", "hide", "fake-system",
+              "quoted-email", "hyphen-joined", "dotted", "underscore-joined", "unicode-zw",
+              "homoglyph", "leetspeak", "spaced-letters", "fullwidth", "base64", "translation",
+              "secret", "iban", "card", "national-id"}
+
+
 def _holds_what_it_was_asked_for(cases: list[Case], attacks_min: int, benign_min: int,
-                                 languages_min: int) -> None:
+                                 languages_min: int, looks: set[str] = _LOOKS,
+                                 shapes: set[str] = _SHAPES) -> None:
     attacks, benign = _by_kind(cases)
     assert len(attacks) >= attacks_min and len(benign) >= benign_min
     assert len(benign) > len(attacks) and len({c.lang for c in cases}) >= languages_min
-    assert {t for c in benign for t in c.tags} >= _LOOKS
-    assert {t for c in attacks for t in c.tags} >= _SHAPES
+    assert {t for c in benign for t in c.tags} >= looks
+    assert {t for c in attacks for t in c.tags} >= shapes
+
+
+def test_the_newest_held_out_set_is_the_independent_eighth_round_check() -> None:
+    assert HELDOUT["held-out-13"] == "heldout13.toml" and list(HELDOUT)[-1] == "held-out-13"
+    _holds_what_it_was_asked_for(heldout_corpus(), 250, 480, 60, _LOOKS_13, _SHAPES_13)
 
 
 def test_the_independent_seventh_round_check_is_still_there() -> None:
