@@ -115,6 +115,12 @@ class RecallSettings(BaseSettings):
     #: changes: the first this many items are the ranking's.
     recall_fusion_memory_tail_after: int = Field(default=25, ge=0, le=1000)
     recall_fusion_memory_tail_tokens: int = Field(default=1000, ge=0, le=100_000)
+    #: ``fused``: when the query is a remark, not a question (no question mark in any script,
+    #: no interrogative opening) and no turn of the pool says it in the user's own words,
+    #: RECALL_FUSION_MEMORY_TAIL_AFTER is this instead: recall runs on the user's latest
+    #: message, most often a remark, which asks what is known about the user (a small memory
+    #: pool, whole after the ranking's first few items) more than what was said; 0 = off.
+    recall_fusion_remark_tail_after: int = Field(default=3, ge=0, le=1000)
     #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
     recall_labels: LabelSet = DEFAULT_LABELS
     #: users with at least this many memories are cut into cells by ``eros.cluster_memories``

@@ -32,7 +32,9 @@ two together, and decides what the list holds:
   and its slot goes to what the turn search found (RECALL_FUSION_SKIP_RESTATEMENTS);
 - **a small memory pool whole**: past the first ``memory_tail_after`` items, the memories left
   go before the turns left when the pool renders within ``memory_tail_tokens``
-  (:mod:`~eros.recall.core.fusion_budget`: a small user's short lines fit a budget whole);
+  (:mod:`~eros.recall.core.fusion_budget`: a small user's short lines fit a budget whole) —
+  after ``remark_tail_after`` items when the query is a remark, not a question
+  (:mod:`~eros.recall.core.fusion_intent`: a remark asks what is known, not what was said);
 - **a budget**: :func:`within_budget` cuts the ranked list where the rendered tokens would
   pass RECALL_TOKEN_BUDGET.
 
@@ -50,6 +52,7 @@ from typing import Literal
 from eros.core.names import FusionCalibration
 from eros.core.sensitivity import most_sensitive
 from eros.recall.core.fusion_budget import memory_tail, remembered, stand_ins
+from eros.recall.core.fusion_intent import for_intent
 from eros.recall.core.fusion_subject import newer_first
 from eros.recall.core.fusion_words import cited, restates_unfound, said_in_words
 from eros.recall.core.lexical import bm25
@@ -118,6 +121,9 @@ class FusionParams:
     #: 0 = off
     memory_tail_after: int = 0
     memory_tail_tokens: int = 1000
+    #: ``memory_tail_after`` on a remark no turn echoes
+    #: (:func:`~eros.recall.core.fusion_intent.for_intent`); 0 = off
+    remark_tail_after: int = 0
 
 
 @dataclass(frozen=True)
@@ -321,6 +327,7 @@ def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
     rendered tokens (``params.memory_stands_in``: only a shorter memory stands in)."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
+    params = for_intent(params, query_text, [t.content for t in turns])
     stale_seqs = frozenset(stale)
     if params.drop_unfound_restatements:
         found = frozenset(t.seq for t in turns)

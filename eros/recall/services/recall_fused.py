@@ -62,7 +62,8 @@ def fusion_params(cfg: Settings, now: datetime) -> FusionParams:
                         lexical_ties=cfg.recall_fusion_lexical_ties,
                         drop_unfound_restatements=cfg.recall_fusion_skip_restatements,
                         memory_tail_after=cfg.recall_fusion_memory_tail_after,
-                        memory_tail_tokens=cfg.recall_fusion_memory_tail_tokens)
+                        memory_tail_tokens=cfg.recall_fusion_memory_tail_tokens,
+                        remark_tail_after=cfg.recall_fusion_remark_tail_after)
 
 
 def item_tokens(cfg: Settings) -> Callable[[FusedItem], int]:

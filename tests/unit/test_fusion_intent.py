@@ -1,0 +1,87 @@
+"""What a recall query asks for (eros/recall/core/fusion_intent.py) and what ``fused`` does with
+it: a remark lets the memories lead, a question about the past is ranked as before."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from eros.recall.core.fusion import FusionParams, fuse
+from eros.recall.core.fusion_intent import for_intent, is_question
+from tests.unit.test_fusion import NOW, keys, mem, turn
+
+
+@pytest.mark.parametrize("text", [
+    "When did Caroline go to the support group?", "¿Cuándo empezó a correr", "Wann war das?",
+    "Il est parti quand ?", "ما اسم أخيها؟", "他什么时候去的", "你喜欢猫吗", "你去过北京吗？",
+    "Why did she quit", "Qual é o nome dela", "Pourquoi il a déménagé", "Perché è partita",
+    "Quel âge a son fils", "Welche Farbe mag sie", "Ինչ՞ու", "Τι ώρα είναι\u037e",
+    None, "", "   ",
+])
+def test_a_question_in_any_script_or_with_an_interrogative_opening(text: str | None) -> None:
+    assert is_question(text)
+
+
+@pytest.mark.parametrize("text", [
+    "His hands were trembling so badly at lunch that I had to cut his food for him.",
+    "Mañana me toca presentar el proyecto delante del director general.",
+    "Die Bahn ist heute zwischen zwei Stationen zwanzig Minuten stehen geblieben.",
+    "When I got home the lights were off.", "Como siempre, llegué tarde.",
+    "Wie immer war der Zug voll.", "Was tired all day.", "今天下雨了。",
+])
+def test_a_remark_is_not_a_question(text: str) -> None:
+    assert not is_question(text)
+
+
+P = FusionParams(now=NOW, turn_offset=0.0, stale_penalty=0.2, composite_weight=0.0,
+                 calibration="standing", lexical_weight=0.0, memory_tail_after=25)
+REMARK = "my stomach is in knots about the commute"
+
+
+def _pools() -> tuple[list, list]:  # type: ignore[type-arg]
+    # the turns stand out of their pool, the memories do not: turns lead the ranking
+    memories = [mem(f"m{i}", 0.80 - i * 0.005) for i in range(12)]
+    turns = [turn(i, 0.95 - i * 0.01) for i in range(12)]
+    return memories, turns
+
+
+def test_on_a_remark_a_small_memory_pool_follows_the_rankings_first_items() -> None:
+    memories, turns = _pools()
+    plain = fuse(memories, turns, k=24, params=P, query_text=REMARK)
+    assert [i.kind for i in plain[:10]].count("memory") < 9
+    out = fuse(memories, turns, k=24, params=replace(P, remark_tail_after=3),
+                query_text=REMARK)
+    # the first 3 are the ranking's; then every memory left, then the turns left
+    assert keys(out[:3]) == keys(plain[:3])
+    kinds = [i.kind for i in out[3:]]
+    assert kinds == sorted(kinds)
+    assert sorted(keys(out)) == sorted(keys(plain))
+
+
+def test_a_question_or_an_echoed_remark_is_ranked_as_before() -> None:
+    memories, turns = _pools()
+    params = replace(P, remark_tail_after=3)
+    question = "what did I say about the commute?"
+    assert keys(fuse(memories, turns, k=24, params=params, query_text=question)) == \
+        keys(fuse(memories, turns, k=24, params=P, query_text=question))
+    echoed = [turn(0, 0.95, "my stomach was in knots on the commute again"), *turns[1:]]
+    assert keys(fuse(memories, echoed, k=24, params=params, query_text=REMARK)) == \
+        keys(fuse(memories, echoed, k=24, params=P, query_text=REMARK))
+
+
+def test_for_intent_changes_only_a_remarks_tail() -> None:
+    params = replace(P, remark_tail_after=3)
+    assert for_intent(params, "it snowed", []).memory_tail_after == 3
+    assert for_intent(params, "did it snow?", []).memory_tail_after == 25
+    assert for_intent(params, None, []).memory_tail_after == 25
+    assert for_intent(P, "it snowed", []) is P
+
+
+def test_the_remark_tail_is_on_by_default_after_3_items() -> None:
+    from eros.recall.services.recall_fused import fusion_params
+    from eros.settings import Settings
+
+    params = fusion_params(Settings(), NOW)
+    assert params.remark_tail_after == 3
+    assert for_intent(params, REMARK, []).memory_tail_after == 3
