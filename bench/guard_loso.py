@@ -65,7 +65,10 @@ GROUPS = {"main+1-3": (("main", "held-out-1", "held-out-2", "held-out-3"),
           "tuned-11": (("tuned-11",), ("heldout11.toml",)),
           # the independent set 12, spent in the eighth round: none of its lines is in the bank
           # (that round wrote lines of its own)
-          "tuned-12": (("tuned-12",), ("heldout12.toml",))}
+          "tuned-12": (("tuned-12",), ("heldout12.toml",)),
+          # the independent set 13, spent in the ninth round: none of its lines is in the bank
+          # (that round wrote lines of its own)
+          "tuned-13": (("tuned-13",), ("heldout13.toml",))}
 
 
 def script_family(text: str) -> str:
