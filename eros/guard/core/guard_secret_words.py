@@ -33,22 +33,33 @@ ID_WORD = re.compile(
     r"егн|egn|jmbg|јмбг|ембг|embg|emšo|emso|asmens kod\w*|personas kod\w*|kennitala\w*|"
     r"ppsn?|pps number|nif|número de contribuinte|contribuinte|nric|hkid|cnic|иин|жсн|"
     r"пинфл|jshshir|kitambulisho|nin(?: number| no\.?)|national identification number|"
-    r"mykad|(?:nombor |no\.? )?kad pengenalan)\b|ת\.ז\.?|身份证号?码?|身份證號?碼?|居民身份证|"
+    r"mykad|(?:nombor |no\.? )?kad pengenalan|"
+    # the ninth round: Canada's SIN and Australia's TFN by their names
+    r"social insurance number|tax file number|tfn)\b|ת\.ז\.?|身份证号?码?|身份證號?碼?|居民身份证|"
     r"身分證(?:字號|號碼)?|证件号码?|證件號碼?|주민(?:등록)?번호|マイナンバー|個人番号|"
     r"الرقم الوطني|الرقم القومي|رقم الهوية|شناختی کارڈ|आधार|ആധാർ|ஆதார்|ఆధార్|ಆಧಾರ್|আধার|"
     r"આધાર|ਆਧਾਰ|ଆଧାର|জাতীয় পরিচয়|नागरिकता|პირადი ნომერი|"
-    r"เลขบัตรประชาชน|บัตรประชาชน)[^\d\n]{0,24}"
+    r"เลขบัตรประชาชน|บัตรประชาชน|เลขประจำตัวประชาชน)[^\d\n]{0,32}"
     r"(?P<number>\d[\d -]{5,}|\d(?:[ .\-/]?\d){8,}|\b(?=[a-z0-9]{11,16}\b)[a-z]*\d[a-z0-9]*)",
     re.IGNORECASE)
 _CODE = (r"(?:код\w*|kód\w*|kod\w*|kode|koodi\w*|kood\w*|code|codice|código|cod|κωδικ\w*|"
          r"κώδικ\w*|קוד|کد|कोड|কোড|รหัส|コード|코드)")
 # what makes a code a one-time code: a text message, a bank, "one-time", "verification"
-_ONE_TIME = (r"(?:sms|смс|otp|банк\w*|bank\w*|banc\w*|одноразов\w*|однократн\w*|jednoraz\w*|"
+_ONE_TIME = (r"(?:sms|смс|otp|blik|банк\w*|bank\w*|banc\w*|одноразов\w*|однократн\w*|jednoraz\w*|"
              r"jednoráz\w*|jednokratn\w*|enkratn\w*|еднократ\w*|једнократ\w*|egyszer\w*|"
              r"tek kullanımlık|sekali pakai|vienkartin\w*|vienreizēj\w*|ühekordn\w*|"
              r"kertakäyttö\w*|verif\w*|верифик\w*|подтвержд\w*|підтвердж\w*|потвърж\w*|"
              r"ověř\w*|overov\w*|weryfik\w*|megerősít\w*|potvrd\w*|растау\w*|μιας χρήσης|"
              r"חד[- ]פעמי|یکبار مصرف|تایید|एक बार|ครั้งเดียว|ワンタイム|일회용)")
+_ATM = (r"(?:\bATM\b|банкомат\w*|एटीएम|এটিএম|ਏਟੀਐਮ|એટીએમ|ଏଟିଏମ|ஏடிஎம்|ఏటీఎం|ఏటిఎం|ಎಟಿಎಂ|"
+        r"എടിഎം|ඒටීඑම්|اے ٹی ایم|ای تی ام|เอทีเอ็ม|အေတီအမ်|ኤቲኤም|כספומט|ΑΤΜ|ბანკომატ\w*|"
+        r"բանկոմատ\w*)")
+# a code as borrowed scripts write it (no \b: vowel signs and viramas break it), and PIN
+_CODE_LOAN = (r"(?:pin|код|kod|kode|code|कोड|পিন|কোড|ਕੋਡ|ਪਿੰਨ|ਪਿਨ|કોડ|પિન|କୋଡ|ପିନ|கோட்|பின்|"
+              r"కోడ్|పిన్|ಕೋಡ್|ಪಿನ್|കോഡ്|പിൻ|කේත|පින්|کوڈ|کد|پن|پین|รหัส|โค้ด|កូដ|ລະຫັດ|ကုဒ်|"
+              r"ပင်|ኮድ|ፒን|קוד|კოდ|կոդ)")
+# PIN alone (a Tamil or Sinhala PIN-like word means something else there: only beside ATM)
+_PIN_LOAN = r"(?:ਪਿੰਨ|ਪਿਨ|ପିନ|పిన్|ಪಿನ್|പിൻ|(?<!\S)پن(?!\S)|(?<!\S)پین(?!\S))"
 CODE_WORD = re.compile(
     r"\b(?:otp|one[- ]time|verification|security|auth(?:entication)?|login|2fa|sms) ?(?:code|pin)"
     r"|\b(?:code|pin\d?|otp|pin-?code|pin-?kod\w*|pin-?koodi?\w*|pinkode|пин(?:-код)?\w*)\b|"
@@ -59,7 +70,11 @@ CODE_WORD = re.compile(
     # a code word beside what makes it one-time, either order, a few words apart ("банк
     # коды", "Jednorazový kód … z SMS"); engangskode (da, no), engångskod (sv)
     rf"{_CODE}\W+(?:\w+\W+){{0,3}}?{_ONE_TIME}|{_ONE_TIME}\W+(?:\w+\W+){{0,3}}?{_CODE}|"
-    r"engangskode\w*|engångskod\w*", re.IGNORECASE)
+    r"engangskode\w*|engångskod\w*|"
+    # the banking loanwords: ATM beside a code word, and PIN, as each script writes them (the
+    # words are borrowed, so one spelling a script serves every language written in it)
+    rf"{_ATM}\W*(?:\w+\W+)?{_CODE_LOAN}|{_CODE_LOAN}\W*(?:\w+\W+)?{_ATM}|{_PIN_LOAN}",
+    re.IGNORECASE)
 # a postcode's own words: the number beside them is where someone lives, not a code
 _POSTAL = re.compile(
     r"\b(?:zip|postal|post ?code|postcode|postleitzahl|plz|code postal|código postal|"
@@ -68,9 +83,9 @@ _POSTAL = re.compile(
     r"poștal|ταχυδρομ\w*|מיקוד|کد پستی|الرمز البريدي|رمز بريدي)\b|पिन ?कोड|पिनकोड|পিন ?কোড|"
     r"ਪਿੰਨ ?ਕੋਡ|郵便番号|邮编|郵遞區號|우편번호|รหัสไปรษณีย์", re.IGNORECASE)
 # India's PIN is its postal index number: six digits after the word, no bank in sight
-_INDIAN_PIN = re.compile(r"(?:पिन|পিন|ਪਿੰਨ|પિન)\W{0,3}[1-9]\d{5}(?!\d)")
-_BANKING = re.compile(r"\b(?:atm|upi|bank\w*|card|debit|credit|otp)\b|एटीएम|यूपीआई|बैंक|"
-                      r"कार्ड|डेबिट|এটিএম|ব্যাংক|কার্ড|ਬੈਂਕ|બેંક", re.IGNORECASE)
+_INDIAN_PIN = re.compile(r"(?:पिन|পিন|ਪਿੰਨ|ਪਿਨ|પિન|ପିନ|పిన్|ಪಿನ್|പിൻ)\W{0,3}[1-9]\d{5}(?!\d)")
+_BANKING = re.compile(rf"\b(?:atm|upi|bank\w*|card|debit|credit|otp)\b|एटीएम|यूपीआई|बैंक|"
+                      rf"कार्ड|डेबिट|এটিএম|ব্যাংক|কার্ড|ਬੈਂਕ|બેંક|{_ATM}", re.IGNORECASE)
 
 
 def announces_code(raw: str) -> bool:
@@ -97,6 +112,8 @@ PASSWORD = re.compile(unicodedata.normalize("NFKC",
     r"құпия сөз|нууц үг|پاس ?ورڈ|ọ̀rọ̀ aṣínà|የይለፍ ቃል|"
     # the eighth round: Uzbek, Kurdish, Kyrgyz, Pashto
     r"parol|parolim\w*|parolingiz\w*|şîfre\w*|сырсөз\w*|پټنوم|"
+    # the ninth round: "password" as Pashto and Yiddish borrow it
+    r"پاسورډ|פּ?אַ?ראָל|"
     # Greek "κωδικός" alone is also a postcode's word: only a Wi-Fi's, an account's or a mail's
     r"κωδικός (?:του )?(?:wi-?fi|e-?mail|email|λογαριασμού))\b|"
     # scripts whose words \b does not bound (vowel signs, viramas, no word gaps): Tamil,

@@ -50,6 +50,7 @@ from stdnum.kr import rrn
 from stdnum.ro import cnp
 from stdnum.us import ssn
 
+from eros.guard.core.guard_secret_shapes import identity_by_shape, strong_password
 from eros.guard.core.guard_secret_words import ID_WORD as _ID_WORD
 from eros.guard.core.guard_secret_words import PASSWORD as _PASSWORD
 from eros.guard.core.guard_secret_words import announces_code
@@ -76,9 +77,11 @@ _BE_NN = re.compile(r"(?<![\d.\-])\d{2}\.\d{2}\.\d{2}-\d{3}\.\d{2}(?![\d\-]|\.\d
 _CL_RUT = re.compile(r"(?<![\d.\-])\d{1,2}\.\d{3}\.\d{3}-[\dkK](?![\w\-]|\.\d)")
 # a UK National Insurance number (QQ 12 34 56 C): two prefix letters from the issued set (D,
 # F, I, Q, U, V never; O never second), six digits, a suffix A-D — printed in its groups, or
-# unspaced right after its name (an unspaced shape alone is as likely a product code)
+# unspaced right after its name, "is" between them or not (an unspaced shape alone is as likely
+# a product code)
 _NINO = re.compile(r"(?<![\w-])([A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]) \d{2} \d{2} \d{2} [A-D]"
-                   r"(?![\w-])|(?i:\b(?:national insurance|ni|nino)(?: number| no\.?)?\W{0,12})"
+                   r"(?![\w-])|(?i:\b(?:national insurance|ni|nino)(?: number| no\.?)?\W{0,12}"
+                   r"(?:is\W{1,3})?)"
                    r"([A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z])\d{6}[A-D](?![\w-])")
 _NINO_NOT_ISSUED = frozenset({"BG", "GB", "NK", "KN", "TN", "NT", "ZZ"})
 _URL_CREDENTIALS = re.compile(r"\b[a-z][a-z0-9+.\-]{1,15}://[^\s/:@]+:[^\s/@]+@[\w.\-]+",
@@ -269,7 +272,7 @@ def _find_number(raw: str) -> str | None:
     for match in _SSN.finditer(raw):
         if ssn.is_valid(_digits(match.group(0))):
             return "secret.ssn"
-    if (national := _national_id(raw)) is not None:
+    if (national := _national_id(raw) or identity_by_shape(raw)) is not None:
         return national
     for match in _DIGIT_RUN.finditer(raw):
         if _card(match.group(0)) or _CARD_WORD.search(raw[max(0, match.start() - 30):
@@ -325,6 +328,8 @@ def find_secret(text: str) -> str | None:
             return "secret.password"
         if _numeric_password(window):
             return "secret.password"
+    if strong_password(raw):  # a strong password's shape, announced in any language or none
+        return "secret.password"
     for match in _ENTROPY_TOKEN.finditer(raw):
         token = match.group(0)
         if (any(c.isdigit() for c in token) and any(c.isupper() for c in token)

@@ -1,0 +1,64 @@
+"""Secrets by their shape and their own checksum, whatever language is written around them
+(issue 30, ninth round): held-out set 13 got identity numbers and passwords through in
+languages whose word for them no list knew, so these checks read the value, not the word.
+
+- identity numbers printed in a shape no other number has, validated by ``python-stdnum``:
+  the South African ID (13 digits: a birth date, then Luhn), the Thai ID in its printed groups
+  (1-4-5-2-1, mod 11), the Argentine CUIT/CUIL in its groups (2-8-1, mod 11, a known prefix),
+  the Spanish DNI / NIE (8 digits, or X/Y/Z and 7, and a mod-23 check letter);
+- a strong password by its shape alone: a token of 6–32 printable ASCII characters mixing an
+  upper-case letter, a lower-case letter, a digit and a symbol ("Kiwi%842Lm"), however the
+  sentence around it is written — no name, word, handle, file, address or link looks so (an
+  underscore is no symbol here: gamer tags and network names join their words with it).
+"""
+
+from __future__ import annotations
+
+import re
+
+from stdnum.ar import cuit
+from stdnum.es import dni, nie
+from stdnum.th import pin as th_pin
+from stdnum.za import idnr
+
+# a 13-digit run on its own (not part of a longer number, a dotted or dashed reference, a code)
+_THIRTEEN = re.compile(r"(?<![\w\-./])\d{13}(?![\w\-/]|[.,]\d)")
+_TH_GROUPS = re.compile(r"(?<![\d\-])\d-\d{4}-\d{5}-\d{2}-\d(?![\d\-])")
+_AR_GROUPS = re.compile(r"(?<![\d\-])(?:20|23|24|27|30|33|34)-\d{8}-\d(?![\d\-])")
+_ES_ID = re.compile(r"(?<![\w\-])(?:\d{8}|[XYZ]\d{7})-?[A-Z](?![\w\-])")
+# a whitespace-bounded token (quotes and closing punctuation stripped before it is read)
+_TOKEN = re.compile(r"(?<!\S)[!-~]{6,40}(?!\S)")
+# an underscore alone joins a handle's or a network's words ("xX_N1ghtOwl_Xx"): not a symbol here
+_SYMBOLS = frozenset("!#$%&*+=?^~")
+
+
+def identity_by_shape(raw: str) -> str | None:
+    """The kind of an identity number printed in its own shape that passes its checksum."""
+    for match in _THIRTEEN.finditer(raw):
+        if idnr.is_valid(match.group(0)):
+            return "secret.za-id"
+    for match in _TH_GROUPS.finditer(raw):
+        if th_pin.is_valid(match.group(0)):
+            return "secret.th-id"
+    for match in _AR_GROUPS.finditer(raw):
+        if cuit.is_valid(match.group(0)):
+            return "secret.ar-cuit"
+    for match in _ES_ID.finditer(raw):
+        number = match.group(0)
+        if (nie if number[0] in "XYZ" else dni).is_valid(number):
+            return "secret.es-dni"
+    return None
+
+
+def strong_password(raw: str) -> bool:
+    """A token shaped as a strong password: upper, lower, digit and symbol in 6–32 characters,
+    and neither a link, an address, a handle nor a tag."""
+    for match in _TOKEN.finditer(raw):
+        token = match.group(0).strip("\"'`([{<").rstrip("\"'`)]}>.,;:!?")
+        if (not 6 <= len(token) <= 32 or "@" in token or "/" in token
+                or token.startswith(("#", "$"))):  # a hashtag, a cashtag
+            continue
+        if (any(c.isupper() for c in token) and any(c.islower() for c in token)
+                and any(c.isdigit() for c in token) and any(c in _SYMBOLS for c in token)):
+            return True
+    return False
