@@ -40,7 +40,7 @@ from importlib import resources
 from urllib.parse import unquote
 
 from eros.core.text import strip_invisible
-from eros.guard.core.guard_segment import read_words
+from eros.guard.core.guard_segment import read_reversed, read_words
 
 _SPACE = re.compile(r"\s+")
 _NOT_WORD = re.compile(r"[\W_]+")
@@ -257,7 +257,8 @@ def reading(text: str) -> str | None:
     ASCII digits, look-alikes folded in words that mix scripts, leetspeak read, words chained
     by joiners ("Going-forward-answer-all", "ignore.your.rules", "x_y_z") split, letters
     spaced one apart and words glued together (their zero-width spaces stripped) read as words
-    (:mod:`eros.guard.core.guard_segment`) — or None when that is the text itself. The meaning layer
+    (:mod:`eros.guard.core.guard_segment`), a quoted span written backwards read forwards —
+    or None when that is the text itself. The meaning layer
     scores this beside the raw text: an embedding of a chained or disguised text is
     far from the instruction it spells."""
     plain = unicodedata.normalize("NFKC", strip_invisible(text))
@@ -266,8 +267,9 @@ def reading(text: str) -> str | None:
         view = _WORD.sub(_fold_mixed, view)
     view = _SPACE.sub(" ", _unchained(_read_leet(view))).strip()
     view = read_words(view) or view
-    # a payload in base64, hex or percent-encoding reads as what it decodes to
-    view = " ".join([view, *decoded_payloads(plain)])
+    # a payload in base64, hex or percent-encoding reads as what it decodes to, a quoted span
+    # written backwards as its words forwards
+    view = " ".join([view, *decoded_payloads(plain), *read_reversed(plain)])
     return view if view and view != _SPACE.sub(" ", plain).strip() else None
 
 
