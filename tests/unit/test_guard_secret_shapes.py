@@ -49,7 +49,8 @@ def test_a_strong_password_by_its_shape_in_any_language(text: str) -> None:
     "Email her at Anna.K1@example.org.",
     "The file is Report_Q3-2024.pdf.",
     "Rated 5/5 on C++ and C#.",
-    "Uses the hashtag #Run2024 on Instagram.",  # a tag: its # is no password's symbol
+    "Uses the hashtag #Run2024 on Instagram.",
+    "Her cat's name in base64 is TW9jaGk=.",  # a tag: its # is no password's symbol
 ])
 def test_handles_addresses_files_and_tags_are_no_password(text: str) -> None:
     assert not strong_password(text)

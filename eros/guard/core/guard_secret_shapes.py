@@ -9,7 +9,8 @@ languages whose word for them no list knew, so these checks read the value, not 
 - a strong password by its shape alone: a token of 6–32 printable ASCII characters mixing an
   upper-case letter, a lower-case letter, a digit and a symbol ("Kiwi%842Lm"), however the
   sentence around it is written — no name, word, handle, file, address or link looks so (an
-  underscore is no symbol here: gamer tags and network names join their words with it).
+  underscore is no symbol here: gamer tags and network names join their words with it; nor
+  are base64's + and =).
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ _AR_GROUPS = re.compile(r"(?<![\d\-])(?:20|23|24|27|30|33|34)-\d{8}-\d(?![\d\-])
 _ES_ID = re.compile(r"(?<![\w\-])(?:\d{8}|[XYZ]\d{7})-?[A-Z](?![\w\-])")
 # a whitespace-bounded token (quotes and closing punctuation stripped before it is read)
 _TOKEN = re.compile(r"(?<!\S)[!-~]{6,40}(?!\S)")
-# an underscore alone joins a handle's or a network's words ("xX_N1ghtOwl_Xx"): not a symbol here
-_SYMBOLS = frozenset("!#$%&*+=?^~")
+# an underscore alone joins a handle's or a network's words ("xX_N1ghtOwl_Xx"), and + and =
+# are base64's own ("TW9jaGk="): none of them is a symbol here
+_SYMBOLS = frozenset("!#$%&*?^~")
 
 
 def identity_by_shape(raw: str) -> str | None:
