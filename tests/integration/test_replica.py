@@ -80,6 +80,16 @@ def _replica_clients(replica: Replica, database: str) -> int:
     return int(n)
 
 
+def _no_replica_clients(replica: Replica, database: str) -> int:
+    """The replica's client backends of the test database once the ones just closed have
+    exited: a backend leaves pg_stat_activity when its process ends, which follows the
+    client's disconnect by a moment (longer on a loaded machine); polled up to 10 s."""
+    deadline = time.monotonic() + 10
+    while (n := _replica_clients(replica, database)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return n
+
+
 def _wait_replayed(primary: Engine, replica: Replica, database: str) -> None:
     with primary.connect() as conn:
         lsn = conn.execute(text("SELECT pg_current_wal_lsn()")).scalar_one()
@@ -109,7 +119,7 @@ def test_recall_reads_the_replica_then_the_primary_when_it_lags(
     replica_engine = get_replica_engine(settings)
     assert replica_engine is not None
     replica_engine.dispose()
-    assert _replica_clients(replica, database) == 0
+    assert _no_replica_clients(replica, database) == 0
     result = recall(primary, embedder, USER, "jazz", settings=settings, strategy="decay", k=5)
     assert result.source == "replica" and len(result.memories) == 5
     assert result.to_dict()["source"] == "replica"

@@ -219,7 +219,10 @@ def test_fused_reads_the_turns_of_the_probed_cells_when_the_memories_were_probed
     vectors, _ = _topics(rng, 200, 8)
     seqs = _turns(engine, user, vectors)
     query = vectors[0]
-    far = max(_cells(engine, seqs).values()) + 1  # a cell number no probe reads
+    with engine.connect() as conn:  # a cell number no centroid has: no probe reads it
+        far = int(conn.execute(text("SELECT max(cell) FROM engine.memory_cells"
+                                    " WHERE user_id = :u"), {"u": user}).scalar_one()) + 1
+    assert far > max(_cells(engine, seqs).values())
     with engine.begin() as conn:
         conn.execute(text("UPDATE engine.memory_turns SET cell = :c WHERE seq = :s"),
                      {"c": far, "s": seqs[0]})
