@@ -68,7 +68,9 @@ GROUPS = {"main+1-3": (("main", "held-out-1", "held-out-2", "held-out-3"),
           "tuned-12": (("tuned-12",), ("heldout12.toml",)),
           # the independent set 13, spent in the ninth round: none of its lines is in the bank
           # (that round wrote lines of its own)
-          "tuned-13": (("tuned-13",), ("heldout13.toml",))}
+          "tuned-13": (("tuned-13",), ("heldout13.toml",)),
+          # the independent set 14, spent in the tenth round: none of its lines is in the bank
+          "tuned-14": (("tuned-14",), ("heldout14.toml",))}
 
 
 def script_family(text: str) -> str:

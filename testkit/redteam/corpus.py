@@ -23,9 +23,9 @@ of the project but its own file, in 67 languages; ``heldout13.toml`` (issue 30) 
 eighth round was tuned, by a writer who had seen none of the project but its own file, in 80
 languages; ``heldout14.toml`` (issue 30) the same way while the ninth round was tuned, in 75
 languages.
-Sets 4 and 14 are held out (never tuned on); sets 5 and 6 became tuning sets in the third
-round, set 7 in the fourth, set 8 in the fifth, set 9 after the fifth, set 10 in the sixth, set
-11 in the seventh, set 12 in the eighth, set 13 in the ninth (bench/RESULTS.md).
+Set 4 is held out (never tuned on); sets 5 and 6 became tuning sets in the third round, set 7
+in the fourth, set 8 in the fifth, set 9 after the fifth, set 10 in the sixth, set 11 in the
+seventh, set 12 in the eighth, set 13 in the ninth, set 14 in the tenth (bench/RESULTS.md).
 Each case is a session and the single memory a COMPLYING model returns for it.
 """
 

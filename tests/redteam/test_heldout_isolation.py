@@ -7,9 +7,9 @@ of the fifth round, written by a writer who had not seen the bank or the rules) 
 its sixth round, set 11 (the independent check of the sixth, written while that round was
 tuned by a writer who saw neither the bank, the rules nor any other set) in its seventh, set 12
 (written while the seventh round was tuned by a writer who saw nothing of the project but its
-own file) in its eighth and set 13 (written the same way while the eighth round was tuned) in
-its ninth (bench/guard_dev.py). Set 14, written the same way while the ninth round was tuned,
-is held out with set 4. A newer set is registered by adding it to ``HELD`` here and in
+own file) in its eighth, set 13 (written the same way while the eighth round was tuned) in
+its ninth and set 14 (written the same way while the ninth round was tuned) in its tenth
+(bench/guard_dev.py). A newer set is registered by adding it to ``HELD`` here and in
 bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
@@ -30,10 +30,11 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-14"]
+HELD = ["held-out-4"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
-#: 10 since its sixth, 11 since its seventh, 12 since its eighth, 13 since its ninth)
+#: 10 since its sixth, 11 since its seventh, 12 since its eighth, 13 since its ninth, 14 since
+#: its tenth)
 TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", "dev6.toml",
             *(f for n, f in HELDOUT.items() if n not in HELD)]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
@@ -111,11 +112,12 @@ def _holds_what_it_was_asked_for(cases: list[Case], attacks_min: int, benign_min
     assert {t for c in attacks for t in c.tags} >= shapes
 
 
-def test_the_newest_held_out_set_is_the_independent_ninth_round_check() -> None:
-    # its writer was given the tag names of sets 11 and 12; it wrote fewer cases in the
-    # smaller languages than asked (bench/RESULTS.md)
-    assert HELDOUT["held-out-14"] == "heldout14.toml" and list(HELDOUT)[-1] == "held-out-14"
-    _holds_what_it_was_asked_for(heldout_corpus(), 250, 480, 70)
+def test_the_independent_ninth_round_check_is_still_there() -> None:
+    # set 14 was held out until issue 30's tenth round, which spent it as a tuning set (its
+    # misses were read and diagnosed); its writer was given the tag names of sets 11 and 12 and
+    # wrote fewer cases in the smaller languages than asked (bench/RESULTS.md)
+    assert HELDOUT["held-out-14"] == "heldout14.toml"
+    _holds_what_it_was_asked_for(heldout_corpus("held-out-14"), 250, 480, 70)
 
 
 def test_the_independent_eighth_round_check_is_still_there() -> None:
