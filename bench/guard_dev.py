@@ -30,7 +30,12 @@ from collections.abc import Sequence
 from bench.poisoning_detail import sample_turns
 from eros.guard.core.guard import Guard, load_guard
 from eros.guard.core.guard_meaning import MeaningModel, load_bank, load_shipped
-from eros.guard.services.guard_model import candidate_text, readings_of, worst_scores
+from eros.guard.services.guard_model import (
+    candidate_text,
+    parts_of,
+    readings_of,
+    worst_scores,
+)
 from testkit.redteam.corpus import HELDOUT, Case, load
 
 #: the sets the guard may be tuned on: the main corpus, the released held-out sets, the
@@ -73,21 +78,27 @@ def _model() -> MeaningModel:
 
 
 def verdict_layers(texts: Sequence[str], model: MeaningModel,
-                   guard: Guard | None = None) -> list[str]:
+                   guard: Guard | None = None, memories: bool = True) -> list[str]:
     """For each text, the layer that drops it (``rules``, ``secrets``, ``meaning``, ``parse``
     for an empty one) or ``""`` when it is kept: rules and secrets, then the meaning model on
-    the text's and its reading's e5 vectors, as the classify path judges."""
+    the text's, its reading's and (``memories``: not user turns) its clauses' e5 vectors, as
+    the classify path judges."""
     from eros.providers.offline.e5 import E5_DIM, E5Embedder
 
     guard = guard or load_guard()
     verdicts = [guard.check(t) for t in texts]
     survivors = [i for i, v in enumerate(verdicts) if v.ok and texts[i]]
     readings = readings_of(texts, survivors)  # scored beside the text, as screen_texts does
-    vectors = E5Embedder(E5_DIM).embed([texts[i] for i in survivors] + list(readings.values()),
+    parts = parts_of(texts, survivors) if memories else []
+    vectors = E5Embedder(E5_DIM).embed([texts[i] for i in survivors] + list(readings.values())
+                                       + [p for _, p in parts],
                                        input_type="document").vectors if survivors else []
-    read: dict[int, Sequence[float]] = dict(zip(readings, vectors[len(survivors):], strict=True))
-    scores = dict(zip(survivors, worst_scores(model, vectors[: len(survivors)], survivors, read),
-                      strict=True))
+    end = len(survivors) + len(readings)
+    read: dict[int, Sequence[float]] = dict(zip(readings, vectors[len(survivors):end],
+                                                strict=True))
+    scored = list(zip((i for i, _ in parts), vectors[end:], strict=True))
+    scores = dict(zip(survivors, worst_scores(model, vectors[: len(survivors)], survivors, read,
+                                              scored), strict=True))
     out = []
     for i, text in enumerate(texts):
         if not verdicts[i].ok:
@@ -121,8 +132,9 @@ def sample_drops(model: MeaningModel) -> tuple[int, dict[str, int]]:
 
 def cost(cases: Sequence[Case], model: MeaningModel, rounds: int = 5) -> tuple[float, float]:
     """CPU per candidate in ms (process time, median of ``rounds``): rules and secrets over
-    every memory; the meaning layer's reading of every memory plus the scoring of one vector
-    at a time (a reading that differs adds its own scoring), as bench/poisoning_detail does."""
+    every memory; the meaning layer's reading and clauses of every memory plus the scoring of
+    one vector at a time (a reading that differs and each clause add their own scoring), as
+    bench/poisoning_detail does (the clauses' embedding is the embedder's, not counted)."""
     import time
 
     from eros.providers.offline.e5 import E5_DIM, E5Embedder
@@ -138,12 +150,13 @@ def cost(cases: Sequence[Case], model: MeaningModel, rounds: int = 5) -> tuple[f
         rules.append((time.process_time() - start) * 1000 / len(texts))
         start = time.process_time()
         read = readings_of(texts, range(len(texts)))
+        parts = parts_of(texts, range(len(texts)))
         reading_ms = (time.process_time() - start) * 1000 / len(texts)
         start = time.process_time()
         for v in vectors:
             model.scores([v])
         per = (time.process_time() - start) * 1000 / len(vectors)
-        meaning.append(reading_ms + per * (1 + len(read) / len(texts)))
+        meaning.append(reading_ms + per * (1 + (len(read) + len(parts)) / len(texts)))
     return sorted(rules)[rounds // 2], sorted(meaning)[rounds // 2]
 
 

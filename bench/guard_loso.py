@@ -12,8 +12,8 @@ whole bank under the same rule (none may be dropped). ``--vectors hash`` (vector
 meaning, seconds) with ``--limit`` and ``--groups`` is the smoke run (tests/bench).
 
     python -m bench.guard_loso [--min-kept 0.97] [--repeats 5] [--per-script] [--abstain D]
-                               [--cache PATH] [--show] [--vectors e5|hash] [--groups A,B]
-                               [--limit N]
+                               [--no-clauses] [--cache PATH] [--show] [--vectors e5|hash]
+                               [--groups A,B] [--limit N]
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import numpy as np
 from bench.guard_dev import cases_of, tally
 from bench.poisoning_detail import sample_turns
 from eros.guard.core.guard import load_guard
+from eros.guard.core.guard_clauses import PART_FLOOR, clauses
 from eros.guard.core.guard_meaning import (
     BAND,
     MIN_KEPT,
@@ -73,16 +74,22 @@ GROUPS = {"main+1-3": (("main", "held-out-1", "held-out-2", "held-out-3"),
           "tuned-14": (("tuned-14",), ("heldout14.toml",))}
 
 
+#: Unicode script-name prefixes by family: a threshold per family is what ``--per-script`` tries
+FAMILIES = (("latin", ("LATIN",)), ("cyrillic", ("CYRILLIC",)),
+            ("arabic-hebrew", ("ARABIC", "HEBREW", "SYRIAC", "THAANA")),
+            ("indic", ("DEVANAGARI", "BENGALI", "GURMUKHI", "GUJARATI", "ORIYA", "TAMIL",
+                       "TELUGU", "KANNADA", "MALAYALAM", "SINHALA")),
+            ("cjk", ("CJK", "HIRAGANA", "KATAKANA", "HANGUL")),
+            ("se-asian", ("THAI", "LAO", "KHMER", "MYANMAR")))
+
+
 def script_family(text: str) -> str:
-    """The script most of ``text``'s letters are in: latin, cyrillic, cjk or other (a
-    threshold per family is what ``--per-script`` tries)."""
+    """The script family most of ``text``'s letters are in (:data:`FAMILIES`, else other)."""
     counts: dict[str, int] = defaultdict(int)
     for ch in text:
         if ch.isalpha():
             name = unicodedata.name(ch, "")
-            family = ("latin" if name.startswith("LATIN") else "cyrillic"
-                      if name.startswith("CYRILLIC") else "cjk"
-                      if name.startswith(("CJK", "HIRAGANA", "KATAKANA", "HANGUL")) else "other")
+            family = next((f for f, prefixes in FAMILIES if name.startswith(prefixes)), "other")
             counts[family] += 1
     return max(counts, key=lambda f: counts[f]) if counts else "latin"
 
@@ -127,7 +134,8 @@ class HashVectors(Vectors):
         return out
 
 
-def sample_drops(model: MeaningModel, per: dict[str, float], vectors: Vectors) -> int:
+def sample_drops(model: MeaningModel, per: dict[str, float], vectors: Vectors,
+                 by_clause: bool = True) -> int:
     """How many of the sample corpus's ordinary user turns the whole guard drops (rules,
     secrets, then ``model`` with its per-family thresholds), length cap off."""
     guard = load_guard(max_chars=10000)
@@ -136,9 +144,11 @@ def sample_drops(model: MeaningModel, per: dict[str, float], vectors: Vectors) -
     readings = readings_of(survivors, range(len(survivors)))
     own = model.scores(vectors.get(survivors))
     read = dict(zip(readings, model.scores(vectors.get(list(readings.values()))), strict=True))
+    parts = clause_scores(model, survivors, range(len(survivors)), vectors) if by_clause else {}
     dropped = len(turns) - len(survivors)
     for i, (text, score) in enumerate(zip(survivors, own, strict=True)):
-        dropped += max(score, read.get(i, 0.0)) >= per.get(script_family(text), model.threshold)
+        score = max(score, read.get(i, 0.0), parts.get(i, 0.0))
+        dropped += score >= per.get(script_family(text), model.threshold)
     return dropped
 
 
@@ -170,8 +180,20 @@ def train(x_raw: np.ndarray, y: np.ndarray, families: Sequence[str] | None,
     return model, per
 
 
+def clause_scores(model: MeaningModel, texts: Sequence[str], indexes: Sequence[int],
+                  vectors: Vectors) -> dict[int, float]:
+    """index -> the highest score of the text's clauses and steps, where it reaches the floor
+    (:data:`eros.guard.core.guard_clauses.PART_FLOOR`), as the classify path scores them."""
+    parts = {i: clauses(texts[i]) for i in indexes}
+    flat = [p for i in indexes for p in parts[i]]
+    scores = iter(model.scores(vectors.get(flat)))
+    best = {i: max((next(scores) for _ in parts[i]), default=0.0) for i in indexes}
+    return {i: s for i, s in best.items() if s >= PART_FLOOR}
+
+
 def judge(cases: Sequence[Case], model: MeaningModel, per: dict[str, float],
-          vectors: Vectors, abstain: float = 0.0) -> list[tuple[Case, bool, bool]]:
+          vectors: Vectors, abstain: float = 0.0,
+          by_clause: bool = False) -> list[tuple[Case, bool, bool]]:
     """(case, kept, in the second opinion's band) for each case; ``abstain`` > 0 holds back
     the scores that far below the threshold (an abstain band without a second opinion)."""
     guard = load_guard()
@@ -182,12 +204,13 @@ def judge(cases: Sequence[Case], model: MeaningModel, per: dict[str, float],
     own = dict(zip(survivors, model.scores(vectors.get([texts[i] for i in survivors])),
                    strict=True))
     read = dict(zip(readings, model.scores(vectors.get(list(readings.values()))), strict=True))
+    parts = clause_scores(model, texts, survivors, vectors) if by_clause else {}
     out = []
     for i, case in enumerate(cases):
         if i not in own:
             out.append((case, False, False))
             continue
-        score = max(own[i], read.get(i, 0.0))
+        score = max(own[i], read.get(i, 0.0), parts.get(i, 0.0))
         threshold = per.get(script_family(texts[i]), model.threshold)
         out.append((case, score < threshold - abstain,
                     threshold - BAND <= score < threshold))
@@ -205,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="out-of-fold runs (seeds) whose thresholds' median is taken")
     parser.add_argument("--abstain", type=float, default=0.0,
                         help="hold back scores this far below the threshold (no LLM)")
+    parser.add_argument("--no-clauses", action="store_true",
+                        help="the whole text and its reading only, as before issue 30's tenth "
+                             "round (by default each clause and step is scored too)")
     parser.add_argument("--show", action="store_true", help="print each group's misses")
     parser.add_argument("--vectors", choices=("e5", "hash"), default="e5",
                         help="hash: vectors without meaning, seconds (the smoke run)")
@@ -229,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         model, per = train(all_x[keep], labels[keep],
                            [f for f, k in zip(families, keep, strict=True) if k]
                            if args.per_script else None, args.min_kept, args.repeats)
-        results = judge(cases_of(files, args.limit), model, per, vectors, args.abstain)
+        results = judge(cases_of(files, args.limit), model, per, vectors, args.abstain,
+                        not args.no_clauses)
         for case, kept, in_band in results:
             if in_band and (case.kind == "benign" or kept):
                 band[case.kind == "benign"] += 1
@@ -242,9 +269,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{band[1]} look-alikes in it (what MEMORY_GUARD_LLM=on would ask about)")
     whole, whole_per = train(all_x, labels, families if args.per_script else None,
                              args.min_kept, args.repeats)
+    dropped = sample_drops(whole, whole_per, vectors, not args.no_clauses)
     print(f"sample corpus (model on the whole bank, threshold {whole.threshold:.3f}): "
-          f"{sample_drops(whole, whole_per, vectors)} of {len(sample_turns())} ordinary user "
-          "turns dropped")
+          f"{dropped} of {len(sample_turns())} ordinary user turns dropped")
     for key in ["all", *groups, *sorted(k for k in totals if k.startswith("lang:"))]:
         if key not in totals:
             continue

@@ -28,6 +28,7 @@ from sqlalchemy import Engine
 
 from eros.core.text import strip_invisible
 from eros.guard.core.guard import KEEP, Guard, Verdict, load_guard
+from eros.guard.core.guard_clauses import PART_FLOOR, clauses
 from eros.guard.core.guard_meaning import MeaningModel, load_bank
 from eros.guard.core.guard_text import reading
 from eros.guard.services.guard_layer import HASH_EMBEDDER, PENDING, State, layer_off, resolve
@@ -185,21 +186,25 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
         return out
     given = {i: list(v) for i, v in enumerate(vectors or ()) if v is not None}
     missing = [i for i in survivors if i not in given]
-    # how each text reads (joiners, blanks, look-alikes undone), embedded in the same request
+    # how each text reads (joiners, blanks, look-alikes undone) and each memory's clauses,
+    # steps and quoted spans (not a user turn's), embedded in the same request
     readings = readings_of(texts, survivors) if model is not None else {}
+    parts = parts_of(texts, [i for i in survivors if i < len(texts) - len(turns)]) \
+        if model is not None else []
     read: list[list[float]] = []
-    if missing or readings:
+    if missing or readings or parts:
         with metrics.registry().EMBED_LATENCY.time():
             out.embeddings, out.requests = embed_in_requests(
-                embedder, [texts[i] for i in missing] + list(readings.values()),
-                input_type="document")
+                embedder, [texts[i] for i in missing] + list(readings.values())
+                + [p for _, p in parts], input_type="document")
         given.update(zip(missing, out.embeddings.vectors[: len(missing)], strict=True))
         read = out.embeddings.vectors[len(missing):]
     out.vectors = {i: given[i] for i in survivors}
     if model is None:
         return out
     scores = worst_scores(model, [given[i] for i in survivors], survivors,
-                          dict(zip(readings, read, strict=True)))
+                          dict(zip(readings, read[: len(readings)], strict=True)),
+                          list(zip((i for i, _ in parts), read[len(readings):], strict=True)))
     uncertain: list[int] = []
     for i, score in zip(survivors, scores, strict=True):
         if score >= model.threshold:
@@ -227,11 +232,23 @@ def readings_of(texts: Sequence[str], indexes: Sequence[int]) -> dict[int, str]:
     return {i: r for i in indexes if (r := reading(texts[i])) is not None}
 
 
+def parts_of(texts: Sequence[str], indexes: Sequence[int]) -> list[tuple[int, str]]:
+    """(index, part) for each clause, list step and quoted span of the texts that has more
+    than one (:func:`eros.guard.core.guard_clauses.clauses`): an instruction carried inside a
+    recipe or a poem is scored on its own, not diluted by its carrier."""
+    return [(i, part) for i in indexes for part in clauses(texts[i])]
+
+
 def worst_scores(model: MeaningModel, vectors: Sequence[Sequence[float]],
-                 indexes: Sequence[int], read: dict[int, Sequence[float]]) -> list[float]:
-    """Each text's instruction score: the higher of its own embedding's and its reading's."""
+                 indexes: Sequence[int], read: dict[int, Sequence[float]],
+                 parts: Sequence[tuple[int, Sequence[float]]] = ()) -> list[float]:
+    """Each text's instruction score: the highest of its own embedding's, its reading's and
+    its parts' (a part's from :data:`PART_FLOOR` up)."""
     scores = model.scores(vectors)
     extra = dict(zip(read, model.scores(list(read.values())), strict=True))
+    for (i, _), score in zip(parts, model.scores([v for _, v in parts]), strict=True):
+        if score >= PART_FLOOR:  # a part decides only when it is all but certain
+            extra[i] = max(extra.get(i, 0.0), score)
     return [max(s, extra.get(i, 0.0)) for i, s in zip(indexes, scores, strict=True)]
 
 
