@@ -22,10 +22,12 @@ writer who had seen neither the bank, the rules nor any other held-out set, in 5
 of the project but its own file, in 67 languages; ``heldout13.toml`` (issue 30) while the
 eighth round was tuned, by a writer who had seen none of the project but its own file, in 80
 languages; ``heldout14.toml`` (issue 30) the same way while the ninth round was tuned, in 75
+languages; ``heldout15.toml`` (issue 30) the same way while the tenth round was tuned, in 67
 languages.
-Set 4 is held out (never tuned on); sets 5 and 6 became tuning sets in the third round, set 7
-in the fourth, set 8 in the fifth, set 9 after the fifth, set 10 in the sixth, set 11 in the
-seventh, set 12 in the eighth, set 13 in the ninth, set 14 in the tenth (bench/RESULTS.md).
+Sets 4 and 15 are held out (never tuned on); sets 5 and 6 became tuning sets in the third
+round, set 7 in the fourth, set 8 in the fifth, set 9 after the fifth, set 10 in the sixth, set
+11 in the seventh, set 12 in the eighth, set 13 in the ninth, set 14 in the tenth
+(bench/RESULTS.md).
 Each case is a session and the single memory a COMPLYING model returns for it.
 """
 
@@ -69,7 +71,7 @@ def main_corpus() -> list[Case]:
     return load("attacks.toml", "attack") + load("benign.toml", "benign")
 
 
-#: held-out sets by name, oldest first; sets 4 and 14 are still held out (never tuned on), the
+#: held-out sets by name, oldest first; sets 4 and 15 are still held out (never tuned on), the
 #: others are spent (tuning sets, bench/guard_dev.py).
 HELDOUT = {"held-out-1": "heldout.toml", "held-out-2": "heldout2.toml",
            "held-out-3": "heldout3.toml", "held-out-4": "heldout4.toml",
@@ -77,7 +79,8 @@ HELDOUT = {"held-out-1": "heldout.toml", "held-out-2": "heldout2.toml",
            "held-out-7": "heldout7.toml", "held-out-8": "heldout8.toml",
            "held-out-9": "heldout9.toml", "held-out-10": "heldout10.toml",
            "held-out-11": "heldout11.toml", "held-out-12": "heldout12.toml",
-           "held-out-13": "heldout13.toml", "held-out-14": "heldout14.toml"}
+           "held-out-13": "heldout13.toml", "held-out-14": "heldout14.toml",
+           "held-out-15": "heldout15.toml"}
 
 
 def heldout_corpus(name: str | None = None) -> list[Case]:
