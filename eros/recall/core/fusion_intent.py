@@ -7,9 +7,10 @@ asks what the companion *knows* about the user (the memory a confidence months a
 facts are the keys meaning links a remark to); a question about the past ("when did Caroline
 go to the support group?") asks what was *said*, and the user's own turns hold more of that
 than any memory. :func:`is_question` tells them apart by a question mark in any script or an
-interrogative opening; ``fused`` then gives the turns of a remark a calibrated handicap
-(RECALL_FUSION_REMARK_TURN_OFFSET), not a switch: a turn that clearly stands out still comes
-first.
+interrogative opening; for a remark that no turn says in the user's own words, ``fused`` lets a
+small memory pool follow the ranking's first RECALL_FUSION_REMARK_TAIL_AFTER items (the memory
+tail of :mod:`eros.recall.core.fusion_budget`, which otherwise starts after 25): the head stays
+as ranked, so a turn that clearly stands out still comes first.
 """
 
 from __future__ import annotations
