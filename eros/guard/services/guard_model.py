@@ -187,7 +187,7 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
     given = {i: list(v) for i, v in enumerate(vectors or ()) if v is not None}
     missing = [i for i in survivors if i not in given]
     # how each text reads (joiners, blanks, look-alikes undone) and each memory's clauses,
-    # steps and quoted spans (not a user turn's), embedded in the same request
+    # list steps and table cells (not a user turn's), embedded in the same request
     readings = readings_of(texts, survivors) if model is not None else {}
     parts = parts_of(texts, [i for i in survivors if i < len(texts) - len(turns)]) \
         if model is not None else []
@@ -233,9 +233,10 @@ def readings_of(texts: Sequence[str], indexes: Sequence[int]) -> dict[int, str]:
 
 
 def parts_of(texts: Sequence[str], indexes: Sequence[int]) -> list[tuple[int, str]]:
-    """(index, part) for each clause, list step and quoted span of the texts that has more
-    than one (:func:`eros.guard.core.guard_clauses.clauses`): an instruction carried inside a
-    recipe or a poem is scored on its own, not diluted by its carrier."""
+    """(index, part) for each clause, list step and table cell of the texts that has more
+    than one (:func:`eros.guard.core.guard_clauses.clauses`; a quoted span is not a part): an
+    instruction carried inside a recipe or a plan is scored on its own, not diluted by its
+    carrier."""
     return [(i, part) for i in indexes for part in clauses(texts[i])]
 
 
