@@ -16,6 +16,7 @@ languages whose word for them no list knew, so these checks read the value, not 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
 from stdnum.ar import cuit
 from stdnum.es import dni, nie
@@ -34,22 +35,29 @@ _TOKEN = re.compile(r"(?<!\S)[!-~]{6,40}(?!\S)")
 _SYMBOLS = frozenset("!#$%&*?^~")
 
 
+#: (where a number is printed, whether it passes its checksum, the kind it is)
+Check = tuple[re.Pattern[str], Callable[[str], bool], str]
+
+
+def first_valid(raw: str, checks: Sequence[Check]) -> str | None:
+    """The kind of the first check (in order) whose shape in ``raw`` passes its checksum."""
+    for pattern, is_valid, kind in checks:
+        if any(is_valid(match.group(0)) for match in pattern.finditer(raw)):
+            return kind
+    return None
+
+
+_BY_SHAPE: tuple[Check, ...] = (
+    (_THIRTEEN, idnr.is_valid, "secret.za-id"),
+    (_TH_GROUPS, th_pin.is_valid, "secret.th-id"),
+    (_AR_GROUPS, cuit.is_valid, "secret.ar-cuit"),
+    (_ES_ID, lambda n: (nie if n[0] in "XYZ" else dni).is_valid(n), "secret.es-dni"),
+)
+
+
 def identity_by_shape(raw: str) -> str | None:
     """The kind of an identity number printed in its own shape that passes its checksum."""
-    for match in _THIRTEEN.finditer(raw):
-        if idnr.is_valid(match.group(0)):
-            return "secret.za-id"
-    for match in _TH_GROUPS.finditer(raw):
-        if th_pin.is_valid(match.group(0)):
-            return "secret.th-id"
-    for match in _AR_GROUPS.finditer(raw):
-        if cuit.is_valid(match.group(0)):
-            return "secret.ar-cuit"
-    for match in _ES_ID.finditer(raw):
-        number = match.group(0)
-        if (nie if number[0] in "XYZ" else dni).is_valid(number):
-            return "secret.es-dni"
-    return None
+    return first_valid(raw, _BY_SHAPE)
 
 
 def strong_password(raw: str) -> bool:

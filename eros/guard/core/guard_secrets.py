@@ -50,7 +50,12 @@ from stdnum.kr import rrn
 from stdnum.ro import cnp
 from stdnum.us import ssn
 
-from eros.guard.core.guard_secret_shapes import identity_by_shape, strong_password
+from eros.guard.core.guard_secret_shapes import (
+    Check,
+    first_valid,
+    identity_by_shape,
+    strong_password,
+)
 from eros.guard.core.guard_secret_words import ID_WORD as _ID_WORD
 from eros.guard.core.guard_secret_words import PASSWORD as _PASSWORD
 from eros.guard.core.guard_secret_words import announces_code
@@ -224,24 +229,19 @@ def hu_personal_id_valid(number: str) -> bool:
     return remainder < 10 and remainder == int(digits[10])
 
 
+#: the identity numbers :func:`_national_id` validates where their words need not be
+_HETU_CHECK: tuple[Check, ...] = ((_HETU, hetu.is_valid, "secret.fi-hetu"),)
+_NATIONAL_IDS: tuple[Check, ...] = (
+    (_CNP, cnp.is_valid, "secret.ro-cnp"),
+    (_HU_ID, hu_personal_id_valid, "secret.hu-personal-id"),
+    (_BE_NN, be_nn.is_valid, "secret.be-national-number"),
+    (_CL_RUT, rut.is_valid, "secret.cl-rut"),
+)
+
+
 def _national_id(raw: str) -> str | None:
     """A Finnish HETU, a Romanian CNP or a Hungarian personal ID that passes its checksum."""
-    for match in _HETU.finditer(raw.upper()):
-        if hetu.is_valid(match.group(0)):
-            return "secret.fi-hetu"
-    for match in _CNP.finditer(raw):
-        if cnp.is_valid(match.group(0)):
-            return "secret.ro-cnp"
-    for match in _HU_ID.finditer(raw):
-        if hu_personal_id_valid(match.group(0)):
-            return "secret.hu-personal-id"
-    for match in _BE_NN.finditer(raw):
-        if be_nn.is_valid(match.group(0)):
-            return "secret.be-national-number"
-    for match in _CL_RUT.finditer(raw):
-        if rut.is_valid(match.group(0)):
-            return "secret.cl-rut"
-    return None
+    return first_valid(raw.upper(), _HETU_CHECK) or first_valid(raw, _NATIONAL_IDS)
 
 
 def _iban_in(run: str) -> bool:
