@@ -3,10 +3,10 @@ Ollama, vLLM, llama.cpp, LM Studio, …)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
 
 from eros.core.text import safe_error_code
 from eros.errors import PermanentError, TransientError
@@ -62,22 +62,39 @@ class OpenRouterChat:
             # The SDK's documented ``post`` for a body we build ourselves: the same request,
             # retries, timeout and errors as ``chat.completions.create``, without the typed
             # params' recursive transform (a third of the SDK's CPU per call); the
-            # body is plain JSON types already.
-            response = self._client.post("/chat/completions", body=body, cast_to=ChatCompletion,
-                                         options=_BEARER)
+            # body is plain JSON types already. The reply comes back as its text (``cast_to=str``)
+            # and is read here: the SDK's ChatCompletion model, built field by field for the
+            # five values read below, was a fifth of the call's CPU (bench/RESULTS.md, issue 34).
+            raw = self._client.post("/chat/completions", body=body, cast_to=str, options=_BEARER)
         except openai.APIError as err:
             raise translate_openai_error(err) from None
-        if not response.choices:
-            raise TransientError("LLM reply had no choices", provider="llm")
-        choice = response.choices[0]
-        usage = response.usage
-        return Completion(
-            text=choice.message.content or "",
-            finish_reason=choice.finish_reason,
-            model=response.model or self.name,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-        )
+        return completion_of(raw, self.name)
+
+
+def completion_of(raw: str, name: str) -> Completion:
+    """A chat completion's reply text as a :class:`Completion`: the first choice's content and
+    finish reason, the model (``name`` when the reply names none) and the usage's tokens (0 when
+    absent). A reply that is not a JSON object with a choice is a TransientError, as a reply
+    with no choices always was."""
+    try:
+        reply = json.loads(raw)
+    except ValueError:
+        raise TransientError("LLM reply was not JSON", provider="llm") from None
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+        raise TransientError("LLM reply had no choices", provider="llm")
+    choice = choices[0]
+    message = choice.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    usage = reply.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    return Completion(
+        text=content if isinstance(content, str) else "",
+        finish_reason=choice.get("finish_reason"),
+        model=reply.get("model") or name,
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+    )
 
 
 def translate_openai_error(err: openai.APIError) -> TransientError | PermanentError:
