@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Literal
 
 from eros.core.text import strip_invisible
+from eros.guard.core.guard_literals import any_of, required_strings
 from eros.guard.core.guard_secrets import find_secret
 from eros.guard.core.guard_speech import quotes_someone_else
 from eros.guard.core.guard_text import alternate_views, compact, normalise, unjoined
@@ -64,6 +65,13 @@ class Rule:
     reason: str
     pattern: re.Pattern[str]
     view: View = "text"
+    #: finds any of the strings one of which every match contains (None: unknown): a text
+    #: where it finds none is not searched (eros/guard/core/guard_literals.py; the verdicts
+    #: are the same)
+    needs: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "needs", any_of(required_strings(self.pattern)))
 
 
 @dataclass(frozen=True)
@@ -121,7 +129,10 @@ class Guard:
         for rule in self.rules:
             if quoted and rule.reason == "addresses_ai":
                 continue
-            if rule.pattern.search(views[rule.view]):
+            target = views[rule.view]
+            if rule.needs is not None and not rule.needs.search(target):
+                continue  # it cannot match: none of the strings its matches contain
+            if rule.pattern.search(target):
                 return Verdict(False, rule.reason, rule.id, "rules")
         return None
 
