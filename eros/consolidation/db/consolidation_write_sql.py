@@ -10,14 +10,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Text, bindparam, cast, func, insert, text
+from sqlalchemy import Connection, text
 
 from eros.consolidation.core.consolidation_plan import Change, HistoryEntry, NewRow
 from eros.core.sensitivity import SENSITIVITY_ORDER
-from eros.db.schema import companion_memories, memory_history
 from eros.memory.core.provenance import Provenance
 from eros.memory.db.provenance_sql import array_text, provenance_of
 from eros.memory.db.user_lock import LOCK_KEY, LOCK_NAMESPACE
+from eros.memory.db.write_sql import Float4Array
 
 TRY_LOCK = text(f"SELECT pg_try_advisory_xact_lock({LOCK_KEY})")
 
@@ -82,18 +82,44 @@ UPDATE engine.companion_memories AS m SET sensitivity = (CAST(:labels AS text[])
 """)
 
 
-#: the vector as pgvector's text, built by the json module's C encoder: the same text
-#: (each float's repr, comma-separated, in brackets) as pgvector's bind processor builds in a
-#: Python loop, ~5× faster (~1 s of a 50k first pass's ~4,700 canonical rows)
-INSERT_CANONICAL = insert(companion_memories).values(
-    consolidation_seen_at=func.now(),
-    embedding=cast(bindparam("vector_text", type_=Text()), companion_memories.c.embedding.type))
+# The new canonical rows in ONE statement, their values as parallel arrays (a row's
+# provenance as bigint[] text, its metadata as JSON text) and the vectors as one flat real[]
+# in binary, sliced per row (as a classify's memories are written, eros/memory/db/write_sql):
+# the statement triggers (the sketch mirror with its nearest-cell probe, the backlog) fire
+# once a pass, not once a row (an executemany of ~50 one-row INSERTs), and no vector is
+# formatted as text by the worker nor parsed back by the server (~1.3 ms a vector on a
+# loaded 2-core machine, ~6 s of a 50k first pass's ~4,700 canonical rows). The rows go in
+# in the given order.
+INSERT_CANONICAL = text("""
+INSERT INTO engine.companion_memories
+       (id, user_id, instance_id, session_id, content, category, importance, embedding,
+        created_at, model, embedding_model, metadata, source_seqs, source_fallback,
+        consolidation_seen_at)
+SELECT r.id, CAST(:user_id AS uuid), r.instance_id, NULL, r.content, r.category,
+       r.importance, CAST(f.v[(r.n - 1) * f.dim + 1 : r.n * f.dim] AS vector), r.created_at,
+       CAST(:model AS text), CAST(:embedding_model AS text), CAST(r.meta AS jsonb),
+       CAST(r.seqs AS bigint[]), r.fallback, now()
+  FROM unnest(CAST(:ids AS uuid[]), CAST(:instances AS uuid[]), CAST(:contents AS text[]),
+              CAST(:categories AS text[]), CAST(:importances AS double precision[]),
+              CAST(:created AS timestamptz[]), CAST(:metas AS text[]), CAST(:seqs AS text[]),
+              CAST(:fallbacks AS boolean[]))
+       WITH ORDINALITY AS r(id, instance_id, content, category, importance, created_at, meta,
+                            seqs, fallback, n)
+ CROSS JOIN (SELECT CAST(:vectors AS real[]) AS v, CAST(:dim AS integer) AS dim) AS f
+ ORDER BY r.n
+""")
 
-
-def vector_text(vector: Sequence[float]) -> str:
-    """``[x1,x2,…]``, each float as its repr (what pgvector's own bind processor writes)."""
-    return json.dumps(vector if isinstance(vector, list) else [float(x) for x in vector],
-                      separators=(",", ":"))
+# The pass's history rows in one statement (an executemany was one INSERT a row: ~26 ms a
+# pass of ~50 rows); ids are given in the entries' order.
+INSERT_HISTORY = text("""
+INSERT INTO engine.memory_history (user_id, action, result_id, source_ids, model, details)
+SELECT CAST(:user_id AS uuid), h.action, h.result_id, CAST(h.sources AS uuid[]), h.model,
+       CAST(h.details AS jsonb)
+  FROM unnest(CAST(:actions AS text[]), CAST(:results AS uuid[]), CAST(:sources AS text[]),
+              CAST(:models AS text[]), CAST(:details AS text[]))
+       WITH ORDINALITY AS h(action, result_id, sources, model, details, n)
+ ORDER BY h.n
+""")
 
 
 def try_lock(conn: Connection, user_id: uuid.UUID) -> bool:
@@ -121,23 +147,24 @@ def insert_canonical(conn: Connection, user_id: uuid.UUID,
     if not rows:
         return
     known = sources or {}
-    # one statement compiled once (cached), its rows as parameters: a multi-row VALUES of
-    # literal dicts compiled anew for every chunk (~30 ms a chunk of ~50 rows)
-    conn.execute(INSERT_CANONICAL, [{
-        "id": row.id, "user_id": user_id, "instance_id": row.instance_id, "session_id": None,
-        "content": row.content, "category": row.category, "importance": row.importance,
-        "vector_text": vector_text(vector), "created_at": row.created_at, "model": model,
-        "embedding_model": embedding_model,
-        "metadata": {"consolidated_from": [str(i) for i in row.source_ids],
-                     "prompt_version": prompt_version, "consolidation_pass": pass_id},
-        **_provenance_values(known.get(row.id)),
-    } for row, vector in rows])
-
-
-def _provenance_values(provenance: Provenance | None) -> dict[str, Any]:
-    if provenance is None:
-        return {"source_seqs": None, "source_fallback": False}
-    return {"source_seqs": list(provenance.seqs), "source_fallback": provenance.fallback}
+    dim = len(rows[0][1])
+    if any(len(vector) != dim for _, vector in rows):  # the flat array is sliced by dim
+        raise ValueError("canonical rows' vectors differ in length")
+    provenance = [known.get(row.id) for row, _ in rows]
+    conn.execute(INSERT_CANONICAL, {
+        "user_id": user_id, "model": model, "embedding_model": embedding_model,
+        "ids": [row.id for row, _ in rows], "instances": [row.instance_id for row, _ in rows],
+        "contents": [row.content for row, _ in rows],
+        "categories": [row.category for row, _ in rows],
+        "importances": [row.importance for row, _ in rows],
+        "vectors": Float4Array(x for _, vector in rows for x in vector),
+        "dim": dim,
+        "created": [row.created_at for row, _ in rows],
+        "metas": [json.dumps({"consolidated_from": [str(i) for i in row.source_ids],
+                              "prompt_version": prompt_version,
+                              "consolidation_pass": pass_id}) for row, _ in rows],
+        "seqs": [array_text(p.seqs) if p is not None else None for p in provenance],
+        "fallbacks": [p.fallback if p is not None else False for p in provenance]})
 
 
 def apply_changes(conn: Connection, changes: Sequence[Change]) -> int:
@@ -173,10 +200,12 @@ def update_kept(conn: Connection, *,
 def insert_history(conn: Connection, user_id: uuid.UUID, entries: Sequence[HistoryEntry], *,
                    model: str | None, run: dict[str, Any]) -> None:
     if entries:
-        conn.execute(insert(memory_history), [{
-            "user_id": user_id, "action": e.action, "result_id": e.result_id,
-            "source_ids": list(e.source_ids), "model": model if e.details.get("kind") == "llm"
-            else None, "details": {**e.details, "run": run}} for e in entries])
+        conn.execute(INSERT_HISTORY, {
+            "user_id": user_id, "actions": [e.action for e in entries],
+            "results": [e.result_id for e in entries],
+            "sources": ["{" + ",".join(str(i) for i in e.source_ids) + "}" for e in entries],
+            "models": [model if e.details.get("kind") == "llm" else None for e in entries],
+            "details": [json.dumps({**e.details, "run": run}) for e in entries]})
 
 
 def keep_most_sensitive(conn: Connection,
