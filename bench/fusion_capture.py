@@ -14,6 +14,12 @@ no embedder. A development tool: it refuses the held-out set.
         --capture bench/out/heur6.pkl
     python -m bench.fusion_capture --load bench/out/heur6.pkl --variant shipped: \\
         --variant nolex:lexical_weight=0
+
+A variant with ``turns=0`` ranks the captured memory pool alone (``fused``'s own memory
+order: the memory-only answer of the same pool, question by question); ``--budgets`` adds
+token budgets below the eval's (the development sets are met at 500 tokens, and a budget
+tighter than a small user's pool shows what the head of a list costs); ``--tokens`` prints,
+per question, the tokens each variant spends before its evidence.
 """
 
 from __future__ import annotations
@@ -100,7 +106,7 @@ def _line(label: str, n: int, at: Any, within: Any) -> str:
 
 
 def load(args: argparse.Namespace) -> int:
-    from eros.evaluation.core.exact import coverage
+    from eros.evaluation.core.exact import coverage, covering_level, tokens_at
     from eros.evaluation.services.asking import ASK_K, _items
     from eros.recall.core.fusion import fuse
     from eros.recall.core.render_fused import within_budget
@@ -111,16 +117,20 @@ def load(args: argparse.Namespace) -> int:
         cap = pickle.load(f)
     base = Settings.model_validate({k: v for k, v in cap["settings"].items()
                                     if v is not None})
+    budgets = tuple(sorted(set(BUDGETS) | set(args.budgets)))
     head = f"{'variant':<36}{'n':>5}" + "".join(f"  {f'r@{k}':>6}" for k in KS) \
-        + "".join(f"  {f'≤{b}t':>6}" for b in BUDGETS)
+        + "".join(f"  {f'≤{b}t':>6}" for b in budgets)
     print(head)
     for system in ("baseline", "grouped", "composite", "fused"):
         for kind in args.kinds:
             if kind in cap["reference"].get(system, {}):
                 n, at, within = cap["reference"][system][kind]
                 print(_line(f"[captured] {system} {kind}", n, at, within))
+    spent: dict[str, dict[str, int | None]] = defaultdict(dict)
     for name, overrides in (_variant(v) for v in args.variant or ["shipped:"]):
-        fields = {k: v for k, v in overrides.items() if not k.startswith("recall_")}
+        fields = {k: v for k, v in overrides.items()
+                  if not k.startswith("recall_") and k != "turns"}
+        with_turns = overrides.get("turns", 1) != 0
         cfg = base.model_copy(update={k: v for k, v in overrides.items()
                                       if k.startswith("recall_")})
         cost = item_tokens(cfg)
@@ -132,7 +142,8 @@ def load(args: argparse.Namespace) -> int:
             for which in ("short", "wide"):
                 c = q[which]
                 params = replace(fusion_params(cfg, c["now"]), **fields)
-                items = fuse(c["memories"], c["turns"], k=len(c["memories"]) + len(c["turns"]),
+                turns = c["turns"] if with_turns else []
+                items = fuse(c["memories"], turns, k=len(c["memories"]) + len(turns),
                              params=params, stale=c["stale"], lifted=c["lifted"],
                              query_text=c["query_text"], cost=cost)
                 if which == "short":
@@ -143,7 +154,9 @@ def load(args: argparse.Namespace) -> int:
             if not q["evidence"]:
                 continue
             short = coverage(q["evidence"], answers[0], grouped=False)
-            wide = coverage(q["evidence"], answers[1], grouped=False)
+            wide = coverage(q["evidence"], answers[1], grouped=False, budgets=budgets)
+            level = covering_level(q["evidence"], answers[1])
+            spent[q["id"]][name] = None if level is None else tokens_at(answers[1], level)
             at = tuple(s if k <= cfg.recall_k else w
                        for k, s, w in zip(KS, short.at_k, wide.at_k, strict=True))
             hits[q["type"]].append((at, wide.within))
@@ -154,9 +167,15 @@ def load(args: argparse.Namespace) -> int:
                 continue
             n = len(rows)
             at = [sum(r[0][i] for r in rows) / n for i in range(len(KS))]
-            within = [sum(r[1][i] for r in rows) / n for i in range(len(BUDGETS))]
+            within = [sum(r[1][i] for r in rows) / n for i in range(len(budgets))]
             print(_line(f"{name} {kind}", n, at, within))
         print(f"# {name}: {time.perf_counter() - t:.1f}s {overrides}", flush=True)
+    if args.tokens:
+        names = [_variant(v)[0] for v in args.variant or ["shipped:"]]
+        print("# tokens before the evidence: question " + " ".join(names))
+        for qid, by in spent.items():
+            if len({by.get(n) for n in names}) > 1:
+                print(qid, " ".join(str(by.get(n)) for n in names))
     return 0
 
 
@@ -172,6 +191,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="name:field=value,... (FusionParams fields, or recall_* settings)")
     ap.add_argument("--kinds", default="all,multi-hop",
                     type=lambda s: s.split(","))
+    ap.add_argument("--budgets", default=(), type=lambda s: tuple(int(b) for b in s.split(",")),
+                    help="token budgets besides the eval's 500, 1000, 2000 (e.g. 300,400)")
+    ap.add_argument("--tokens", action="store_true",
+                    help="per question, the tokens each variant spends before its evidence")
     args = ap.parse_args(argv)
     if "holdout" in str(args.suite) or "holdout" in str(args.load):
         print("fusion_capture: the held-out set is never tuned on", file=sys.stderr)
