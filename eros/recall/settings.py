@@ -121,6 +121,12 @@ class RecallSettings(BaseSettings):
     #: message, most often a remark, which asks what is known about the user (a small memory
     #: pool, whole after the ranking's first few items) more than what was said; 0 = off.
     recall_fusion_remark_tail_after: int = Field(default=3, ge=0, le=1000)
+    #: ``fused``: on such a remark, only the *turns* that lead the list (ranked above every
+    #: memory) keep their places before the memory tail, at most
+    #: RECALL_FUSION_REMARK_TAIL_AFTER of them: a turn ranked below a memory does not stand
+    #: out above what is known, and its tokens would push a small pool past a small budget;
+    #: off = the first RECALL_FUSION_REMARK_TAIL_AFTER items whatever their kind.
+    recall_fusion_remark_lead_turns: bool = True
     #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
     recall_labels: LabelSet = DEFAULT_LABELS
     #: users with at least this many memories are cut into cells by ``eros.cluster_memories``

@@ -85,3 +85,52 @@ def test_the_remark_tail_is_on_by_default_after_3_items() -> None:
     params = fusion_params(Settings(), NOW)
     assert params.remark_tail_after == 3
     assert for_intent(params, REMARK, []).memory_tail_after == 3
+
+
+LEAD = replace(P, remark_tail_after=3, remark_lead_turns=True)
+
+
+def test_on_a_remark_only_the_turns_that_lead_the_list_keep_their_places() -> None:
+    # one memory stands out most, then the turns and the memories interleave
+    memories, turns = _pools()
+    memories = [mem("m0", 0.84), *memories[1:]]
+    fixed = fuse(memories, turns, k=24, params=replace(LEAD, remark_lead_turns=False),
+                 query_text=REMARK)
+    assert fixed[0].kind == "memory" and "turn" in [i.kind for i in fixed[1:3]]
+    out = fuse(memories, turns, k=24, params=LEAD, query_text=REMARK)
+    # the list opens with a memory: what is known leads whole, no turn ranked below it first
+    assert [i.kind for i in out] == ["memory"] * 12 + ["turn"] * 12
+    assert sorted(keys(out)) == sorted(keys(fixed))
+    # two turns stand far out of their pool and lead the ranking: they keep their places
+    leading = [turn(90, 0.99), turn(91, 0.985), *(turn(i, 0.60 - i * 0.005) for i in range(12))]
+    out = fuse(_pools()[0], leading, k=26, params=LEAD, query_text=REMARK)
+    assert keys(out[:2]) == ["t:90", "t:91"]
+    assert [i.kind for i in out[2:]] == ["memory"] * 12 + ["turn"] * 12
+
+
+def test_at_most_the_remark_tail_after_leading_turns_keep_their_places() -> None:
+    memories = _pools()[0]
+    leading = [turn(90 + i, 0.99 - i * 0.001) for i in range(5)] + \
+        [turn(i, 0.50 - i * 0.001) for i in range(30)]
+    out = fuse(memories, leading, k=47, params=LEAD, query_text=REMARK)
+    assert keys(out[:3]) == ["t:90", "t:91", "t:92"]
+    assert [i.kind for i in out[3:15]] == ["memory"] * 12
+
+
+def test_a_question_keeps_its_ranking_with_the_leading_turns_rule() -> None:
+    memories, turns = _pools()
+    question = "what did I say about the commute?"
+    assert keys(fuse(memories, turns, k=24, params=LEAD, query_text=question)) == \
+        keys(fuse(memories, turns, k=24, params=P, query_text=question))
+
+
+def test_only_leading_turns_keep_their_places_on_a_remark_by_default() -> None:
+    from eros.recall.services.recall_fused import fusion_params
+    from eros.settings import Settings
+
+    params = fusion_params(Settings(), NOW)
+    assert params.remark_lead_turns is True
+    assert for_intent(params, REMARK, []).memory_tail_at_memory is True
+    assert for_intent(params, "did it snow?", []).memory_tail_at_memory is False
+    assert fusion_params(Settings(recall_fusion_remark_lead_turns=False),
+                         NOW).remark_lead_turns is False

@@ -34,7 +34,8 @@ two together, and decides what the list holds:
   go before the turns left when the pool renders within ``memory_tail_tokens``
   (:mod:`~eros.recall.core.fusion_budget`: a small user's short lines fit a budget whole) —
   after ``remark_tail_after`` items when the query is a remark, not a question
-  (:mod:`~eros.recall.core.fusion_intent`: a remark asks what is known, not what was said);
+  (:mod:`~eros.recall.core.fusion_intent`: a remark asks what is known, not what was said) —
+  only the turns that open the list keep their places there (``remark_lead_turns``);
 - **a budget**: :func:`within_budget` cuts the ranked list where the rendered tokens would
   pass RECALL_TOKEN_BUDGET.
 
@@ -124,6 +125,12 @@ class FusionParams:
     #: ``memory_tail_after`` on a remark no turn echoes
     #: (:func:`~eros.recall.core.fusion_intent.for_intent`); 0 = off
     remark_tail_after: int = 0
+    #: on such a remark, the head is only the turns that lead the list (at most
+    #: ``remark_tail_after``): the memory tail starts at the first memory
+    remark_lead_turns: bool = False
+    #: set by :func:`~eros.recall.core.fusion_intent.for_intent`: the tail starts at the
+    #: first memory of the list (at the latest after ``memory_tail_after`` items)
+    memory_tail_at_memory: bool = False
 
 
 @dataclass(frozen=True)
@@ -386,4 +393,5 @@ def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
         returned.add(item.turn.seq)
         out.append(item)
     return memory_tail(out, params.memory_tail_after, params.memory_tail_tokens,
-                       pool=[m.candidate.content for m in memories])
+                       pool=[m.candidate.content for m in memories],
+                       at_memory=params.memory_tail_at_memory)

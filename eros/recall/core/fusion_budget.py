@@ -35,12 +35,18 @@ T = TypeVar("T", bound=_Item)
 
 def memory_tail(items: Sequence[T], after: int, max_tokens: int, *,
                 pool: Sequence[str] | None = None,
-                tokens: Callable[[str], int] = estimate_tokens) -> list[T]:
+                tokens: Callable[[str], int] = estimate_tokens,
+                at_memory: bool = False) -> list[T]:
     """``items`` (ranked) with the memories after the first ``after`` moved before the turns
     after them, when the memory ``pool``'s texts (default: those memories) render within
-    ``max_tokens`` (a line each). ``after`` 0, or a costlier pool: unchanged."""
+    ``max_tokens`` (a line each); ``at_memory``: after the first memory instead when it comes
+    earlier (only the turns that open the list keep their places). ``after`` 0, or a costlier
+    pool: unchanged."""
     if after <= 0 or len(items) <= after:
         return list(items)
+    if at_memory:
+        after = next((i for i, item in enumerate(items[:after]) if item.kind == "memory"),
+                     after)
     head, rest = list(items[:after]), items[after:]
     memories = [i for i in rest if i.kind == "memory"]
     texts = pool if pool is not None else [i.content for i in memories]

@@ -10,7 +10,11 @@ than any memory. :func:`is_question` tells them apart by a question mark in any 
 interrogative opening; for a remark that no turn says in the user's own words, ``fused`` lets a
 small memory pool follow the ranking's first RECALL_FUSION_REMARK_TAIL_AFTER items (the memory
 tail of :mod:`eros.recall.core.fusion_budget`, which otherwise starts after 25): the head stays
-as ranked, so a turn that clearly stands out still comes first.
+as ranked, so a turn that clearly stands out still comes first. With
+RECALL_FUSION_REMARK_LEAD_TURNS only the *turns* that open the list keep their places (the
+tail starts at the list's first memory): a turn ranked below a memory does not stand out
+above what is known, and its tokens come before the rest of a small pool that a small budget
+would otherwise hold whole.
 """
 
 from __future__ import annotations
@@ -67,8 +71,10 @@ def for_intent(params: P, query_text: str | None, turns: Sequence[str]) -> P:
     """``params`` (FusionParams) for what the query asks: for a remark that no turn of the
     pool (``turns``, their texts) says in the user's own words (:func:`said_in_words` — such
     a turn answers it as it was put), the memory tail starts after ``remark_tail_after``
-    items; a question, or an echoed remark, is ranked as it is."""
+    items — at the list's first memory when ``remark_lead_turns``; a question, or an echoed
+    remark, is ranked as it is."""
     if not params.remark_tail_after or is_question(query_text) \
             or said_in_words(query_text, turns, params.lexical_min_terms):
         return params
-    return replace(params, memory_tail_after=params.remark_tail_after)
+    return replace(params, memory_tail_after=params.remark_tail_after,
+                   memory_tail_at_memory=params.remark_lead_turns)

@@ -63,7 +63,8 @@ def fusion_params(cfg: Settings, now: datetime) -> FusionParams:
                         drop_unfound_restatements=cfg.recall_fusion_skip_restatements,
                         memory_tail_after=cfg.recall_fusion_memory_tail_after,
                         memory_tail_tokens=cfg.recall_fusion_memory_tail_tokens,
-                        remark_tail_after=cfg.recall_fusion_remark_tail_after)
+                        remark_tail_after=cfg.recall_fusion_remark_tail_after,
+                        remark_lead_turns=cfg.recall_fusion_remark_lead_turns)
 
 
 def item_tokens(cfg: Settings) -> Callable[[FusedItem], int]:
