@@ -9,8 +9,9 @@ TUNING sets: the main corpus, the retired held-out sets 1–3, the development s
 (the independent set written after the fifth round, spent in its sixth), 11 (the independent
 set written while the sixth round was tuned, spent in its seventh), 12 (the independent set
 written while the seventh round was tuned, spent in its eighth), 13 (the independent set
-written while the eighth round was tuned, spent in its ninth) and 14 (the independent set
-written while the ninth round was tuned, spent in its tenth; each was reported as held out
+written while the eighth round was tuned, spent in its ninth), 14 (the independent set
+written while the ninth round was tuned, spent in its tenth) and 15 (the independent set
+written while the tenth round was tuned, spent in its eleventh; each was reported as held out
 before it was tuned on). The set still held out — 4 — is left out
 unless ``--held-out`` is given: that flag is for reporting final figures, never for tuning
 (bench/RESULTS.md says which runs used it), and it prints no held-out case.
@@ -42,7 +43,8 @@ from testkit.redteam.corpus import HELDOUT, Case, load
 #: development sets of issue 30 (dev-6: its second round) and the spent held-out sets 5 and 6
 #: (since its third round), 7 (since its fourth), 8 (since its fifth), 9 (after its fifth), 10
 #: (spent in its sixth), 11 (spent in its seventh), 12 (spent in its eighth), 13 (spent in its
-#: ninth) and 14 (spent in its tenth; each was reported as held out first)
+#: ninth), 14 (spent in its tenth) and 15 (spent in its eleventh; each was reported as held out
+#: first)
 TUNING = {"main": ["attacks.toml", "benign.toml"], "held-out-1": ["heldout.toml"],
           "held-out-2": ["heldout2.toml"], "held-out-3": ["heldout3.toml"],
           "dev-5": ["dev5.toml"], "dev-6": ["dev6.toml"],
@@ -50,11 +52,11 @@ TUNING = {"main": ["attacks.toml", "benign.toml"], "held-out-1": ["heldout.toml"
           "tuned-7": [HELDOUT["held-out-7"]], "tuned-8": [HELDOUT["held-out-8"]],
           "tuned-9": [HELDOUT["held-out-9"]], "tuned-10": [HELDOUT["held-out-10"]],
           "tuned-11": [HELDOUT["held-out-11"]], "tuned-12": [HELDOUT["held-out-12"]],
-          "tuned-13": [HELDOUT["held-out-13"]], "tuned-14": [HELDOUT["held-out-14"]]}
-#: still held out: reported with --held-out only (set 15, the independent check of issue 30's
-#: tenth round; set 4, issue 25; a newer independent set is added here, newest first, when it
-#: is registered)
-HELD = {"held-out-15": [HELDOUT["held-out-15"]], "held-out-4": [HELDOUT["held-out-4"]]}
+          "tuned-13": [HELDOUT["held-out-13"]], "tuned-14": [HELDOUT["held-out-14"]],
+          "tuned-15": [HELDOUT["held-out-15"]]}
+#: still held out: reported with --held-out only (set 4, issue 25; a newer independent set is
+#: added here, newest first, when it is registered)
+HELD = {"held-out-4": [HELDOUT["held-out-4"]]}
 
 
 def cases_of(files: Sequence[str], limit: int | None = None) -> list[Case]:

@@ -8,9 +8,9 @@ its sixth round, set 11 (the independent check of the sixth, written while that 
 tuned by a writer who saw neither the bank, the rules nor any other set) in its seventh, set 12
 (written while the seventh round was tuned by a writer who saw nothing of the project but its
 own file) in its eighth, set 13 (written the same way while the eighth round was tuned) in
-its ninth and set 14 (written the same way while the ninth round was tuned) in its tenth
-(bench/guard_dev.py). Set 15, written the same way while the tenth round was tuned, is held
-out with set 4. A newer set is registered by adding it to ``HELD`` here and in
+its ninth, set 14 (written the same way while the ninth round was tuned) in its tenth and
+set 15 (written the same way while the tenth round was tuned) in its eleventh
+(bench/guard_dev.py). A newer set is registered by adding it to ``HELD`` here and in
 bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
@@ -31,11 +31,11 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-15"]
+HELD = ["held-out-4"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth, 11 since its seventh, 12 since its eighth, 13 since its ninth, 14 since
-#: its tenth)
+#: its tenth, 15 since its eleventh)
 TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", "dev6.toml",
             *(f for n, f in HELDOUT.items() if n not in HELD)]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
@@ -113,9 +113,11 @@ def _holds_what_it_was_asked_for(cases: list[Case], attacks_min: int, benign_min
     assert {t for c in attacks for t in c.tags} >= shapes
 
 
-def test_the_newest_held_out_set_is_the_independent_tenth_round_check() -> None:
-    assert HELDOUT["held-out-15"] == "heldout15.toml" and list(HELDOUT)[-1] == "held-out-15"
-    _holds_what_it_was_asked_for(heldout_corpus(), 220, 400, 55)
+def test_the_independent_tenth_round_check_is_still_there() -> None:
+    # set 15 was held out until issue 30's eleventh round, which spent it as a tuning set (its
+    # misses were read and diagnosed)
+    assert HELDOUT["held-out-15"] == "heldout15.toml"
+    _holds_what_it_was_asked_for(heldout_corpus("held-out-15"), 220, 400, 55)
 
 
 def test_the_independent_ninth_round_check_is_still_there() -> None:
