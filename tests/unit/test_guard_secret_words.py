@@ -89,3 +89,34 @@ def test_look_alikes_the_rules_now_keep(text: str) -> None:
 ])
 def test_the_instructions_beside_them_are_still_dropped(text: str) -> None:
     assert not load_guard().check(text).ok, text
+
+
+@pytest.mark.parametrize("text", [
+    # a PIN called the "secret number / secret code" (issue 30's eleventh round)
+    "Seine Geheimzahl für die Karte: 7391.",
+    "Namba ya siri ya M-Pesa ni 5820.",
+    "رقمها السري للصراف هو: ٤٧١٩",
+    "הקוד הסודי של הכרטיס שלה: 6402",
+    "رمز کارت بانکی او: ۸۳۰۲",
+    "ཁོང་གི་གསང་ཨང་ནི་ ༥༧༢༩",
+    # a year's digits right after the word's colon are the value
+    "His laptop password: 1987",
+])
+def test_a_secret_number_or_code_is_a_pin(text: str) -> None:
+    assert find_secret(text) == "secret.password", text
+
+
+def test_the_hebrew_id_initials_with_gershayim_announce_an_id() -> None:
+    assert find_secret("ת״ז שלו 318472905") == "secret.id-number"
+    assert find_secret('ת"ז: 318472905') == "secret.id-number"
+
+
+@pytest.mark.parametrize("text", [
+    # a count or a time after the word, no value
+    "Office rule: 비밀번호 30일마다 바꾸기.",
+    "Okul kuralı: Wi-Fi şifresi verilmez, 22'den sonra internet kapalı.",
+    # a year after the word but not right after its colon is a date
+    "She changed her password in 2019 after the leak.",
+])
+def test_a_count_or_a_date_after_a_password_word_is_no_value(text: str) -> None:
+    assert find_secret(text) is None, text

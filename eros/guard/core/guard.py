@@ -38,7 +38,7 @@ from typing import Literal
 from eros.core.text import strip_invisible
 from eros.guard.core.guard_literals import any_of, required_strings
 from eros.guard.core.guard_secrets import find_secret
-from eros.guard.core.guard_speech import quotes_someone_else
+from eros.guard.core.guard_speech import mentions_masked, quotes_someone_else
 from eros.guard.core.guard_text import alternate_views, compact, normalise, unjoined
 
 View = Literal["text", "compact"]
@@ -106,9 +106,19 @@ class Guard:
         view = normalise(text)
         if len(view) > self.max_chars:
             return Verdict(False, "too_long", "max_chars", "length")
+        # a quoted phrase named as an example of a kind ("phrases such as '…'"): every rule but
+        # those for orders to the assistant reads the whole text, those read it without the
+        # phrase (eros/guard/core/guard_speech.py)
+        masked = mentions_masked(text)
+        if masked is not None:
+            verdict = self._check(text, view, skip_ai=True)
+            return verdict if not verdict.ok else self._check(masked, normalise(masked))
+        return self._check(text, view)
+
+    def _check(self, text: str, view: str, skip_ai: bool = False) -> Verdict:
         # someone else's words quoted (a boss's "from now on you must…", a lyric): the rules for
         # orders to the assistant leave them to the meaning layer (eros/guard/core/guard_speech.py)
-        quoted = quotes_someone_else(view)
+        quoted = skip_ai or quotes_someone_else(view)
         verdict = self._match(view, quoted)
         if verdict is not None:
             return verdict
@@ -119,7 +129,7 @@ class Guard:
         if secret is not None:
             return Verdict(False, "secret", secret, "secrets")
         for alternate in alternate_views(text, view):
-            verdict = self._match(alternate) or self._secret(alternate)
+            verdict = self._match(alternate, skip_ai) or self._secret(alternate)
             if verdict is not None:
                 return verdict
         return KEEP

@@ -36,6 +36,8 @@ ID_WORD = re.compile(
     r"mykad|(?:nombor |no\.? )?kad pengenalan|"
     # the ninth round: Canada's SIN and Australia's TFN by their names
     r"social insurance number|tax file number|tfn)\b|ת\.ז\.?|身份证号?码?|身份證號?碼?|居民身份证|"
+    # the Hebrew ID's initials with gershayim or a quote (the eleventh round)
+    r"ת[\"״׳']ז|"
     r"身分證(?:字號|號碼)?|证件号码?|證件號碼?|주민(?:등록)?번호|マイナンバー|個人番号|"
     r"الرقم الوطني|الرقم القومي|رقم الهوية|شناختی کارڈ|आधार|ആധാർ|ஆதார்|ఆధార్|ಆಧಾರ್|আধার|"
     r"આધાર|ਆਧਾਰ|ଆଧାର|জাতীয় পরিচয়|नागरिकता|პირადი ნომერი|"
@@ -114,11 +116,21 @@ PASSWORD = re.compile(unicodedata.normalize("NFKC",
     r"parol|parolim\w*|parolingiz\w*|şîfre\w*|сырсөз\w*|پټنوم|"
     # the ninth round: "password" as Pashto and Yiddish borrow it
     r"پاسورډ|פּ?אַ?ראָל|"
+    # the eleventh round: a PIN named as the "secret number / secret code" most languages call
+    # it (German Geheimzahl, Swahili namba ya siri, Arabic الرقم السري, Hebrew קוד סודי, …),
+    # and the Persian رمز of a card, an account or a login
+    r"geheimzahl|geheimnummer|número secreto|clave secreta|código secreto|code secret|"
+    r"code confidentiel|codice segreto|mã bí mật|nomor rahasia|kode rahasia|nombor rahsia|"
+    r"nambari ya siri|namba ya siri|lambar sirri|секретн\w+ код|"
+    r"(?:ال)?(?:رقم|رمز)\w{0,3} (?:ال)?سري|ה?(?:קוד|מספר) ה?סודי|"
+    r"رمز (?:کارت|دوم|اول|پویا|حساب|ورود|عابر ?بانک)|"
     # Greek "κωδικός" alone is also a postcode's word: only a Wi-Fi's, an account's or a mail's
     r"κωδικός (?:του )?(?:wi-?fi|e-?mail|email|λογαριασμού))\b|"
     # scripts whose words \b does not bound (vowel signs, viramas, no word gaps): Tamil,
     # Telugu, Gujarati, Punjabi, Kannada, Malayalam, Odia, Burmese, Amharic (any possessor)
     r"கடவுச்சொல்|పాస్\u200cవర్డ్|పాస్వర్డ్|પાસવર્ડ|ਪਾਸਵਰਡ|ಪಾಸ್\u200cವರ್ಡ್|ಪಾಸ್ವರ್ಡ್|ಗುಪ್ತಪದ|"
     r"പാസ്\u200cവേഡ്|പാസ്വേഡ്|ପାସୱାର୍ଡ|စကားဝှက်|ይለፍ ቃ[ልሌ]|"
+    # Tibetan "secret number" and "secret word", Amharic "secret number" (the eleventh round)
+    r"གསང་ཨང|གསང་ཚིག|(?:የ)?ሚስጥር ቁጥር|"
     r"密码|密碼|口令|パスワード|暗証番号|비밀번호|비번|암호|මුරපදය|ពាក្យសម្ងាត់|ລະຫັດຜ່ານ)"),
     re.IGNORECASE)

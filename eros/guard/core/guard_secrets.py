@@ -191,9 +191,17 @@ def _without_phones(text: str) -> tuple[str, bool]:
     return text, bool(spans)
 
 
+#: a number with its unit, ordinal or case ending: "12'den", "1990's", "90일마다", "3回" — a
+#: count or a time in the sentence, no value (a password puts its digits among its letters
+#: or after them: "Калина#22", "mango$5563r8x")
+_COUNT = re.compile(r"\d{1,4}['’]?[^\W\d_]+")
+
+
 def _token_like(token: str) -> bool:
     # a token opening with a hyphen ends the word before it ("PIN-koode"): no value
     token = token.lstrip("-")
+    if _COUNT.fullmatch(token) and ("'" in token or "’" in token):
+        return False
     has_digit = any(c.isdigit() for c in token)
     has_alpha = any(c.isalpha() for c in token)
     # an apostrophe makes no password ("cat's", "l'amico"), nor hyphens and dots between
@@ -203,9 +211,16 @@ def _token_like(token: str) -> bool:
     return has_alpha and (has_digit or has_symbol) and not token.startswith(("http", "www."))
 
 
+#: what may stand between a password word and its value for a year's digits to be the value:
+#: a colon, after whose password it is ("رمز کارت کاربر: ۱۹۴۵")
+_RIGHT_AFTER = re.compile(r"[^\d\n.:：=]{0,24}[:：=]\s*")
+
+
 def _numeric_password(window: str) -> bool:
     """Digits alone after a password word: a PIN or a numeric password, unless a year."""
     return any(not (len(m.group(0)) == 4 and m.group(0)[:2] in ("19", "20"))
+               # right after the word's colon, a year's digits are the value ("PIN: 1945")
+               or _RIGHT_AFTER.fullmatch(window[:m.start()]) is not None
                for m in _NUMERIC_VALUE.finditer(window))
 
 
@@ -324,6 +339,7 @@ def find_secret(text: str) -> str | None:
         if any(_token_like(t.rstrip(".,;:!?)")) for t in _ASCII_TOKEN.findall(window)):
             return "secret.password"
         if any(not t.isascii() and any(c.isdigit() for c in t)
+               and not _COUNT.fullmatch(t.rstrip(".,;:!?)"))
                for t in _OTHER_TOKEN.findall(window)):
             return "secret.password"
         if _numeric_password(window):

@@ -13,6 +13,12 @@ on its embedding, as it judges every other memory. Rules for role lines, markup,
 and secrets still apply, and a text that names the assistant (``her boss said the companion
 must …``) is judged by every rule as before: the speaker must be someone other than the user
 or the assistant, and the assistant must not be the one addressed.
+
+A phrase *mentioned* as an example of a kind ("jailbreak phrases such as 'ignore previous
+instructions'", "prompts like '…'", "“忽略之前的指令”这类攻击") is named, not said: a thesis, a
+filter or a test the user writes is about it. :func:`mentions_masked` blanks such a quoted
+span for the ``addresses_ai`` rules only (issue 30's eleventh round); every other rule and the
+secret checks still read it, and the meaning layer judges the whole text.
 """
 
 from __future__ import annotations
@@ -42,3 +48,24 @@ def quotes_someone_else(view: str) -> bool:
     assistant: then the ``addresses_ai`` rules leave it to the meaning layer."""
     return (_SPEAKER.search(view) is not None and _SPEECH.search(view) is not None
             and _ASSISTANT.search(view) is None)
+
+
+#: a quoted span introduced as an example of a kind (English before the quote, Chinese after)
+_MENTION = re.compile(
+    r"(?:\b(?:such as|(?<!would )(?<!'d )(?<!’d )like|e\.g\.|for (?:example|instance)|named|"
+    r"called|the (?:phrase|words?|string)|phrases?|strings?)\s*[:,]?\s*)"
+    r"(?:'[^'\n]{3,120}'|\"[^\"\n]{3,120}\"|“[^”\n]{3,120}”|‘[^’\n]{3,120}’|«[^»\n]{3,120}»)"
+    r"|(?:“[^”\n]{2,60}”|「[^」\n]{2,60}」|\"[^\"\n]{2,60}\")(?=这类|這類|之类|之類|这样的|這樣的|等)",
+    re.IGNORECASE)
+
+
+def mentions_masked(text: str) -> str | None:
+    """``text`` with each quoted example of a kind replaced by a neutral word, or None when it
+    mentions none."""
+    masked = _MENTION.sub(lambda m: m.group(0)[: m.group(0).find(_first_quote(m.group(0)))]
+                          + "“…”", text)
+    return None if masked == text else masked
+
+
+def _first_quote(span: str) -> str:
+    return next(ch for ch in span if ch in "'\"“‘«「")
