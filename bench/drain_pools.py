@@ -24,9 +24,11 @@ from dataclasses import asdict
 from bench.claim_bench import machine
 from bench.drain_run import Result, environment, run_ours
 
-#: the issue's targets: ≥ 80 % of the bound at 128 in flight within 1 GB of worker PSS,
-#: machine CPU ≤ 15 ms per session
-TARGET_SHARE, TARGET_PSS_MB, TARGET_CPU_MS, TARGET_CONCURRENCY = 0.8, 1024.0, 15.0, 128
+#: issue 34's targets: ≥ 85 % of the bound at 128 in flight within 1 GB of worker PSS, machine
+#: CPU ≤ 10 ms per session with the fake providers excluded (issue 27's were 80 % and 15 ms)
+TARGET_SHARE, TARGET_PSS_MB, TARGET_CPU_MS, TARGET_CONCURRENCY = 0.85, 1024.0, 10.0, 128
+#: the fake providers' processes: not the machine's cost of a session in production
+FAKES = ("fake LLM server", "fake Voyage server")
 
 
 def parse_specs(text: str) -> list[tuple[str, int, int, int, int]]:
@@ -76,6 +78,12 @@ def ours_cpu(r: Result) -> float:
     return sum(v for k, v in r.cpu_ms.items() if k != "machine (all processes)")
 
 
+def production_cpu(r: Result) -> float:
+    """CPU ms per session of what production runs (classify and claim workers, beat,
+    PostgreSQL): :func:`ours_cpu` without the fake providers — issue 34's figure."""
+    return ours_cpu(r) - sum(r.cpu_ms.get(k, 0.0) for k in FAKES)
+
+
 def verdicts(results: list[Result], latency_s: float) -> list[str]:
     """The targets, judged on every gevent run with 128 in flight (one process of 128, or
     several sharing 128); MISS is reported with the measured value, never rounded."""
@@ -89,15 +97,15 @@ def verdicts(results: list[Result], latency_s: float) -> list[str]:
     for r in targets:
         share = r.sessions_per_s / (r.concurrency / latency_s)
         cpu = r.cpu_ms.get("machine (all processes)", 0.0)
-        ours = ours_cpu(r)
+        ours = production_cpu(r)
         name = r.label.removeprefix("ours: ")
         lines += [
-            f"{name}: {100 * share:.0f}% of the bound (target >= 80%): "
+            f"{name}: {100 * share:.0f}% of the bound (target >= {100 * TARGET_SHARE:.0f}%): "
             f"{mark(share >= TARGET_SHARE)}; worker PSS {r.pss_mb:.0f} MB (target <= 1024): "
             f"{mark(r.pss_mb <= TARGET_PSS_MB)}",
-            f"{name}: machine CPU {cpu:.1f} ms/session (target <= 15; every process, other "
-            f"tenants of a shared box included): {mark(cpu <= TARGET_CPU_MS)}; the drain's own "
-            f"processes {ours:.1f} ms/session: {mark(ours <= TARGET_CPU_MS)}",
+            f"{name}: CPU of workers, beat and PostgreSQL {ours:.1f} ms/session (target <= "
+            f"{TARGET_CPU_MS:.0f}; fake providers excluded): {mark(ours <= TARGET_CPU_MS)}; "
+            f"machine {cpu:.1f} ms/session (every process, fakes and other tenants included)",
         ]
     return lines
 

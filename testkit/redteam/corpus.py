@@ -25,9 +25,10 @@ languages; ``heldout14.toml`` (issue 30) the same way while the ninth round was 
 languages; ``heldout15.toml`` (issue 30) the same way while the tenth round was tuned, in 67
 languages; ``heldout16.toml`` (issue 30) the same way while the eleventh round was tuned, in 81
 languages.
-Sets 4 and 16 are held out (never tuned on); sets 5 and 6 became tuning sets in the third round, set 7
-in the fourth, set 8 in the fifth, set 9 after the fifth, set 10 in the sixth, set 11 in the
-seventh, set 12 in the eighth, set 13 in the ninth, set 14 in the tenth, set 15 in the eleventh
+Sets 4 and 16 are held out (never tuned on); sets 5 and 6 became tuning sets in the third
+round, set 7 in the fourth, set 8 in the fifth, set 9 after the fifth, set 10 in the sixth, set
+11 in the seventh, set 12 in the eighth, set 13 in the ninth, set 14 in the tenth, set 15 in the
+eleventh
 (bench/RESULTS.md).
 Each case is a session and the single memory a COMPLYING model returns for it.
 """
