@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import random
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -344,11 +345,18 @@ def everyday(language: str, name: str, rng: random.Random, n: int, every: int
 
 
 def build() -> dict[str, Any]:
-    rng = random.Random(3107)
+    return suite("eros-implicit-dev3-v1", random.Random(3107), lambda u: 3 if u % 2 else 4)
+
+
+def suite(title: str, rng: random.Random, every: Callable[[int], int], ids: str = "",
+          wrap_shift: int = 0) -> dict[str, Any]:
+    """The users of :data:`USERS` with their confidences placed in the first :data:`EARLY`
+    sessions, one in ``every(u)`` of user ``u``'s everyday turns observed; ``ids`` tells one
+    set's uuids from another's, ``wrap_shift`` picks other chatty wrappings."""
     users: list[dict[str, Any]] = []
     questions: list[dict[str, Any]] = []
     for u, (name, language, secrets) in enumerate(USERS):
-        talk = everyday(language, name, rng, SESSIONS * PER_SESSION, 3 if u % 2 else 4)
+        talk = everyday(language, name, rng, SESSIONS * PER_SESSION, every(u))
         slot: dict[tuple[int, int], int] = {}
         sessions_of = rng.sample(range(EARLY), len(secrets))
         for i, s in enumerate(sessions_of):
@@ -365,10 +373,10 @@ def build() -> dict[str, Any]:
                 if secret is not None:
                     text, fact, remark = secrets[secret]
                     wraps = _WRAP[language]
-                    content = wraps[(u + secret) % len(wraps)].format(text=text)
+                    content = wraps[(u + secret + wrap_shift) % len(wraps)].format(text=text)
                     observations.append({"text": fact, "turns": [tid]})
                     questions.append({
-                        "id": f"{name}-{secret + 1}", "user": _id("user", name),
+                        "id": f"{name}-{secret + 1}", "user": _id(f"user{ids}", name),
                         "type": "single-hop", "question": remark, "evidence": [fact],
                         "answer": fact, "evidence_turns": [tid]})
                 else:
@@ -381,16 +389,15 @@ def build() -> dict[str, Any]:
                               "id": tid})
                 turns.append({"role": "assistant", "content": REPLIES[(s + t) % len(REPLIES)],
                               "at": (when + timedelta(minutes=1)).isoformat()})
-            sessions.append({"id": _id("session", name, s), "turns": turns,
+            sessions.append({"id": _id(f"session{ids}", name, s), "turns": turns,
                              "observations": observations})
-        users.append({"id": _id("user", name), "name": name, "language": language,
+        users.append({"id": _id(f"user{ids}", name), "name": name, "language": language,
                       "sessions": sessions})
     missing = {f"{n}-{i + 1}" for n, _, s in USERS for i in range(len(s))} - \
         {q["id"] for q in questions}
     if missing:
         raise SystemExit(f"confidences not placed: {sorted(missing)}")
-    return {"name": "eros-implicit-dev3-v1", "users": users, "questions": questions}
-
+    return {"name": title, "users": users, "questions": questions}
 
 if __name__ == "__main__":
     OUT.write_text(json.dumps(build(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
