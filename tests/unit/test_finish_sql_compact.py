@@ -33,3 +33,9 @@ def test_a_statement_is_compacted_without_changing_its_meaning() -> None:
 def test_a_literal_the_compaction_would_change_is_refused() -> None:
     with pytest.raises(ValueError, match="literal"):
         finish_sql.compact(text("SELECT 'a, (b)' AS v"))
+
+
+def test_a_statement_with_a_comment_is_refused() -> None:
+    # on one line, a comment would swallow everything after it
+    with pytest.raises(ValueError, match="comments"):
+        finish_sql.compact(text("SELECT 1 -- the one\n, 2"))

@@ -82,6 +82,8 @@ def compact(statement: TextClause) -> tuple[str, dict[str, str]]:
     parameter named ``p0``, ``p1``, … . String literals are checked unchanged; no server-side
     prepare is involved (PgBouncer in transaction mode is unaffected)."""
     sql = str(statement.compile(dialect=psycopg_dialect.dialect()))
+    if "--" in sql or "/*" in sql:  # one line would comment out the rest of the statement
+        raise ValueError("compacting a statement with comments would change it")
     literals = re.findall(r"'[^']*'", sql)
     sql = re.sub(r"CAST\((%\(\w+\)s) AS ([\w\[\]]+)\)", r"\1::\2", sql)
     sql = re.sub(r" ?([(),\[\]]) ?", r"\1", re.sub(r"\s+", " ", sql).strip())
