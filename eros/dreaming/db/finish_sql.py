@@ -81,7 +81,8 @@ def compact(statement: TextClause) -> tuple[str, dict[str, str]]:
     cast), whitespace runs as one space and none beside brackets and commas, and each bind
     parameter named ``p0``, ``p1``, … . String literals are checked unchanged; no server-side
     prepare is involved (PgBouncer in transaction mode is unaffected)."""
-    sql = str(statement.compile(dialect=psycopg_dialect.dialect()))
+    dialect = psycopg_dialect.dialect()  # type: ignore[no-untyped-call]
+    sql = str(statement.compile(dialect=dialect))
     if "--" in sql or "/*" in sql:  # one line would comment out the rest of the statement
         raise ValueError("compacting a statement with comments would change it")
     literals = re.findall(r"'[^']*'", sql)
