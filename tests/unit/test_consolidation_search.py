@@ -13,6 +13,7 @@ from eros.consolidation.core.consolidation_search import (
     NO_CELL,
     Probers,
     Rows,
+    few_pairs,
     near_pairs,
     nearest_cells,
     unit,
@@ -79,6 +80,28 @@ def test_targets_apart_from_the_searched_rows_are_found_from_every_prober() -> N
     expected = {(a, b) for a, b in _brute(rows, probes, 0.85, 20) if b < 50}
     # a target equal to a searched row meets itself here (same=False): nothing else differs
     assert {p for p in got if p[0] != p[1]} == expected
+
+
+def test_a_passs_few_rows_meet_the_same_pairs_with_the_same_certainty() -> None:
+    """few_pairs (a pass's canonical rows, one gather) against the per-cell products of the
+    whole search: the same directed pairs and the same ``sure`` flags, pair for pair, and the
+    same again from its per-(cell, scope) probers kept from the first call."""
+    for seed, probes_n in ((6, 2), (7, 4)):
+        rows, base, centroids = _corpus(seed)
+        probes, _ = nearest_cells(rows, centroids, probes_n)
+        whole = near_pairs(rows, Probers.of(probes), rows, similarity=0.8, max_hamming=40,
+                           same=True)
+        expected = {(a, b): s for a, b, s in zip(whole.a.tolist(), whole.b.tolist(),
+                                                 whole.sure.tolist(), strict=True) if b < 60}
+        assert len(expected) > 10
+        late = Rows.of(base[:60], rows.cells[:60], rows.scopes[:60], rows.models[:60])
+        probers = Probers.of(probes)
+        for _ in range(2):
+            found = few_pairs(rows, probers, late, similarity=0.8, max_hamming=40)
+            got = {(a, b): s for a, b, s in zip(found.a.tolist(), found.b.tolist(),
+                                                found.sure.tolist(), strict=True) if a != b}
+            assert got == expected
+        assert probers.scoped
 
 
 def test_a_tie_at_the_probe_cut_is_reported_uncertain_not_guessed() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -157,7 +158,7 @@ def insert_canonical(conn: Connection, user_id: uuid.UUID,
         "contents": [row.content for row, _ in rows],
         "categories": [row.category for row, _ in rows],
         "importances": [row.importance for row, _ in rows],
-        "vectors": Float4Array(x for _, vector in rows for x in vector),
+        "vectors": Float4Array(chain.from_iterable(vector for _, vector in rows)),
         "dim": dim,
         "created": [row.created_at for row, _ in rows],
         "metas": [json.dumps({"consolidated_from": [str(i) for i in row.source_ids],

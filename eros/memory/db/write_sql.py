@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from functools import lru_cache
 
+import numpy as np
 import psycopg
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
@@ -34,11 +34,10 @@ class Float4Array(list[float]):
     cast as by the text form."""
 
 
-@lru_cache(maxsize=16)
-def _packer(n: int) -> struct.Struct:
-    # header: dimensions, has-nulls, element type, then (size, lower bound) of the dimension;
-    # then each element as (byte length, big-endian float4)
-    return struct.Struct(">5i" + "if" * n)
+# header: dimensions, has-nulls, element type, then (size, lower bound) of the dimension;
+# then each element as (byte length, big-endian float4)
+_HEADER = struct.Struct(">5i")
+_ELEMENT = np.dtype([("size", ">i4"), ("value", ">f4")])
 
 
 class _Float4ArrayDumper(Dumper):
@@ -46,10 +45,15 @@ class _Float4ArrayDumper(Dumper):
     oid = _FLOAT4_ARRAY_OID
 
     def dump(self, obj: Sequence[float]) -> bytes:
-        n = len(obj)
-        values: list[float] = [4] * (2 * n)  # each element's byte length, then its value
-        values[1::2] = obj
-        return _packer(n).pack(1, 0, _FLOAT4_OID, n, 1, *values)
+        # by numpy, not struct.pack(*values): a consolidation pass's ~27,000 floats took
+        # ~10 ms of the worker's CPU that way. The same bytes: each double rounded to the
+        # nearest float4; a value beyond float4's range becomes an infinity, which the cast
+        # to vector refuses (struct refused it here)
+        elements = np.empty(len(obj), dtype=_ELEMENT)
+        elements["size"] = 4
+        with np.errstate(over="ignore"):
+            elements["value"] = obj
+        return _HEADER.pack(1, 0, _FLOAT4_OID, len(obj), 1) + elements.tobytes()
 
 
 # registered for this class only: nothing else psycopg adapts changes
