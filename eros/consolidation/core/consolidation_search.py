@@ -234,11 +234,11 @@ def few_pairs(searched: Rows, probers: Probers, targets: Rows, *, similarity: fl
     gathered and bounded for one or two rows); the same pairs, the same ``sure``."""
     a_parts: list[Ints] = []
     b_parts: list[Ints] = []
-    for b in range(len(targets)):
-        a_all = probers.of_scope(int(targets.cells[b]), int(targets.scopes[b]),
+    for n in range(len(targets)):
+        a_all = probers.of_scope(int(targets.cells[n]), int(targets.scopes[n]),
                                  searched.scopes)
         a_parts.append(a_all)
-        b_parts.append(np.full(len(a_all), b, dtype=np.int64))
+        b_parts.append(np.full(len(a_all), n, dtype=np.int64))
     if not a_parts:
         empty = np.zeros(0, np.int64)
         return Found(empty, empty, np.zeros(0, bool))
