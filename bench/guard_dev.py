@@ -34,6 +34,7 @@ from eros.guard.core.guard import Guard, load_guard
 from eros.guard.core.guard_meaning import MeaningModel, load_bank, load_shipped
 from eros.guard.services.guard_model import (
     candidate_text,
+    ngram_drops,
     parts_of,
     readings_of,
     worst_scores,
@@ -83,10 +84,10 @@ def _model() -> MeaningModel:
 
 def verdict_layers(texts: Sequence[str], model: MeaningModel,
                    guard: Guard | None = None, memories: bool = True) -> list[str]:
-    """For each text, the layer that drops it (``rules``, ``secrets``, ``meaning``, ``parse``
-    for an empty one) or ``""`` when it is kept: rules and secrets, then the meaning model on
-    the text's, its reading's and (``memories``: not user turns) its clauses' e5 vectors, as
-    the classify path judges."""
+    """For each text, the layer that drops it (``rules``, ``secrets``, ``meaning``, ``ngram``,
+    ``parse`` for an empty one) or ``""`` when it is kept: rules and secrets, then the meaning
+    model on the text's, its reading's and (``memories``: not user turns) its clauses' e5
+    vectors, then (``memories``) the shipped n-gram classifier, as the classify path judges."""
     from eros.providers.offline.e5 import E5_DIM, E5Embedder
 
     guard = guard or load_guard()
@@ -103,12 +104,16 @@ def verdict_layers(texts: Sequence[str], model: MeaningModel,
     scored = list(zip((i for i, _ in parts), vectors[end:], strict=True))
     scores = dict(zip(survivors, worst_scores(model, vectors[: len(survivors)], survivors, read,
                                               scored), strict=True))
+    kept = [i for i in survivors if scores[i] < model.threshold]
+    ngram = set(ngram_drops(texts, kept, readings)) if memories else set()
     out = []
     for i, text in enumerate(texts):
         if not verdicts[i].ok:
             out.append(verdicts[i].layer or "rules")
         elif i in scores and scores[i] >= model.threshold:
             out.append("meaning")
+        elif i in ngram:
+            out.append("ngram")
         else:
             out.append("" if text else "parse")
     return out
@@ -134,11 +139,13 @@ def sample_drops(model: MeaningModel) -> tuple[int, dict[str, int]]:
     return len(turns), dict(dropped)
 
 
-def cost(cases: Sequence[Case], model: MeaningModel, rounds: int = 5) -> tuple[float, float]:
+def cost(cases: Sequence[Case], model: MeaningModel,
+         rounds: int = 5) -> tuple[float, float, float]:
     """CPU per candidate in ms (process time, median of ``rounds``): rules and secrets over
     every memory; the meaning layer's reading and clauses of every memory plus the scoring of
     one vector at a time (a reading that differs and each clause add their own scoring), as
-    bench/poisoning_detail does (the clauses' embedding is the embedder's, not counted)."""
+    bench/poisoning_detail does (the clauses' embedding is the embedder's, not counted); the
+    n-gram classifier on every memory and its reading."""
     import time
 
     from eros.providers.offline.e5 import E5_DIM, E5Embedder
@@ -146,7 +153,8 @@ def cost(cases: Sequence[Case], model: MeaningModel, rounds: int = 5) -> tuple[f
     guard = load_guard()
     texts = [candidate_text(c.memory) or "" for c in cases]
     vectors = E5Embedder(E5_DIM).embed(texts[:32], input_type="document").vectors
-    rules, meaning = [], []
+    rules, meaning, ngram = [], [], []
+    every = range(len(texts))
     for _ in range(rounds):
         start = time.process_time()
         for t in texts:
@@ -161,7 +169,10 @@ def cost(cases: Sequence[Case], model: MeaningModel, rounds: int = 5) -> tuple[f
             model.scores([v])
         per = (time.process_time() - start) * 1000 / len(vectors)
         meaning.append(reading_ms + per * (1 + (len(read) + len(parts)) / len(texts)))
-    return sorted(rules)[rounds // 2], sorted(meaning)[rounds // 2]
+        start = time.process_time()
+        ngram_drops(texts, every, read)
+        ngram.append((time.process_time() - start) * 1000 / len(texts))
+    return sorted(rules)[rounds // 2], sorted(meaning)[rounds // 2], sorted(ngram)[rounds // 2]
 
 
 def tally(rows: dict[str, list[int]], keys: Sequence[str], case: Case, kept: bool) -> None:
@@ -222,10 +233,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{dict(sorted(dropped.items()))}")
     if args.cost:
         cases = [c for files in TUNING.values() for c in cases_of(files, args.limit)]
-        rules_ms, meaning_ms = cost(cases, model)
+        rules_ms, meaning_ms, ngram_ms = cost(cases, model)
         print(f"guard CPU per candidate over {len(cases)} tuning-set memories (process time, "
               f"median of 5 rounds): rules+secrets {rules_ms:.3f} ms, meaning layer (reading "
-              f"and scoring) {meaning_ms:.3f} ms, total {rules_ms + meaning_ms:.3f} ms")
+              f"and scoring) {meaning_ms:.3f} ms, n-gram {ngram_ms:.3f} ms, total "
+              f"{rules_ms + meaning_ms + ngram_ms:.3f} ms")
     return 0
 
 

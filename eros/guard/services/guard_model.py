@@ -12,6 +12,9 @@ is shipped in the package (offline e5) or trained ahead of time into
 up (:func:`meaning_layer`): a found model is kept for the life of the process; "none yet" is
 asked again every :data:`RECHECK_SECS`, and meanwhile what passes the rules and the secret
 checks is marked pending (``Screening.pending``): classify writes it ``unscreened``.
+Wherever the meaning layer judges a memory, the character n-gram classifier
+(:mod:`eros.guard.core.guard_ngram`, shipped pre-fitted, no embedding) judges it too, and
+either one drops it (:func:`ngram_drops`; issue 30, twelfth round).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from eros.core.text import strip_invisible
 from eros.guard.core.guard import KEEP, Guard, Verdict, load_guard
 from eros.guard.core.guard_clauses import PART_FLOOR, clauses
 from eros.guard.core.guard_meaning import MeaningModel, load_bank
+from eros.guard.core.guard_ngram import load_ngram
 from eros.guard.core.guard_text import reading
 from eros.guard.services.guard_layer import HASH_EMBEDDER, PENDING, State, layer_off, resolve
 from eros.guard.services.guard_llm import second_opinion
@@ -223,7 +227,27 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
                 verdicts[i] = Verdict(False, "unverified", f"llm.{opinion.failed}", "llm")
             elif flagged:
                 verdicts[i] = Verdict(False, "instruction", "llm.second-opinion", "llm")
+    # the second, independent classifier fused with the embedding's: either one drops (after
+    # the second opinion, so the band it is asked about is the meaning layer's alone)
+    memories = [i for i in survivors if i < len(texts) - len(turns) and verdicts[i].ok]
+    for i in ngram_drops(texts, memories, readings):
+        verdicts[i] = Verdict(False, "instruction", "ngram.classifier", "meaning")
     return out
+
+
+def ngram_drops(texts: Sequence[str], indexes: Sequence[int],
+                readings: dict[int, str]) -> list[int]:
+    """The indexes the character n-gram classifier (:mod:`eros.guard.core.guard_ngram`, shipped
+    in the package) drops: its score of the text or of its reading reaches its threshold. No
+    embedding: it judges the characters, so its errors are not the embedding's."""
+    ngram = load_ngram()
+    if ngram is None or not indexes:
+        return []
+    own = ngram.scores([texts[i] for i in indexes])
+    read = dict(zip([i for i in indexes if i in readings],
+                    ngram.scores([readings[i] for i in indexes if i in readings]), strict=True))
+    return [i for i, score in zip(indexes, own, strict=True)
+            if max(score, read.get(i, 0.0)) >= ngram.threshold]
 
 
 def readings_of(texts: Sequence[str], indexes: Sequence[int]) -> dict[int, str]:
@@ -284,4 +308,4 @@ def judge_texts(settings: Settings, engine: Engine, embedder: Embedder, texts: S
 
 __all__ = ["KEEP", "TURN_EMBED_CHARS", "TURN_MAX_CHARS", "Layer", "Screening",
            "candidate_text", "forget_models", "guard_for", "judge_texts", "meaning_layer",
-           "meaning_model", "screen_texts"]
+           "meaning_model", "ngram_drops", "screen_texts"]
