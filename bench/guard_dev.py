@@ -87,7 +87,8 @@ def verdict_layers(texts: Sequence[str], model: MeaningModel,
     """For each text, the layer that drops it (``rules``, ``secrets``, ``meaning``, ``ngram``,
     ``parse`` for an empty one) or ``""`` when it is kept: rules and secrets, then the meaning
     model on the text's, its reading's and (``memories``: not user turns) its clauses' e5
-    vectors, then (``memories``) the shipped n-gram classifier, as the classify path judges."""
+    vectors, then (``memories``) the shipped n-gram classifier on the meaning layer's uncertain
+    band, as the classify path judges."""
     from eros.providers.offline.e5 import E5_DIM, E5Embedder
 
     guard = guard or load_guard()
@@ -104,8 +105,8 @@ def verdict_layers(texts: Sequence[str], model: MeaningModel,
     scored = list(zip((i for i, _ in parts), vectors[end:], strict=True))
     scores = dict(zip(survivors, worst_scores(model, vectors[: len(survivors)], survivors, read,
                                               scored), strict=True))
-    kept = [i for i in survivors if scores[i] < model.threshold]
-    ngram = set(ngram_drops(texts, kept, readings)) if memories else set()
+    band = [i for i in survivors if model.band_low <= scores[i] < model.threshold]
+    ngram = set(ngram_drops(texts, band, readings)) if memories else set()
     out = []
     for i, text in enumerate(texts):
         if not verdicts[i].ok:

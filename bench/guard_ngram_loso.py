@@ -5,8 +5,11 @@ For each tuning group of :data:`bench.guard_loso.GROUPS`, both the meaning model
 model are trained WITHOUT that group (the meaning model on the bank minus the group's lines, as
 ``bench.guard_loso``; the n-gram model on the bank minus those lines plus the other groups'
 labelled memories, its threshold chosen out of fold on that training data alone), and the group
-is judged by both rules: "meaning" (today's) and "fused" (drop when either model reaches its
-threshold). The held-out sets are never read.
+is judged by both rules: "meaning" (the meaning layer alone) and "fused" (as shipped since issue
+30's twelfth round: a memory the meaning layer scores in its uncertain band, less than
+``BAND`` below its threshold, is dropped when the n-gram model reaches its own threshold).
+``--dump`` writes every case's scores, so other fusion rules can be judged from one run. The
+held-out sets are never read.
 
     python -m bench.guard_ngram_loso [--kept 0.995 ...] [--cache PATH] [--models DIR]
                                      [--groups A,B] [--limit N] [--vectors e5|hash] [--show]
@@ -149,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                 if ok:
                     score = max(ngram.scores([case_texts[i], *([readings[i]] if i in readings
                                                                else [])]))
-                fused = ok and score < ngram.threshold
+                fused = ok and (score < ngram.threshold or meaning[i] < model.band_low)
                 tally(totals[f"fused@{k}"], ("all", name, f"lang:{case.lang}"), case, fused)
                 if args.show and (case.kind == "attack") == fused:
                     print(f"    {name} fused@{k} {'through' if fused else 'lost'}: {case.id}"

@@ -1,6 +1,6 @@
 """The memory guard's character n-gram classifier (issue 30, twelfth round): features the same
 in every process, fitted ahead of time and shipped with the digest of what it was trained on,
-fused with the meaning layer ("either one drops")."""
+deciding the meaning layer's uncertain band."""
 
 from __future__ import annotations
 

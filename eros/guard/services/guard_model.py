@@ -12,9 +12,10 @@ is shipped in the package (offline e5) or trained ahead of time into
 up (:func:`meaning_layer`): a found model is kept for the life of the process; "none yet" is
 asked again every :data:`RECHECK_SECS`, and meanwhile what passes the rules and the secret
 checks is marked pending (``Screening.pending``): classify writes it ``unscreened``.
-Wherever the meaning layer judges a memory, the character n-gram classifier
-(:mod:`eros.guard.core.guard_ngram`, shipped pre-fitted, no embedding) judges it too, and
-either one drops it (:func:`ngram_drops`; issue 30, twelfth round).
+A memory the meaning layer scores in its uncertain band (below its threshold by less than
+:data:`eros.guard.core.guard_meaning.BAND`) is judged by a second, independent classifier —
+character n-grams, shipped pre-fitted, no embedding (:mod:`eros.guard.core.guard_ngram`,
+:func:`ngram_drops`; issue 30, twelfth round) — which drops it at its own threshold.
 """
 
 from __future__ import annotations
@@ -227,9 +228,10 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
                 verdicts[i] = Verdict(False, "unverified", f"llm.{opinion.failed}", "llm")
             elif flagged:
                 verdicts[i] = Verdict(False, "instruction", "llm.second-opinion", "llm")
-    # the second, independent classifier fused with the embedding's: either one drops (after
-    # the second opinion, so the band it is asked about is the meaning layer's alone)
-    memories = [i for i in survivors if i < len(texts) - len(turns) and verdicts[i].ok]
+    # the second, independent classifier decides the meaning layer's uncertain band offline
+    # (after the model's second opinion, which is asked about the same band when configured)
+    memories = [i for i, score in zip(survivors, scores, strict=True)
+                if i < len(texts) - len(turns) and verdicts[i].ok and score >= model.band_low]
     for i in ngram_drops(texts, memories, readings):
         verdicts[i] = Verdict(False, "instruction", "ngram.classifier", "meaning")
     return out
