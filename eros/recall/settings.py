@@ -127,6 +127,15 @@ class RecallSettings(BaseSettings):
     #: out above what is known, and its tokens would push a small pool past a small budget;
     #: off = the first RECALL_FUSION_REMARK_TAIL_AFTER items whatever their kind.
     recall_fusion_remark_lead_turns: bool = True
+    #: ``fused``: on such a remark, the memories that render within this many tokens
+    #: together (in their own order, the best first) go right after the turns that lead the
+    #: list, whatever the memory pool's size — the first window of a prompt holds what a
+    #: memory-only answer would hold there, less the leading turns; 0 = off.
+    recall_fusion_remark_memory_tokens: int = Field(default=0, ge=0, le=100_000)
+    #: ``fused``: on such a remark, the turns that lead the list keep their places only while
+    #: they render within this many tokens together; 0 = no cap (at most
+    #: RECALL_FUSION_REMARK_TAIL_AFTER of them).
+    recall_fusion_remark_lead_tokens: int = Field(default=0, ge=0, le=100_000)
     #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
     recall_labels: LabelSet = DEFAULT_LABELS
     #: users with at least this many memories are cut into cells by ``eros.cluster_memories``

@@ -134,3 +134,54 @@ def test_only_leading_turns_keep_their_places_on_a_remark_by_default() -> None:
     assert for_intent(params, "did it snow?", []).memory_tail_at_memory is False
     assert fusion_params(Settings(recall_fusion_remark_lead_turns=False),
                          NOW).remark_lead_turns is False
+
+
+def _long(memories: list, words: int = 9) -> list:  # type: ignore[type-arg]
+    """The memories with a line of ``words`` × 4 characters each (about ``words`` tokens):
+    a pool too costly for the memory tail of P."""
+    return [mem(m.candidate.id, m.similarity, content=f"{m.candidate.id:<4}" * words)
+            for m in memories]
+
+
+def _expected_window(fixed: list, head: int, count: int) -> list[str]:  # type: ignore[type-arg]
+    window = [i for i in fixed[head:] if i.kind == "memory"][:count]
+    return keys(fixed[:head]) + keys(window) + [k for k in keys(fixed[head:])
+                                                 if k not in keys(window)]
+
+
+def test_on_a_remark_the_best_memories_of_any_pool_take_the_first_window() -> None:
+    memories, turns = _pools()
+    memories = _long(memories)
+    line = _estimated_cost(memories[0])
+    window = replace(LEAD, memory_tail_tokens=50, remark_memory_tokens=4 * line)
+    fixed = fuse(memories, turns, k=24, params=replace(window, remark_memory_tokens=0),
+                 query_text=REMARK)
+    # the pool renders past the tail's 50 tokens: the ranking interleaves the two kinds
+    assert [i.kind for i in fixed[:8]].count("turn") >= 3
+    out = fuse(memories, turns, k=24, params=window, query_text=REMARK)
+    head = next(i for i, item in enumerate(fixed) if item.kind == "memory")
+    assert head <= 3
+    # the turns that lead keep their places, then the 4 best memories, then the rest as ranked
+    assert keys(out) == _expected_window(fixed, head, 4) != keys(fixed)
+    question = "what did I say about the commute?"
+    assert keys(fuse(memories, turns, k=24, params=window, query_text=question)) == \
+        keys(fuse(memories, turns, k=24, params=replace(window, remark_memory_tokens=0),
+                  query_text=question))
+
+
+def test_on_a_remark_the_leading_turns_keep_their_places_within_their_tokens() -> None:
+    memories = _pools()[0]
+    leading = [turn(90 + i, 0.99 - i * 0.001) for i in range(5)] + \
+        [turn(i, 0.50 - i * 0.001) for i in range(30)]
+    one = _estimated_cost(fuse([], leading[:1], k=1, params=LEAD)[0])
+    out = fuse(memories, leading, k=47, params=replace(LEAD, remark_lead_tokens=one),
+               query_text=REMARK)
+    assert keys(out[:1]) == ["t:90"]
+    assert [i.kind for i in out[1:13]] == ["memory"] * 12
+
+
+def _estimated_cost(item: object) -> int:
+    from eros.core.text import estimate_tokens
+    if not hasattr(item, "kind"):
+        return estimate_tokens(item.candidate.content) + 1  # type: ignore[attr-defined]
+    return estimate_tokens(item.content) + 1  # type: ignore[attr-defined]

@@ -35,7 +35,9 @@ two together, and decides what the list holds:
   (:mod:`~eros.recall.core.fusion_budget`: a small user's short lines fit a budget whole) —
   after ``remark_tail_after`` items when the query is a remark, not a question
   (:mod:`~eros.recall.core.fusion_intent`: a remark asks what is known, not what was said) —
-  only the turns that open the list keep their places there (``remark_lead_turns``);
+  only the turns that open the list keep their places there (``remark_lead_turns``), and
+  the best memories of a pool of any size take the window after them
+  (``remark_memory_tokens``: a remark's first tokens hold what is known);
 - **a budget**: :func:`within_budget` cuts the ranked list where the rendered tokens would
   pass RECALL_TOKEN_BUDGET.
 
@@ -52,7 +54,8 @@ from typing import Literal
 
 from eros.core.names import FusionCalibration
 from eros.core.sensitivity import most_sensitive
-from eros.recall.core.fusion_budget import memory_tail, remembered, stand_ins
+from eros.core.text import estimate_tokens
+from eros.recall.core.fusion_budget import arranged, remembered, stand_ins
 from eros.recall.core.fusion_intent import for_intent
 from eros.recall.core.fusion_subject import newer_first
 from eros.recall.core.fusion_words import cited, restates_unfound, said_in_words
@@ -131,6 +134,16 @@ class FusionParams:
     #: set by :func:`~eros.recall.core.fusion_intent.for_intent`: the tail starts at the
     #: first memory of the list (at the latest after ``memory_tail_after`` items)
     memory_tail_at_memory: bool = False
+    #: on such a remark, the memories that render within this many tokens (in their own
+    #: order) go right after the head whatever the pool's size
+    #: (:func:`~eros.recall.core.fusion_budget.memory_window`); 0 = off
+    remark_memory_tokens: int = 0
+    #: on such a remark, the turns that lead the list keep their places only while they
+    #: render within this many tokens together; 0 = no cap
+    remark_lead_tokens: int = 0
+    #: set by :func:`~eros.recall.core.fusion_intent.for_intent` from the two above
+    memory_window_tokens: int = 0
+    lead_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -392,6 +405,9 @@ def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
             continue  # already in the list as a memory's quote
         returned.add(item.turn.seq)
         out.append(item)
-    return memory_tail(out, params.memory_tail_after, params.memory_tail_tokens,
-                       pool=[m.candidate.content for m in memories],
-                       at_memory=params.memory_tail_at_memory)
+    return arranged(out, params, [m.candidate.content for m in memories],
+                    cost if cost is not None else _estimated)
+
+
+def _estimated(item: FusedItem) -> int:
+    return estimate_tokens(item.content) + 1

@@ -35,24 +35,69 @@ T = TypeVar("T", bound=_Item)
 
 def memory_tail(items: Sequence[T], after: int, max_tokens: int, *,
                 pool: Sequence[str] | None = None,
-                tokens: Callable[[str], int] = estimate_tokens,
-                at_memory: bool = False) -> list[T]:
+                tokens: Callable[[str], int] = estimate_tokens) -> list[T]:
     """``items`` (ranked) with the memories after the first ``after`` moved before the turns
     after them, when the memory ``pool``'s texts (default: those memories) render within
-    ``max_tokens`` (a line each); ``at_memory``: after the first memory instead when it comes
-    earlier (only the turns that open the list keep their places). ``after`` 0, or a costlier
-    pool: unchanged."""
-    if after <= 0 or len(items) <= after:
+    ``max_tokens`` (a line each). A costlier pool: unchanged."""
+    if len(items) <= after:
         return list(items)
-    if at_memory:
-        after = next((i for i, item in enumerate(items[:after]) if item.kind == "memory"),
-                     after)
     head, rest = list(items[:after]), items[after:]
     memories = [i for i in rest if i.kind == "memory"]
     texts = pool if pool is not None else [i.content for i in memories]
     if sum(tokens(t) + 1 for t in texts) > max_tokens:
         return list(items)
     return head + memories + [i for i in rest if i.kind != "memory"]
+
+
+def leading_turns(items: Sequence[T], most: int) -> int:
+    """How many turns open ``items`` (ranked above every memory), at most ``most``."""
+    return next((i for i, item in enumerate(items[:most]) if item.kind == "memory"), most)
+
+
+def memory_window(items: Sequence[T], head: int, max_tokens: int,
+                  tokens: Callable[[T], int]) -> list[T]:
+    """``items`` (ranked) with the memories after the first ``head`` that render within
+    ``max_tokens`` together (each ``tokens``, in their own order, the first that would pass
+    the window ends it) moved right after the head; everything else keeps its order.
+    ``max_tokens`` 0: unchanged. Unlike :func:`memory_tail` it does not ask the pool's size:
+    a large pool's best memories get the window, its other memories stay where they rank."""
+    if max_tokens <= 0 or len(items) <= head:
+        return list(items)
+    window: list[int] = []
+    spent = 0
+    for index in range(head, len(items)):
+        if items[index].kind != "memory":
+            continue
+        spent += tokens(items[index])
+        if spent > max_tokens:
+            break
+        window.append(index)
+    chosen = set(window)
+    return [*items[:head], *(items[i] for i in window),
+            *(item for i, item in enumerate(items) if i >= head and i not in chosen)]
+
+
+def arranged(out: list[T], params: Any, pool: Sequence[str],
+             price: Callable[[T], int]) -> list[T]:
+    """The fused list ``out`` with its far end given to a small memory ``pool`` whole
+    (:func:`memory_tail` past ``params.memory_tail_after`` items) and, on a remark
+    (:func:`~eros.recall.core.fusion_intent.for_intent` set the fields), its first window to
+    the best memories (:func:`memory_window`) right after the turns that lead it — those
+    turns at most ``params.lead_tokens`` together (``price`` an item's rendered tokens)."""
+    head = params.memory_tail_after
+    if head <= 0 or len(out) <= head:
+        return out
+    if params.memory_tail_at_memory:
+        head = leading_turns(out, head)
+    if params.lead_tokens > 0:
+        spent = 0
+        for i in range(head):
+            spent += price(out[i])
+            if spent > params.lead_tokens:
+                head = i
+                break
+    out = memory_tail(out, head, params.memory_tail_tokens, pool=pool)
+    return memory_window(out, head, params.memory_window_tokens, price)
 
 
 def stand_ins(items: Sequence[Any], cost: Callable[[Any], int] | None

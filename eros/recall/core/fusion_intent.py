@@ -77,4 +77,6 @@ def for_intent(params: P, query_text: str | None, turns: Sequence[str]) -> P:
             or said_in_words(query_text, turns, params.lexical_min_terms):
         return params
     return replace(params, memory_tail_after=params.remark_tail_after,
-                   memory_tail_at_memory=params.remark_lead_turns)
+                   memory_tail_at_memory=params.remark_lead_turns,
+                   memory_window_tokens=params.remark_memory_tokens,
+                   lead_tokens=params.remark_lead_tokens)

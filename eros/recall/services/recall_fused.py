@@ -64,7 +64,9 @@ def fusion_params(cfg: Settings, now: datetime) -> FusionParams:
                         memory_tail_after=cfg.recall_fusion_memory_tail_after,
                         memory_tail_tokens=cfg.recall_fusion_memory_tail_tokens,
                         remark_tail_after=cfg.recall_fusion_remark_tail_after,
-                        remark_lead_turns=cfg.recall_fusion_remark_lead_turns)
+                        remark_lead_turns=cfg.recall_fusion_remark_lead_turns,
+                        remark_memory_tokens=cfg.recall_fusion_remark_memory_tokens,
+                        remark_lead_tokens=cfg.recall_fusion_remark_lead_tokens)
 
 
 def item_tokens(cfg: Settings) -> Callable[[FusedItem], int]:
