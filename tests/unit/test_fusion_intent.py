@@ -185,3 +185,29 @@ def _estimated_cost(item: object) -> int:
     if not hasattr(item, "kind"):
         return estimate_tokens(item.candidate.content) + 1  # type: ignore[attr-defined]
     return estimate_tokens(item.content) + 1  # type: ignore[attr-defined]
+
+
+def test_on_a_remark_a_chatty_leading_turn_goes_after_what_is_known_by_default() -> None:
+    from eros.recall.services.recall_fused import fusion_params, item_tokens
+    from eros.settings import Settings
+
+    cfg = Settings()
+    params = replace(fusion_params(cfg, NOW), calibration="standing", lexical_weight=0.0,
+                     newer_first_depth=0)
+    assert params.remark_lead_tokens == 20 and params.remark_memory_tokens == 0
+    memories = _pools()[0]
+    short, chatty = turn(90, 0.99, "dad called"), \
+        turn(91, 0.99, "so the whole afternoon went by on the phone with the bank again, "
+                       "and then the bus was late, and the rain")
+    tail = [turn(i, 0.50 - i * 0.001) for i in range(30)]
+    # a short turn that leads keeps its place; a chatty one gives it to what is known
+    out = fuse(memories, [short, *tail], k=43, params=params, query_text=REMARK,
+               cost=item_tokens(cfg))
+    assert keys(out[:1]) == ["t:90"] and [i.kind for i in out[1:13]] == ["memory"] * 12
+    out = fuse(memories, [chatty, *tail], k=43, params=params, query_text=REMARK,
+               cost=item_tokens(cfg))
+    assert [i.kind for i in out[:12]] == ["memory"] * 12 and "t:91" in keys(out)
+    uncapped = replace(params, remark_lead_tokens=0)
+    out = fuse(memories, [chatty, *tail], k=43, params=uncapped, query_text=REMARK,
+               cost=item_tokens(cfg))
+    assert keys(out[:1]) == ["t:91"]
