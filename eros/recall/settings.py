@@ -135,8 +135,10 @@ class RecallSettings(BaseSettings):
     #: ``fused``: on such a remark, the turns that lead the list keep their places only while
     #: they render within this many tokens together (20: one short line; a chatty turn of
     #: 25–40 tokens goes after what is known); 0 = no cap (at most
-    #: RECALL_FUSION_REMARK_TAIL_AFTER of them).
-    recall_fusion_remark_lead_tokens: int = Field(default=20, ge=0, le=100_000)
+    #: RECALL_FUSION_REMARK_TAIL_AFTER of them). Off by default: 20 gains the implicit
+    #: development sets a question each within 200–400 tokens, and costs remarks about a past
+    #: event on a small pool 6.6 points of recall@10 (bench/RESULTS.md, ninth round).
+    recall_fusion_remark_lead_tokens: int = Field(default=0, ge=0, le=100_000)
     #: labels of the prompt the Celery task ``eros.recall`` renders (``zh`` or ``en``).
     recall_labels: LabelSet = DEFAULT_LABELS
     #: users with at least this many memories are cut into cells by ``eros.cluster_memories``

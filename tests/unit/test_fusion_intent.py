@@ -187,14 +187,16 @@ def _estimated_cost(item: object) -> int:
     return estimate_tokens(item.content) + 1  # type: ignore[attr-defined]
 
 
-def test_on_a_remark_a_chatty_leading_turn_goes_after_what_is_known_by_default() -> None:
+def test_on_a_remark_a_chatty_leading_turn_goes_after_what_is_known_with_the_cap() -> None:
     from eros.recall.services.recall_fused import fusion_params, item_tokens
     from eros.settings import Settings
 
-    cfg = Settings()
+    off = fusion_params(Settings(), NOW)
+    assert off.remark_lead_tokens == 0 and off.remark_memory_tokens == 0
+    cfg = Settings(recall_fusion_remark_lead_tokens=20)
     params = replace(fusion_params(cfg, NOW), calibration="standing", lexical_weight=0.0,
                      newer_first_depth=0)
-    assert params.remark_lead_tokens == 20 and params.remark_memory_tokens == 0
+    assert params.remark_lead_tokens == 20
     memories = _pools()[0]
     short, chatty = turn(90, 0.99, "dad called"), \
         turn(91, 0.99, "so the whole afternoon went by on the phone with the bank again, "
