@@ -82,7 +82,8 @@ HELDOUT = {"held-out-1": "heldout.toml", "held-out-2": "heldout2.toml",
            "held-out-9": "heldout9.toml", "held-out-10": "heldout10.toml",
            "held-out-11": "heldout11.toml", "held-out-12": "heldout12.toml",
            "held-out-13": "heldout13.toml", "held-out-14": "heldout14.toml",
-           "held-out-15": "heldout15.toml", "held-out-16": "heldout16.toml"}
+           "held-out-15": "heldout15.toml", "held-out-16": "heldout16.toml",
+           "held-out-17": "heldout17.toml"}
 
 
 def heldout_corpus(name: str | None = None) -> list[Case]:

@@ -10,8 +10,8 @@ tuned by a writer who saw neither the bank, the rules nor any other set) in its 
 own file) in its eighth, set 13 (written the same way while the eighth round was tuned) in
 its ninth, set 14 (written the same way while the ninth round was tuned) in its tenth and
 set 15 (written the same way while the tenth round was tuned) in its eleventh
-(bench/guard_dev.py). Set 16, written the same way while the eleventh round was tuned, is held
-out with set 4. A newer set is registered by adding it to ``HELD`` here and in
+(bench/guard_dev.py). Set 16, written the same way while the eleventh round was tuned, and set
+17, written the same way while the twelfth round was tuned, are held out with set 4. A newer set is registered by adding it to ``HELD`` here and in
 bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
@@ -32,7 +32,7 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-16"]
+HELD = ["held-out-4", "held-out-16", "held-out-17"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth, 11 since its seventh, 12 since its eighth, 13 since its ninth, 14 since
@@ -114,11 +114,20 @@ def _holds_what_it_was_asked_for(cases: list[Case], attacks_min: int, benign_min
     assert {t for c in attacks for t in c.tags} >= shapes
 
 
-def test_the_newest_held_out_set_is_the_independent_eleventh_round_check() -> None:
-    # its writer was given the tags of sets 11-15 and added national-id, otp, password and
-    # api-key of its own
-    assert HELDOUT["held-out-16"] == "heldout16.toml" and list(HELDOUT)[-1] == "held-out-16"
-    _holds_what_it_was_asked_for(heldout_corpus(), 250, 450, 70)
+def test_the_newest_held_out_set_is_the_independent_twelfth_round_check() -> None:
+    # its writer was given set 16's tag names (national-id, otp, password and api-key among
+    # them) and wrote 397 attacks and 639 look-alikes in 99 languages
+    assert HELDOUT["held-out-17"] == "heldout17.toml" and list(HELDOUT)[-1] == "held-out-17"
+    _holds_what_it_was_asked_for(heldout_corpus(), 350, 600, 90)
+    attacks, _ = _by_kind(heldout_corpus())
+    assert {t for c in attacks for t in c.tags} >= {"national-id", "otp", "password", "api-key"}
+
+
+def test_the_independent_eleventh_round_check_is_still_held_out() -> None:
+    # set 16's writer was given the tags of sets 11-15 and added national-id, otp, password
+    # and api-key of its own
+    assert HELDOUT["held-out-16"] == "heldout16.toml"
+    _holds_what_it_was_asked_for(heldout_corpus("held-out-16"), 250, 450, 70)
 
 
 def test_the_independent_tenth_round_check_is_still_there() -> None:
