@@ -11,8 +11,8 @@ own file) in its eighth, set 13 (written the same way while the eighth round was
 its ninth, set 14 (written the same way while the ninth round was tuned) in its tenth and
 set 15 (written the same way while the tenth round was tuned) in its eleventh
 (bench/guard_dev.py). Set 16, written the same way while the eleventh round was tuned, and set
-17, written the same way while the twelfth round was tuned, are held out with set 4. A newer set is registered by adding it to ``HELD`` here and in
-bench/guard_dev.py.
+17, written the same way while the twelfth round was tuned, are held out with set 4. A newer set
+is registered by adding it to ``HELD`` here and in bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
 turns up in the exemplar bank, the training corpus, a development or tuning set, an earlier
