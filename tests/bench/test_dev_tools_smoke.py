@@ -46,7 +46,8 @@ def test_fusion_dev_refuses_the_held_out_suite() -> None:
 @pytest.mark.parametrize("held_out", ["implicit_holdout_suite.json",
                                       "implicit_holdout2_suite.json",
                                       "implicit_holdout3_suite.json",
-                                      "implicit_holdout4_suite.json"])
+                                      "implicit_holdout4_suite.json",
+                                      "implicit_holdout5_suite.json"])
 def test_fusion_capture_refuses_the_held_out_sets(held_out: str) -> None:
     # refused by name, before the file is opened (it need not exist)
     assert fusion_capture.main(["--suite", f"bench/{held_out}", "--capture", "x.pkl"]) == 2

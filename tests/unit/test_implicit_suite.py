@@ -4,9 +4,10 @@ suites, and every question's evidence is an observation citing the confided turn
 held-out set (bench/implicit_holdout2_suite.json, issue 31's fifth round) and the third
 (bench/implicit_holdout3_suite.json, written before the sixth round, its observations added by
 a second blind session) and the fourth (bench/implicit_holdout4_suite.json, written before the
-eighth round, observations by the same blind session) were written by sessions that saw neither
-the recall code nor the other sets; their generators stayed outside the repository, so only
-their shape is checked here."""
+eighth round, observations by the same blind session) and the fifth
+(bench/implicit_holdout5_suite.json, written before the ninth round) were written by sessions
+that saw neither the recall code nor the other sets; their generators stayed outside the
+repository, so only their shape is checked here."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from eros.evaluation.core.suite import load_suite_text
 HOLDOUT2 = Path(implicit_holdout_data.OUT).with_name("implicit_holdout2_suite.json")
 HOLDOUT3 = Path(implicit_holdout_data.OUT).with_name("implicit_holdout3_suite.json")
 HOLDOUT4 = Path(implicit_holdout_data.OUT).with_name("implicit_holdout4_suite.json")
+HOLDOUT5 = Path(implicit_holdout_data.OUT).with_name("implicit_holdout5_suite.json")
 
 
 @pytest.mark.parametrize(("path", "heavy"), [(OUT, False), (HEAVY_OUT, True)])
@@ -37,7 +39,7 @@ def test_the_committed_held_out_suite_is_what_its_script_writes() -> None:
 @pytest.mark.parametrize(("path", "questions"),
                          [(OUT, 36), (HEAVY_OUT, 36), (implicit_holdout_data.OUT, 30),
                           (HOLDOUT2, 36), (HOLDOUT3, 42),
-                          (HOLDOUT4, 42)])
+                          (HOLDOUT4, 42), (HOLDOUT5, 48)])
 def test_every_remark_cites_a_confided_turn_with_its_observation(path: Path,
                                                                  questions: int) -> None:
     suite = load_suite_text(Path(path).read_text(encoding="utf-8"))
