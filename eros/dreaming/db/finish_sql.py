@@ -107,6 +107,23 @@ class Finished:
     turns: Counter[str]
 
 
+def memory_rows(attempt: Attempt, memories: Sequence[MemoryRow]) -> str:
+    """The ``:memories`` bind of :data:`eros.memory.db.write_sql.MEMORY_CTES`: one JSON array,
+    a positional array per memory in the order its ``candidate`` CTE reads them. Not ASCII-
+    escaped: the text goes to the server as the UTF-8 psycopg sends every string in, so a
+    string it could not encode (a lone surrogate) fails as it did in a ``text[]``."""
+    claim = attempt.claim
+    rows = []
+    for m in memories:
+        instance_id = route_instance(m.layer, claim.instance_id)
+        rows.append([None if instance_id is None else str(instance_id), m.content, m.category,
+                     None if m.importance is None else float(m.importance), m.metadata,
+                     m.embedding_model, dedup_key(claim.session_id, m.content),
+                     provenance_sql.array_text(m.source_seqs), m.source_fallback,
+                     m.sensitivity, m.status])
+    return json.dumps(rows, ensure_ascii=False)
+
+
 def finish_session(conn: Connection, attempt: Attempt, outcome: Outcome, *, through_seq: int,
                    memories: Sequence[MemoryRow] = (), turns: Sequence[TurnRow] = (),
                    task_id: str | None = None) -> Finished | None:
@@ -124,20 +141,9 @@ def finish_session(conn: Connection, attempt: Attempt, outcome: Outcome, *, thro
     params = {
         **run_params(attempt, outcome, task_id), **binds,
         "token": claim.token, "through_seq": through_seq,
-        "instance_ids": [route_instance(m.layer, claim.instance_id) for m in memories],
-        "contents": [m.content for m in memories],
-        "categories": [m.category for m in memories],
-        "importances": [None if m.importance is None else float(m.importance)
-                        for m in memories],
-        "metadata": [json.dumps(m.metadata) for m in memories],
+        "memories": memory_rows(attempt, memories),
         "embeddings": write_sql.Float4Array([x for m in memories for x in m.embedding]),
         "dim": dim,
-        "embedding_models": [m.embedding_model for m in memories],
-        "dedup_keys": [dedup_key(claim.session_id, m.content) for m in memories],
-        "source_seqs": [provenance_sql.array_text(m.source_seqs) for m in memories],
-        "source_fallbacks": [m.source_fallback for m in memories],
-        "sensitivities": [m.sensitivity for m in memories],
-        "statuses": [m.status for m in memories],
     }
     row = conn.exec_driver_sql(FINISH_SQL, {_FINISH_NAMES[k]: v for k, v in params.items()
                                             if k in _FINISH_NAMES}).one()

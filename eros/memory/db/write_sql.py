@@ -74,23 +74,23 @@ INSERT INTO {_RUN_COLUMNS}
 VALUES ({_RUN_VALUES}, CAST(:memory_count AS integer), {_RUN_REST})
 """)
 
-#: the memories of one classify attempt, as arrays of equal length (one element per memory)
-#: and the vectors as one flat real[] of ``dim`` floats per memory; WITH ORDINALITY keeps the
-#: reply's order. A memory's source seqs travel as the text of a bigint[] (``{3,5}``, NULL
-#: when unknown): arrays of arrays must be rectangular, a memory's sources are not.
+#: the memories of one classify attempt, as one JSON array of rows (each a positional array:
+#: persona, content, category, importance, metadata, embedding model, dedup key, source seqs,
+#: source fallback, sensitivity, status) and the vectors as one flat real[] of ``dim`` floats
+#: per memory; WITH ORDINALITY keeps the reply's order. A memory's source seqs travel as the
+#: text of a bigint[] (``{3,5}``, NULL when unknown): arrays of arrays must be rectangular, a
+#: memory's sources are not. One JSON text instead of eleven arrays: psycopg dumped each
+#: array element by element, a third of the statement's parameter CPU (bench/RESULTS.md,
+#: issue 34); ``json.dumps`` is one C call (:func:`eros.dreaming.db.finish_sql.memory_rows`).
 #: ``fence`` is the CTE that says the write may happen (one row while the claim is ours):
 #: no row, nothing written. Used by :mod:`eros.dreaming.db.finish_sql`.
 MEMORY_CTES = f"""
 candidate AS (
-    SELECT * FROM unnest(CAST(:instance_ids AS uuid[]), CAST(:contents AS text[]),
-                         CAST(:categories AS text[]), CAST(:importances AS float8[]),
-                         CAST(:metadata AS text[]), CAST(:embedding_models AS text[]),
-                         CAST(:dedup_keys AS text[]), CAST(:source_seqs AS text[]),
-                         CAST(:source_fallbacks AS boolean[]),
-                         CAST(:sensitivities AS text[]), CAST(:statuses AS text[]))
-        WITH ORDINALITY AS c(instance_id, content, category, importance, metadata,
-                             embedding_model, dedup_key, source_seqs, source_fallback,
-                             sensitivity, status, ord)
+    SELECT CAST(m->>0 AS uuid) AS instance_id, m->>1 AS content, m->>2 AS category,
+           CAST(m->>3 AS float8) AS importance, m->4 AS metadata, m->>5 AS embedding_model,
+           m->>6 AS dedup_key, m->>7 AS source_seqs, CAST(m->>8 AS boolean) AS source_fallback,
+           m->>9 AS sensitivity, m->>10 AS status, ord
+      FROM json_array_elements(CAST(:memories AS json)) WITH ORDINALITY AS e(m, ord)
 ), written AS (
     INSERT INTO engine.companion_memories (session_id, user_id, instance_id, content, category,
                                            importance, metadata, embedding, model,
