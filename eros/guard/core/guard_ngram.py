@@ -6,8 +6,9 @@ of the embedding: a linear model over the text's character 1–4-grams (language
 tokenizer, hashed into :data:`BUCKETS` weights), trained on the exemplar bank and the tuning
 sets' labelled memories. Its errors are not the embedding's errors — it sees spelling, script
 and the literal words an instruction uses ("from now on", "always", "never refuse") where e5
-sees a topic — so the fused rule (:func:`eros.guard.services.guard_model.screen_texts`: drop
-when either layer is confident) catches what one alone misses.
+sees a topic — so the fused rule (:func:`eros.guard.services.guard_model.screen_texts`: where
+the meaning layer is unsure — its uncertain band — this model decides) catches what one alone
+misses.
 
 Pure numpy, no embedding call: scoring costs tens of microseconds a text. The weights are
 fitted ahead of time (``scripts/ship_guard_ngram.py``) and shipped in the package
@@ -43,7 +44,8 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 _SHIFT = np.uint64(64 - 18)
 _SPACE = re.compile(r"\s+")
 #: share of the training look-alikes the n-gram threshold keeps out of fold: far stricter than
-#: the meaning layer's 0.98, so that the fused rule ("either layer drops") loses few more
+#: the meaning layer's 0.98, so that the fused rule (this model decides the meaning layer's
+#: uncertain band) loses few more
 NGRAM_KEPT = 0.995
 #: out-of-fold splits for the threshold
 FOLDS = 4
