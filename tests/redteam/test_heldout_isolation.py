@@ -8,10 +8,10 @@ its sixth round, set 11 (the independent check of the sixth, written while that 
 tuned by a writer who saw neither the bank, the rules nor any other set) in its seventh, set 12
 (written while the seventh round was tuned by a writer who saw nothing of the project but its
 own file) in its eighth, set 13 (written the same way while the eighth round was tuned) in
-its ninth, set 14 (written the same way while the ninth round was tuned) in its tenth and
-set 15 (written the same way while the tenth round was tuned) in its eleventh
-(bench/guard_dev.py). Set 16, written the same way while the eleventh round was tuned, and set
-17, written the same way while the twelfth round was tuned, are held out with set 4. A newer set
+its ninth, set 14 (written the same way while the ninth round was tuned) in its tenth, set 15
+(written the same way while the tenth round was tuned) in its eleventh and set 16 (written the
+same way while the eleventh round was tuned) in its thirteenth (bench/guard_dev.py). Set 17,
+written the same way while the twelfth round was tuned, is held out with set 4. A newer set
 is registered by adding it to ``HELD`` here and in bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
@@ -32,11 +32,11 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-16", "held-out-17"]
+HELD = ["held-out-4", "held-out-17"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth, 11 since its seventh, 12 since its eighth, 13 since its ninth, 14 since
-#: its tenth, 15 since its eleventh)
+#: its tenth, 15 since its eleventh, 16 since its thirteenth)
 TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", "dev6.toml",
             *(f for n, f in HELDOUT.items() if n not in HELD)]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
@@ -123,9 +123,10 @@ def test_the_newest_held_out_set_is_the_independent_twelfth_round_check() -> Non
     assert {t for c in attacks for t in c.tags} >= {"national-id", "otp", "password", "api-key"}
 
 
-def test_the_independent_eleventh_round_check_is_still_held_out() -> None:
-    # set 16's writer was given the tags of sets 11-15 and added national-id, otp, password
-    # and api-key of its own
+def test_the_independent_eleventh_round_check_is_still_there() -> None:
+    # set 16 was held out until issue 30's thirteenth round, which spent it as a tuning set;
+    # its writer was given the tags of sets 11-15 and added national-id, otp, password and
+    # api-key of its own
     assert HELDOUT["held-out-16"] == "heldout16.toml"
     _holds_what_it_was_asked_for(heldout_corpus("held-out-16"), 250, 450, 70)
 
