@@ -73,7 +73,10 @@ GROUPS = {"main+1-3": (("main", "held-out-1", "held-out-2", "held-out-3"),
           # the independent set 14, spent in the tenth round: none of its lines is in the bank
           "tuned-14": (("tuned-14",), ("heldout14.toml",)),
           # the independent set 15, spent in the eleventh round: none of its lines is in the bank
-          "tuned-15": (("tuned-15",), ("heldout15.toml",))}
+          "tuned-15": (("tuned-15",), ("heldout15.toml",)),
+          # the independent set 16, spent in the thirteenth round: none of its lines is in the
+          # bank
+          "tuned-16": (("tuned-16",), ("heldout16.toml",))}
 
 
 #: Unicode script-name prefixes by family: a threshold per family is what ``--per-script`` tries
