@@ -13,6 +13,7 @@ held-out sets are never read.
 
     python -m bench.guard_ngram_loso [--kept 0.995 ...] [--cache PATH] [--models DIR]
                                      [--groups A,B] [--limit N] [--vectors e5|hash] [--show]
+                                     [--variant char|wide] [--augment]
 """
 
 from __future__ import annotations
@@ -71,13 +72,16 @@ def training_data(leave_out: str | None = None,
 
 
 def fitted(texts: list[str], labels: list[int], kepts: Sequence[float],
-           models: Path) -> dict[float, NgramModel]:
-    """The n-gram models of these texts (a threshold each), from ``models`` when fitted
-    before (a second run fits nothing)."""
-    paths = {k: models / f"{training_digest(texts, labels)}-{k}.json" for k in kepts}
+           models: Path, *, variant: str = "char",
+           augment: bool = False) -> dict[float, NgramModel]:
+    """The n-gram models of these texts (a threshold each; ``variant`` ``wide``: word
+    n-grams too; ``augment``: obfuscated copies too), from ``models`` when fitted before (a
+    second run fits nothing)."""
+    tag = ("-wide" if variant == "wide" else "") + ("-aug" if augment else "")
+    paths = {k: models / f"{training_digest(texts, labels)}{tag}-{k}.json" for k in kepts}
     if all(p.is_file() for p in paths.values()):
         return {k: model_from_json(p.read_text(encoding="utf-8")) for k, p in paths.items()}
-    out = train_ngrams(texts, labels, kepts)
+    out = train_ngrams(texts, labels, kepts, words=variant == "wide", augment=augment)
     models.mkdir(parents=True, exist_ok=True)
     for k, path in paths.items():
         path.write_text(model_to_json(out[k]), encoding="utf-8")
@@ -108,6 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", type=Path, default=Path("/tmp/eros-guard-ngram-loso"),
                         help="where each fold's fitted n-gram model is kept for the next run")
     parser.add_argument("--vectors", choices=("e5", "hash"), default="e5")
+    parser.add_argument("--variant", choices=("char", "wide"), default="char",
+                        help="n-gram features: char 1-4-grams, or those plus word 1-2-grams")
+    parser.add_argument("--augment", action="store_true",
+                        help="train the n-gram model on obfuscated copies too")
     parser.add_argument("--groups", default=",".join(GROUPS))
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--show", action="store_true", help="print the fused rule's misses")
@@ -128,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         keep = np.asarray([s not in sources for s in srcs])
         model, _ = train(all_x[keep], bank.labels[keep], None, MIN_KEPT, THRESHOLD_RUNS)
         texts, labels = training_data(name, args.limit)
-        ngrams = fitted(texts, labels, args.kept, args.models)
+        ngrams = fitted(texts, labels, args.kept, args.models, variant=args.variant,
+                        augment=args.augment)
         cases = cases_of(files, args.limit)
         case_texts, meaning = meaning_scores(cases, model, vectors)
         readings = readings_of(case_texts, list(meaning))

@@ -15,12 +15,19 @@ fitted ahead of time (``scripts/ship_guard_ngram.py``) and shipped in the packag
 (``eros/data/guard/ngram.json``, with the digest of what it was trained on); nothing here is
 trained on the work path. The hash is a fixed polynomial over code points (never Python's
 salted ``hash``), so every process scores alike.
+
+Two build-time options were added in the thirteenth round and measured on the blind sets'
+folds (``bench/guard_indep.py``): word 1–2-grams beside the characters' (``words``) and
+obfuscated training copies (``augment``: joiners, look-alike letters, other scripts' digits, on
+attacks and look-alikes alike). Neither measured better; the shipped model has neither (its
+JSON says which it has).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 import re
 import unicodedata
@@ -43,6 +50,12 @@ _PRIME = np.uint64(1_000_003)
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _SHIFT = np.uint64(64 - 18)
 _SPACE = re.compile(r"\s+")
+#: punctuation stripped from a word's ends (marks stay: Indic vowel signs are part of a word)
+_PUNCT = ("".join(chr(c) for c in range(0x2000, 0x2070))
+          + "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~«»“”‘’„‚。、，！？：；（）「」『』【】《》・…")
+_WORD_SALT = np.uint64(0x5851F42D4C957F2D)
+#: word n-gram lengths of a ``words`` model
+WORD_ORDERS = (1, 2)
 #: share of the training look-alikes the n-gram threshold keeps out of fold: far stricter than
 #: the meaning layer's 0.98, so that the fused rule (this model decides the meaning layer's
 #: uncertain band) loses few more
@@ -61,10 +74,13 @@ def prepare(text: str) -> str:
     return f" {_SPACE.sub(' ', folded).strip()} "
 
 
-def features(text: str) -> tuple[Ints, Floats]:
+def features(text: str, words: bool = False) -> tuple[Ints, Floats]:
     """(bucket indexes, values) of ``text``'s n-grams: presence, each order weighted alike,
-    the row scaled to unit length (a long text does not score higher for its length)."""
-    codes = np.frombuffer(prepare(text).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    the row scaled to unit length (a long text does not score higher for its length).
+    ``words``: its word 1- and 2-grams too (:data:`WORD_ORDERS`), hashed apart from the
+    characters' (a whole word is evidence a character 4-gram cannot hold)."""
+    prepared = prepare(text)
+    codes = np.frombuffer(prepared.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
     keys: list[npt.NDArray[np.uint64]] = []
     with np.errstate(over="ignore"):  # the hash wraps around 2**64 by design
         rolling = np.zeros(len(codes), dtype=np.uint64)
@@ -75,10 +91,26 @@ def features(text: str) -> tuple[Ints, Floats]:
                 + np.uint64(order)
             if order in ORDERS:
                 keys.append(rolling * _MIX >> _SHIFT)
+        if words:
+            keys.append(word_keys(prepared))
     if not keys:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     index = np.unique(np.concatenate(keys)).astype(np.int64)
     return index, np.full(len(index), 1.0 / np.sqrt(len(index)))
+
+
+def word_keys(prepared: str) -> npt.NDArray[np.uint64]:
+    """Buckets of a prepared text's word 1- and 2-grams (words: runs of letters, marks and
+    digits; CRC-32 of the gram with its order, so every process hashes alike)."""
+    tokens = [w for w in (t.strip(_PUNCT) for t in prepared.split()) if w]
+    grams = [f"1\x00{t}" for t in tokens]
+    grams += [f"2\x00{a}\x00{b}" for a, b in itertools.pairwise(tokens)]
+    if not grams:
+        return np.zeros(0, dtype=np.uint64)
+    crc = np.fromiter((zlib.crc32(g.encode("utf-8")) for g in grams), dtype=np.uint64,
+                      count=len(grams))
+    with np.errstate(over="ignore"):
+        return (crc + _WORD_SALT) * _MIX >> _SHIFT
 
 
 @dataclass(frozen=True)
@@ -90,22 +122,26 @@ class NgramModel:
     threshold: float
     #: digest of the texts and labels it was trained on (what ``ngram.json`` records)
     digest: str
+    #: word 1- and 2-grams beside the characters' (:func:`features`)
+    words: bool = False
+    #: trained on obfuscated copies too (:func:`obfuscate`; recorded, not used to score)
+    augment: bool = False
 
     def scores(self, texts: Sequence[str]) -> list[float]:
         """Probability that each text is an instruction."""
         out = []
         for text in texts:
-            index, values = features(text)
+            index, values = features(text, self.words)
             z = float(self.weights[index].astype(np.float64) @ values) + self.bias
             out.append(float(1.0 / (1.0 + np.exp(-min(40.0, max(-40.0, z))))))
         return out
 
 
-def matrix(texts: Sequence[str]) -> tuple[Ints, Ints, Floats]:
+def matrix(texts: Sequence[str], words: bool = False) -> tuple[Ints, Ints, Floats]:
     """(row of each entry, bucket, value) of ``texts``'s features: a sparse matrix."""
     rows, cols, vals = [], [], []
     for row, text in enumerate(texts):
-        index, values = features(text)
+        index, values = features(text, words)
         rows.append(np.full(len(index), row, dtype=np.int64))
         cols.append(index)
         vals.append(values)
@@ -150,22 +186,37 @@ def raw_scores(w: npt.NDArray[np.float32], b: float,
 
 
 def train_ngram(texts: Sequence[str], labels: Sequence[int], *,
-                kept: float = NGRAM_KEPT) -> NgramModel:
+                kept: float = NGRAM_KEPT, words: bool = False,
+                augment: bool = False) -> NgramModel:
     """Weights from every text; the threshold from out-of-fold scores (:data:`FOLDS` splits):
     the lowest that keeps ``kept`` of the look-alikes, never below 0.5."""
-    return train_ngrams(texts, labels, (kept,))[kept]
+    return train_ngrams(texts, labels, (kept,), words=words, augment=augment)[kept]
 
 
-def train_ngrams(texts: Sequence[str], labels: Sequence[int],
-                 kepts: Sequence[float]) -> dict[float, NgramModel]:
+def train_ngrams(texts: Sequence[str], labels: Sequence[int], kepts: Sequence[float], *,
+                 words: bool = False, augment: bool = False) -> dict[float, NgramModel]:
     """:func:`train_ngram` for several ``kept`` shares at the cost of one (same folds, same
-    weights, a threshold each)."""
-    y = np.asarray(labels, dtype=np.int64)
-    sparse = matrix(texts)
+    weights, a threshold each). ``augment``: each text is trained on with an obfuscated copy
+    (:func:`obfuscate`, same label, same fold), attacks and look-alikes alike, so that a
+    joiner, a look-alike letter or another script's digit is no evidence either way; the
+    threshold is chosen on the original look-alikes' out-of-fold scores."""
+    y0 = np.asarray(labels, dtype=np.int64)
+    group = np.arange(len(y0))
+    every = list(texts)
+    if augment:
+        rng = np.random.default_rng(13)
+        copies = [(i, obfuscate(t, rng)) for i, t in enumerate(texts)]
+        copies = [(i, c) for i, c in copies if c != texts[i]]
+        every += [c for _, c in copies]
+        group = np.concatenate([group, np.asarray([i for i, _ in copies], dtype=np.int64)])
+    y = y0[group]
+    original = np.arange(len(y)) < len(y0)
+    sparse = matrix(every, words)
     rows, cols, vals = sparse
-    order = np.random.default_rng(30).permutation(len(y))
-    fold = np.empty(len(y), dtype=np.int64)
-    fold[order] = np.arange(len(y)) % FOLDS
+    order = np.random.default_rng(30).permutation(len(y0))
+    fold0 = np.empty(len(y0), dtype=np.int64)
+    fold0[order] = np.arange(len(y0)) % FOLDS
+    fold = fold0[group]
     oof = np.zeros(len(y))
     for k in range(FOLDS):
         inside = fold[rows] != k
@@ -173,7 +224,7 @@ def train_ngrams(texts: Sequence[str], labels: Sequence[int],
         w, b = fit((renumber[rows[inside]], cols[inside], vals[inside]), y[fold != k])
         test = fold == k
         oof[test] = raw_scores(w, b, sparse, len(y))[test]
-    benign = np.sort(oof[y == 0])
+    benign = np.sort(oof[(y == 0) & original])
     w, b = fit(sparse, y)
     # the weights as shipped (half precision): scored here exactly as after loading
     weights = w.astype("<f2").astype(np.float32)
@@ -181,7 +232,36 @@ def train_ngrams(texts: Sequence[str], labels: Sequence[int],
     out = {}
     for kept in kepts:
         index = min(len(benign) - 1, int(np.ceil(kept * len(benign))) - 1)
-        out[kept] = NgramModel(weights, b, float(max(0.5, benign[index] + 1e-6)), digest)
+        out[kept] = NgramModel(weights, b, float(max(0.5, benign[index] + 1e-6)), digest,
+                               words, augment)
+    return out
+
+
+#: Latin letters and the Cyrillic/Greek letters that look alike
+_HOMOGLYPHS = {"a": "а", "e": "е", "o": "о", "p": "р", "c": "с", "x": "х", "y": "у",
+               "i": "і", "s": "ѕ", "j": "ј", "h": "һ", "k": "κ", "n": "η", "v": "ν"}
+#: what attacks join words with instead of a space
+_JOINERS = ("-", "_", ".", "\u2800", "\u3164", "\u200b", "\u00a0", "/", "\u00b7")
+#: zero of the digit scripts an attack writes numbers in (Arabic-Indic, Persian, Devanagari,
+#: Bengali, Thai, fullwidth)
+_ZEROS = (0x660, 0x6F0, 0x966, 0x9E6, 0xE50, 0xFF10)
+
+
+def obfuscate(text: str, rng: np.random.Generator) -> str:
+    """``text`` as an obfuscating writer would write it (build time only): its spaces as one
+    joiner, its Latin letters partly as look-alikes, its digits in another script — two of
+    the three, chosen at random."""
+    kinds = rng.choice(3, size=2, replace=False)
+    out = text
+    if 0 in kinds:
+        out = out.replace(" ", _JOINERS[int(rng.integers(len(_JOINERS)))])
+    if 1 in kinds:
+        swap = rng.random(len(out)) < 0.35
+        out = "".join(_HOMOGLYPHS.get(ch, ch) if s else ch for ch, s in zip(out, swap,
+                                                                           strict=True))
+    if 2 in kinds:
+        zero = _ZEROS[int(rng.integers(len(_ZEROS)))]
+        out = "".join(chr(zero + ord(ch) - 48) if "0" <= ch <= "9" else ch for ch in out)
     return out
 
 
@@ -193,7 +273,9 @@ def training_digest(texts: Sequence[str], labels: Sequence[int]) -> str:
 
 def model_to_json(model: NgramModel) -> str:
     packed = base64.b64encode(zlib.compress(model.weights.astype("<f2").tobytes(), 9))
-    return json.dumps({"buckets": BUCKETS, "orders": list(ORDERS), "bias": model.bias,
+    return json.dumps({"buckets": BUCKETS, "orders": list(ORDERS),
+                       "word_orders": list(WORD_ORDERS) if model.words else [],
+                       "augmented": model.augment, "bias": model.bias,
                        "threshold": model.threshold, "digest": model.digest,
                        "weights_f16_zlib_b64": packed.decode("ascii")}, indent=1) + "\n"
 
@@ -204,7 +286,11 @@ def model_from_json(content: str) -> NgramModel:
         raise ValueError("ngram model made for another feature space")
     raw = zlib.decompress(base64.b64decode(data["weights_f16_zlib_b64"]))
     weights = np.frombuffer(raw, dtype="<f2").astype(np.float32)
-    return NgramModel(weights, float(data["bias"]), float(data["threshold"]), str(data["digest"]))
+    words = tuple(data.get("word_orders", ()))
+    if words not in ((), WORD_ORDERS):
+        raise ValueError("ngram model made for another feature space")
+    return NgramModel(weights, float(data["bias"]), float(data["threshold"]), str(data["digest"]),
+                      bool(words), bool(data.get("augmented", False)))
 
 
 @lru_cache(maxsize=1)
