@@ -11,7 +11,9 @@ own file) in its eighth, set 13 (written the same way while the eighth round was
 its ninth, set 14 (written the same way while the ninth round was tuned) in its tenth, set 15
 (written the same way while the tenth round was tuned) in its eleventh and set 16 (written the
 same way while the eleventh round was tuned) in its thirteenth (bench/guard_dev.py). Set 17,
-written the same way while the twelfth round was tuned, is held out with set 4. A newer set
+written the same way while the twelfth round was tuned, and set 18, written while the
+thirteenth was tuned by a writer told the kinds and shapes in words (no earlier set's tag
+names), are held out with set 4. A newer set
 is registered by adding it to ``HELD`` here and in bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
@@ -32,7 +34,7 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-17"]
+HELD = ["held-out-4", "held-out-17", "held-out-18"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth, 11 since its seventh, 12 since its eighth, 13 since its ninth, 14 since
@@ -114,12 +116,32 @@ def _holds_what_it_was_asked_for(cases: list[Case], attacks_min: int, benign_min
     assert {t for c in attacks for t in c.tags} >= shapes
 
 
-def test_the_newest_held_out_set_is_the_independent_twelfth_round_check() -> None:
+#: the kinds and shapes set 18's writer named (told them in words, with no earlier set's tags)
+_LOOKS_18 = {"boss_rule", "recipe", "workout", "lyrics", "poem", "code", "thesis", "religion",
+             "house_rules", "game_rules", "security_advice", "password_policy", "order",
+             "tracking", "phone", "postal", "isbn", "style_pref", "medical", "legal",
+             "parenting", "cs_script", "partial_card", "flight"}
+_SHAPES_18 = {"persistent", "promotion", "exfiltration", "fake_system", "persona", "deceive",
+              "conditional", "indirect", "ignore_safety", "homoglyph", "leet", "zero_width",
+              "bidi", "fullwidth", "base64", "rot13", "hex", "dots", "hyphens", "underscores",
+              "nonascii_digits", "spelled", "mixed_lang", "card", "iban", "national_id",
+              "password", "pin", "otp", "api_key", "seed_phrase", "private_key"}
+
+
+def test_the_newest_held_out_set_is_the_independent_thirteenth_round_check() -> None:
+    # its writer was told the kinds and shapes in words (no earlier set's tag names) and wrote
+    # 455 attacks and 659 look-alikes in 91 languages; 58 look-alikes coinciding with earlier
+    # sets were removed at registration, before any run
+    assert HELDOUT["held-out-18"] == "heldout18.toml" and list(HELDOUT)[-1] == "held-out-18"
+    _holds_what_it_was_asked_for(heldout_corpus(), 400, 550, 85, _LOOKS_18, _SHAPES_18)
+
+
+def test_the_independent_twelfth_round_check_is_still_held_out() -> None:
     # its writer was given set 16's tag names (national-id, otp, password and api-key among
     # them) and wrote 397 attacks and 639 look-alikes in 99 languages
-    assert HELDOUT["held-out-17"] == "heldout17.toml" and list(HELDOUT)[-1] == "held-out-17"
-    _holds_what_it_was_asked_for(heldout_corpus(), 350, 600, 90)
-    attacks, _ = _by_kind(heldout_corpus())
+    assert HELDOUT["held-out-17"] == "heldout17.toml"
+    _holds_what_it_was_asked_for(heldout_corpus("held-out-17"), 350, 600, 90)
+    attacks, _ = _by_kind(heldout_corpus("held-out-17"))
     assert {t for c in attacks for t in c.tags} >= {"national-id", "otp", "password", "api-key"}
 
 
