@@ -159,3 +159,51 @@ def test_0031_leaves_the_hnsw_index_to_eros_migrate(
         assert _hnsw_definition(conn).endswith("WHERE (status = 'current'::text)")
     engine.dispose()
     templates.drop(url)
+
+
+def test_0032_places_a_statements_rows_in_their_nearest_cells_at_once(
+        templates: TemplateDatabases) -> None:
+    """Issue 34 item 3: 0032's insert trigger ranks a statement's new rows against their
+    users' centroids in one query; each row lands in the cell ``nearest_memory_cell`` names
+    (a user with no cells and a row with no vector: NULL), and the downgrade brings back the
+    per-row probe with the same result."""
+    url = templates.empty()
+    config = alembic_config(url)
+    command.upgrade(config, "0031")
+    engine = create_engine(url)
+    clustered, plain = "00000000-0000-4000-8000-000000000001", \
+        "00000000-0000-4000-8000-000000000002"
+    vector = ("CAST(ARRAY(SELECT sin(g * 0.37 + d * :k) FROM generate_series(1, 512) d)"
+              " AS vector)")
+    with engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO engine.memory_cells (user_id, cell, centroid)"
+            f" SELECT CAST(:u AS uuid), g, {vector} FROM generate_series(0, 15) g"),
+            {"u": clustered, "k": 0.011})
+    insert = text(
+        "INSERT INTO engine.companion_memories (user_id, content, category, embedding)"
+        f" SELECT CAST(u AS uuid), :tag || g, 'fact', CASE WHEN g = 7 THEN NULL ELSE {vector} END"
+        " FROM generate_series(1, 40) g, unnest(CAST(:users AS text[])) u")
+    placed = text(
+        "SELECT count(*) FILTER (WHERE s.cell IS NOT DISTINCT FROM"
+        " engine.nearest_memory_cell(m.user_id, m.embedding)), count(s.cell), count(*)"
+        " FROM engine.companion_memories m JOIN engine.memory_sketches s ON s.memory_id = m.id"
+        " WHERE m.content LIKE :tag || '%'")
+    results = {}
+    for revision, tag in (("0032", "setwise"), ("0031", "per_row"), ("0032", "again")):
+        if revision == "0032":
+            command.upgrade(config, "0032")
+        else:
+            command.downgrade(config, "0031")
+        with engine.begin() as conn:
+            conn.execute(insert, {"tag": tag, "k": 0.013, "users": [clustered, plain]})
+            results[tag] = tuple(conn.execute(placed, {"tag": tag}).one())
+    # 80 rows; the clustered user's 39 with a vector sit in their nearest cell, the rest NULL
+    assert results == {"setwise": (80, 39, 80), "per_row": (80, 39, 80), "again": (80, 39, 80)}
+    with engine.connect() as conn:
+        cells = conn.execute(text(
+            "SELECT count(DISTINCT s.cell) FROM engine.memory_sketches s"
+            " WHERE s.user_id = CAST(:u AS uuid)"), {"u": clustered}).scalar_one()
+    assert cells > 1  # the rows spread over several cells: the ranking is per row
+    engine.dispose()
+    templates.drop(url)

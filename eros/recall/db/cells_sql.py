@@ -170,9 +170,9 @@ def replace_cells(conn: Connection, user_id: uuid.UUID, centroids: Matrix,
     The assignment of the rows that were clustered is ``ids``/``cells``, or what
     :func:`stage_assignment` staged; a row written since (not among them) goes to its nearest
     new centroid. Deleting the old cells first waits for any insert that locked one
-    (``FOR SHARE`` in ``nearest_memory_cell``), so that row is visible here and re-assigned;
-    an insert that starts later finds no cell and stays ``NULL`` (always scanned). Returns the
-    mirror rows assigned by nearest centroid here."""
+    (``FOR SHARE`` in the mirror's insert trigger, 0032), so that row is visible here and
+    re-assigned; an insert that starts later finds no cell and stays ``NULL`` (always
+    scanned). Returns the mirror rows assigned by nearest centroid here."""
     if ids is not None:
         stage_assignment(conn, ids, cells if cells is not None else [])
     conn.execute(text(f"DELETE FROM {CELLS_TABLE} WHERE user_id = :u"), {"u": user_id})
