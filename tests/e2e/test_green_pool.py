@@ -4,6 +4,7 @@ where Celery's gevent pool has none, and database waits yield to the other green
 from __future__ import annotations
 
 import json
+import re
 import signal
 import threading
 import time
@@ -198,6 +199,24 @@ def test_soft_time_limit_fires_on_gevent_and_the_session_is_retried(
         assert [tuple(r) for r in runs][:1] == [(1, "retrying")]
         assert runs[-1].outcome != "retrying"
         assert "Hard time limit" not in worker.log()
+    finally:
+        worker.stop()
+
+
+def test_a_gevent_worker_looks_the_guard_layer_up_before_it_consumes(
+        stack_env: dict[str, str], tmp_path: Path) -> None:
+    """The classify pipeline and the guard's meaning layer are made at start-up, not by the
+    first tasks: those start all at once on a gevent worker, and each that got there before the
+    first lookup answered read the layer's model from the database too. The layer's state is in
+    the log by the time the worker says it is ready, before any task has run."""
+    worker = WorkerProcess(stack_env, name="green-warm", pool="gevent", concurrency=4,
+                           log_dir=tmp_path)
+    try:
+        worker.wait_ready()
+        log = worker.log()
+        assert re.search(r"memory guard meaning layer (on|unusable|off|training|unavailable)",
+                         log), "the meaning layer was not looked up at start-up"
+        assert "classify_session[" not in log
     finally:
         worker.stop()
 
