@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Literal
 
 from eros.core.text import strip_invisible
-from eros.guard.core.guard_literals import any_of, required_strings
+from eros.guard.core.guard_literals import Candidates, any_of, required_strings
 from eros.guard.core.guard_secrets import find_secret
 from eros.guard.core.guard_speech import mentions_masked, quotes_someone_else
 from eros.guard.core.guard_text import alternate_views, compact, normalise, unjoined
@@ -69,9 +69,27 @@ class Rule:
     #: where it finds none is not searched (eros/guard/core/guard_literals.py; the verdicts
     #: are the same)
     needs: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    #: those strings themselves (None: unknown), for :class:`RuleIndex`
+    strings: frozenset[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "needs", any_of(required_strings(self.pattern)))
+        strings = required_strings(self.pattern)
+        object.__setattr__(self, "strings", strings)
+        object.__setattr__(self, "needs", any_of(strings))
+
+
+class RuleIndex:
+    """The rules' strings per view (:class:`Candidates`), built once for a rules tuple and
+    carried over by ``dataclasses.replace`` (the classify path makes a guard with another
+    length cap for every session's turns)."""
+
+    def __init__(self, rules: tuple[Rule, ...]) -> None:
+        self.rules = rules
+        self.text = Candidates([(i, r.strings) for i, r in enumerate(rules) if r.view == "text"])
+        self.compact = Candidates([(i, r.strings) for i, r in enumerate(rules)
+                                   if r.view == "compact"])
+        #: every rule but those for orders to the assistant (quoted speech skips those)
+        self.not_ai = sum(1 << i for i, r in enumerate(rules) if r.reason != "addresses_ai")
 
 
 @dataclass(frozen=True)
@@ -99,6 +117,12 @@ class Guard:
     rules: tuple[Rule, ...]
     max_chars: int = DEFAULT_MAX_CHARS
     sources: tuple[str, ...] = ()
+    #: built from ``rules`` when not given or built for other rules
+    index: RuleIndex | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.index is None or self.index.rules is not self.rules:
+            object.__setattr__(self, "index", RuleIndex(self.rules))
 
     def check(self, text: str) -> Verdict:
         """Keep or drop one memory text by its length, the rules and the secret detectors
@@ -135,15 +159,21 @@ class Guard:
         return KEEP
 
     def _match(self, view: str, quoted: bool = False) -> Verdict | None:
-        views = {"text": view, "compact": compact(view)}
-        for rule in self.rules:
-            if quoted and rule.reason == "addresses_ai":
-                continue
-            target = views[rule.view]
-            if rule.needs is not None and not rule.needs.search(target):
-                continue  # it cannot match: none of the strings its matches contain
-            if rule.pattern.search(target):
+        index = self.index
+        assert index is not None  # set by __post_init__
+        packed = compact(view)
+        # the rules that could match, in order: those whose strings are found in their view
+        # (a rule none of whose strings is there cannot match it)
+        candidates = index.text.mask(view) | index.compact.mask(packed)
+        if quoted:
+            candidates &= index.not_ai
+        rules = self.rules
+        while candidates:
+            lowest = candidates & -candidates
+            rule = rules[lowest.bit_length() - 1]
+            if rule.pattern.search(view if rule.view == "text" else packed):
                 return Verdict(False, rule.reason, rule.id, "rules")
+            candidates ^= lowest
         return None
 
     @staticmethod

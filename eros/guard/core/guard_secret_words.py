@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from eros.guard.core.guard_literals import CaseFreeStrings
+
 # an identity number announced as one is a secret even when its checksum fails (a typo, a
 # scheme stdnum does not know): the word, then within a few characters a run of 6+ digits
 # (grouped by spaces or dashes; 9+ when dots or slashes group them — a CPF is written
@@ -44,6 +46,9 @@ ID_WORD = re.compile(
     r"เลขบัตรประชาชน|บัตรประชาชน|เลขประจำตัวประชาชน)[^\d\n]{0,32}"
     r"(?P<number>\d[\d -]{5,}|\d(?:[ .\-/]?\d){8,}|\b(?=[a-z0-9]{11,16}\b)[a-z]*\d[a-z0-9]*)",
     re.IGNORECASE)
+#: whether ID_WORD could match a text, by its words (a search of it tries each word at every
+#: position: eros/guard/core/guard_literals.py)
+ID_WORDS = CaseFreeStrings(ID_WORD)
 _CODE = (r"(?:код\w*|kód\w*|kod\w*|kode|koodi\w*|kood\w*|code|codice|código|cod|κωδικ\w*|"
          r"κώδικ\w*|קוד|کد|कोड|কোড|รหัส|コード|코드)")
 # what makes a code a one-time code: a text message, a bank, "one-time", "verification"
@@ -77,6 +82,7 @@ CODE_WORD = re.compile(
     # words are borrowed, so one spelling a script serves every language written in it)
     rf"{_ATM}\W*(?:\w+\W+)?{_CODE_LOAN}|{_CODE_LOAN}\W*(?:\w+\W+)?{_ATM}|{_PIN_LOAN}",
     re.IGNORECASE)
+CODE_WORDS = CaseFreeStrings(CODE_WORD)
 # a postcode's own words: the number beside them is where someone lives, not a code
 _POSTAL = re.compile(
     r"\b(?:zip|postal|post ?code|postcode|postleitzahl|plz|code postal|código postal|"
@@ -92,6 +98,8 @@ _BANKING = re.compile(rf"\b(?:atm|upi|bank\w*|card|debit|credit|otp)\b|एटी
 
 def announces_code(raw: str) -> bool:
     """A word for a one-time code or a PIN in ``raw`` that is no postcode's."""
+    if not CODE_WORDS.may_match(raw):
+        return False
     for match in CODE_WORD.finditer(raw):
         around = raw[max(0, match.start() - 20):match.end() + 20]
         if _POSTAL.search(around):
@@ -134,3 +142,4 @@ PASSWORD = re.compile(unicodedata.normalize("NFKC",
     r"གསང་ཨང|གསང་ཚིག|(?:የ)?ሚስጥር ቁጥር|"
     r"密码|密碼|口令|パスワード|暗証番号|비밀번호|비번|암호|මුරපදය|ពាក្យសម្ងាត់|ລະຫັດຜ່ານ)"),
     re.IGNORECASE)
+PASSWORD_WORDS = CaseFreeStrings(PASSWORD)

@@ -50,6 +50,7 @@ from stdnum.kr import rrn
 from stdnum.ro import cnp
 from stdnum.us import ssn
 
+from eros.guard.core.guard_literals import Candidates, required_strings
 from eros.guard.core.guard_secret_shapes import (
     Check,
     first_valid,
@@ -57,7 +58,9 @@ from eros.guard.core.guard_secret_shapes import (
     strong_password,
 )
 from eros.guard.core.guard_secret_words import ID_WORD as _ID_WORD
+from eros.guard.core.guard_secret_words import ID_WORDS as _ID_WORDS
 from eros.guard.core.guard_secret_words import PASSWORD as _PASSWORD
+from eros.guard.core.guard_secret_words import PASSWORD_WORDS as _PASSWORD_WORDS
 from eros.guard.core.guard_secret_words import announces_code
 from eros.guard.core.guard_text import UUID
 
@@ -146,6 +149,23 @@ def _provider_patterns() -> tuple[re.Pattern[str], ...]:
             continue
         patterns.extend(p for p in getattr(plugin, "denylist", ()) if isinstance(p, re.Pattern))
     return tuple(patterns)
+
+
+@lru_cache(maxsize=1)
+def _provider_strings() -> Candidates:
+    """The provider patterns' required strings (eros/guard/core/guard_literals.py): a pattern
+    none of whose strings a text holds is not searched."""
+    return Candidates([(i, required_strings(p)) for i, p in enumerate(_provider_patterns())])
+
+
+def _provider_key(raw: str) -> bool:
+    patterns, candidates = _provider_patterns(), _provider_strings().mask(raw)
+    while candidates:
+        lowest = candidates & -candidates
+        if patterns[lowest.bit_length() - 1].search(raw):
+            return True
+        candidates ^= lowest
+    return False
 
 
 def _digits(text: str) -> str:
@@ -322,7 +342,8 @@ def _find_number(raw: str) -> str | None:
 
 def _announced_id(raw: str) -> str | None:
     """A number after a word for an identity number (not a date: "passport expires on …")."""
-    if any(not _is_date(m.group("number")) for m in _ID_WORD.finditer(raw)):
+    if _ID_WORDS.may_match(raw) and any(not _is_date(m.group("number"))
+                                        for m in _ID_WORD.finditer(raw)):
         return "secret.id-number"
     return None
 
@@ -339,9 +360,8 @@ def find_secret(text: str) -> str | None:
     """The kind of secret ``text`` holds (``secret.iban``, ``secret.card``, …) or None; digits
     of any script are read as ASCII digits first."""
     raw = fold_digits(unicodedata.normalize("NFKC", text))
-    for pattern in _provider_patterns():
-        if pattern.search(raw):
-            return "secret.provider-key"
+    if _provider_key(raw):
+        return "secret.provider-key"
     if _URL_CREDENTIALS.search(raw):
         return "secret.url-credentials"
     # a UUID is an identifier, never a secret: masked before any number or word is looked for,
@@ -350,7 +370,8 @@ def find_secret(text: str) -> str | None:
     kind = _find_number(UUID.sub("uuid", raw))
     if kind is not None:
         return kind
-    for match in _PASSWORD.finditer(raw):
+    # (the password words first found without the engine: most texts hold none)
+    for match in _PASSWORD.finditer(raw) if _PASSWORD_WORDS.may_match(raw) else ():
         # 60 characters: an extractor writes whose password it is first ("Пароль пользователя
         # от Госуслуг и от почты — …")
         window = raw[match.end():match.end() + 60]
