@@ -127,7 +127,8 @@ class Guard:
     def check(self, text: str) -> Verdict:
         """Keep or drop one memory text by its length, the rules and the secret detectors
         (the meaning classifier runs later, on the candidate's embedding)."""
-        view = normalise(text)
+        clean = strip_invisible(text)  # once: every view below starts from it
+        view = normalise(clean, stripped=True)
         if len(view) > self.max_chars:
             return Verdict(False, "too_long", "max_chars", "length")
         # a quoted phrase named as an example of a kind ("phrases such as '…'"): every rule but
@@ -135,11 +136,12 @@ class Guard:
         # phrase (eros/guard/core/guard_speech.py)
         masked = mentions_masked(text)
         if masked is not None:
-            verdict = self._check(text, view, skip_ai=True)
+            verdict = self._check(text, view, skip_ai=True, clean=clean)
             return verdict if not verdict.ok else self._check(masked, normalise(masked))
-        return self._check(text, view)
+        return self._check(text, view, clean=clean)
 
-    def _check(self, text: str, view: str, skip_ai: bool = False) -> Verdict:
+    def _check(self, text: str, view: str, skip_ai: bool = False,
+               clean: str | None = None) -> Verdict:
         # someone else's words quoted (a boss's "from now on you must…", a lyric): the rules for
         # orders to the assistant leave them to the meaning layer (eros/guard/core/guard_speech.py)
         quoted = skip_ai or quotes_someone_else(view)
@@ -149,10 +151,12 @@ class Guard:
         joined = unjoined(view)  # "from-now-on", "forget.your.rules" read as words
         if joined is not None and (verdict := self._match(joined, quoted)) is not None:
             return verdict
-        secret = find_secret(strip_invisible(text))
+        if clean is None:
+            clean = strip_invisible(text)
+        secret = find_secret(clean)
         if secret is not None:
             return Verdict(False, "secret", secret, "secrets")
-        for alternate in alternate_views(text, view):
+        for alternate in alternate_views(text, view, clean):
             verdict = self._match(alternate, skip_ai) or self._secret(alternate)
             if verdict is not None:
                 return verdict

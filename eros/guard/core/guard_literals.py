@@ -19,7 +19,7 @@ None and is always searched.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from re import _constants as sre  # type: ignore[attr-defined]
 from re import _parser  # type: ignore[attr-defined]
 from typing import Any
@@ -56,15 +56,19 @@ def any_of(strings: frozenset[str] | None) -> re.Pattern[str] | None:
 
 class Candidates:
     """Which of a family of rules (those judging one view) a text could match, found in one
-    pass: each rule's strings indexed by their first character, so a text is tested only for
-    the strings that start with a character it holds (``in``, in C), and a rule whose strings
-    are all absent is never searched.
+    pass: each rule's strings indexed by their first character, so a text is searched only
+    for the strings that start with a character it holds, and a rule whose strings are all
+    absent is never searched.
 
     Why: testing each rule's strings with its own search cost a regular-expression call and a
     Python loop step per rule on every view of every text (68 rules, two to four views a text);
-    most texts hold a few of the strings. The set of rules left is exactly the set whose
-    ``needs`` pattern finds a string (a literal alternation matches where one of its strings
-    is a substring), so the verdicts do not change."""
+    most texts hold a few of the strings. The strings sharing a first character are found by
+    one search, ``c(?=(rest1|rest2|…))`` with the longer rests first, that stops at every
+    ``c`` of the text: where it finds a string, the shorter strings there are its prefixes, so
+    each string found stands for itself and the family's strings it starts with. The set of
+    rules left is exactly the set whose ``needs`` pattern finds a string (a literal
+    alternation matches where one of its strings is a substring): the verdicts do not
+    change."""
 
     def __init__(self, requirements: Sequence[tuple[int, frozenset[str] | None]]) -> None:
         """``requirements``: (rule index, its strings or None: always searched)."""
@@ -77,20 +81,46 @@ class Candidates:
                 continue
             for string in strings:
                 masks[string] = masks.get(string, 0) | 1 << index
-        by_first: dict[str, list[tuple[str, int]]] = {}
-        for string, mask in masks.items():
-            by_first.setdefault(string[0], []).append((string, mask))
-        self._by_first = {ch: tuple(pairs) for ch, pairs in by_first.items()}
-        self._firsts = frozenset(self._by_first)
+        by_first: dict[str, list[str]] = {}
+        for string in masks:
+            by_first.setdefault(string[0], []).append(string)
+        #: a first character held by one string: that string and its rules
+        self._single: dict[str, tuple[str, int]] = {}
+        #: a first character held by several: the search for them, and for each string it
+        #: finds, the rules of that string and of every string of the family it starts with
+        self._several: dict[str, tuple[re.Pattern[str], dict[str, int]]] = {}
+        for first, family in by_first.items():
+            if len(family) == 1:
+                self._single[first] = (family[0], masks[family[0]])
+                continue
+            rests = sorted((s[1:] for s in family), key=len, reverse=True)
+            search = re.compile(re.escape(first) + "(?=("
+                                + "|".join(re.escape(r) for r in rests) + "))")
+            found = {rest: _or(masks[t] for t in family if (first + rest).startswith(t))
+                     for rest in rests}
+            self._several[first] = (search, found)
+        self._firsts = frozenset(by_first)
 
     def mask(self, text: str) -> int:
         """Bit ``i`` set for every rule ``i`` of the family that could match ``text``."""
         found = self.always
         for ch in self._firsts.intersection(text):
-            for string, mask in self._by_first[ch]:
-                if string in text:
-                    found |= mask
+            single = self._single.get(ch)
+            if single is not None:
+                if single[0] in text:
+                    found |= single[1]
+                continue
+            search, masks = self._several[ch]
+            for rest in set(search.findall(text)):
+                found |= masks[rest]
         return found
+
+
+def _or(masks: Iterable[int]) -> int:
+    out = 0
+    for mask in masks:
+        out |= mask
+    return out
 
 
 def _sequence(items: list[tuple[Any, Any]], case_free: bool = False) -> set[str] | None:

@@ -135,12 +135,14 @@ def ascii_digits(text: str) -> str:
     return re.sub(r"\d", lambda m: str(unicodedata.decimal(m.group(0), 0)), text)
 
 
-def normalise(text: str) -> str:
+def normalise(text: str, *, stripped: bool = False) -> str:
     """The view the guard judges: invisible characters removed, NFKC (full-width folded),
     case-folded, digits of every script as ASCII digits, small capitals and TR39 confusables
     folded to Latin in Latin-looking words, combining marks on Latin letters removed,
-    whitespace collapsed."""
-    folded = unicodedata.normalize("NFKC", strip_invisible(text)).casefold().translate(_BLANKS)
+    whitespace collapsed. ``stripped``: ``text`` is already :func:`strip_invisible`'s output
+    (a pass per character over a non-ASCII text, not repeated)."""
+    plain = text if stripped else strip_invisible(text)
+    folded = unicodedata.normalize("NFKC", plain).casefold().translate(_BLANKS)
     # NFKC can itself produce format characters from compatibility forms; strip again
     folded = ascii_digits(_strip_latin_marks(strip_invisible(folded)))
     if not folded.isascii():
@@ -343,14 +345,18 @@ UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
                   re.IGNORECASE)
 
 
-def alternate_views(raw: str, view: str) -> list[str]:
-    """Normalised views of what obfuscation hides in ``raw`` (``view`` is its normalised form):
+def alternate_views(raw: str, view: str, stripped: str | None = None) -> list[str]:
+    """Normalised views of what obfuscation hides in ``raw`` (``view`` is its normalised form,
+    ``stripped`` its :func:`strip_invisible` form when known):
     spaced letters joined, leetspeak read, rot13 and decoded payloads. UUIDs are left out:
     read as leetspeak their hex spells words ("6ee74663-cccd-…" → "6eeta66e-cccd-…", an ID
     word beside a token, seen as a secret in 1 of ~20 drains of 1,024 sessions)."""
-    raw, view = UUID.sub("uuid", raw), UUID.sub("uuid", view)
+    masked, view = UUID.sub("uuid", raw), UUID.sub("uuid", view)
+    if stripped is None or masked != raw:
+        stripped = strip_invisible(masked)
+    raw = masked
     views: list[str] = []
-    despaced = _despaced(unicodedata.normalize("NFKC", strip_invisible(raw)))
+    despaced = _despaced(unicodedata.normalize("NFKC", stripped))
     if despaced is not None:
         views.append(normalise(despaced))
     leet = _leet(view)
