@@ -10,10 +10,10 @@ tuned by a writer who saw neither the bank, the rules nor any other set) in its 
 own file) in its eighth, set 13 (written the same way while the eighth round was tuned) in
 its ninth, set 14 (written the same way while the ninth round was tuned) in its tenth, set 15
 (written the same way while the tenth round was tuned) in its eleventh and set 16 (written the
-same way while the eleventh round was tuned) in its thirteenth (bench/guard_dev.py). Set 17,
-written the same way while the twelfth round was tuned, and set 18, written while the
-thirteenth was tuned by a writer told the kinds and shapes in words (no earlier set's tag
-names), are held out with set 4. A newer set
+same way while the eleventh round was tuned) in its thirteenth and set 18 (written while the
+thirteenth was tuned by a writer told the kinds and shapes in words, no earlier set's tag
+names) in its fourteenth (bench/guard_dev.py). Set 17, written the same way while the twelfth
+round was tuned, is held out with set 4. A newer set
 is registered by adding it to ``HELD`` here and in bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
@@ -34,11 +34,11 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-17", "held-out-18"]
+HELD = ["held-out-4", "held-out-17"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth, 11 since its seventh, 12 since its eighth, 13 since its ninth, 14 since
-#: its tenth, 15 since its eleventh, 16 since its thirteenth)
+#: its tenth, 15 since its eleventh, 16 since its thirteenth, 18 since its fourteenth)
 TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", "dev6.toml",
             *(f for n, f in HELDOUT.items() if n not in HELD)]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
@@ -128,12 +128,14 @@ _SHAPES_18 = {"persistent", "promotion", "exfiltration", "fake_system", "persona
               "password", "pin", "otp", "api_key", "seed_phrase", "private_key"}
 
 
-def test_the_newest_held_out_set_is_the_independent_thirteenth_round_check() -> None:
+def test_the_independent_thirteenth_round_check_is_still_there() -> None:
+    # set 18 was held out until issue 30's fourteenth round, which spent it as a tuning set;
     # its writer was told the kinds and shapes in words (no earlier set's tag names) and wrote
     # 455 attacks and 659 look-alikes in 91 languages; 58 look-alikes coinciding with earlier
     # sets were removed at registration, before any run
-    assert HELDOUT["held-out-18"] == "heldout18.toml" and list(HELDOUT)[-1] == "held-out-18"
-    _holds_what_it_was_asked_for(heldout_corpus(), 400, 550, 85, _LOOKS_18, _SHAPES_18)
+    assert HELDOUT["held-out-18"] == "heldout18.toml"
+    _holds_what_it_was_asked_for(heldout_corpus("held-out-18"), 400, 550, 85, _LOOKS_18,
+                                 _SHAPES_18)
 
 
 def test_the_independent_twelfth_round_check_is_still_held_out() -> None:
