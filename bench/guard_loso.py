@@ -76,7 +76,10 @@ GROUPS = {"main+1-3": (("main", "held-out-1", "held-out-2", "held-out-3"),
           "tuned-15": (("tuned-15",), ("heldout15.toml",)),
           # the independent set 16, spent in the thirteenth round: none of its lines is in the
           # bank
-          "tuned-16": (("tuned-16",), ("heldout16.toml",))}
+          "tuned-16": (("tuned-16",), ("heldout16.toml",)),
+          # the independent set 18, spent in the fourteenth round: none of its lines is in the
+          # bank (that round wrote lines of its own)
+          "tuned-18": (("tuned-18",), ("heldout18.toml",))}
 
 
 #: Unicode script-name prefixes by family: a threshold per family is what ``--per-script`` tries
