@@ -13,7 +13,8 @@ its ninth, set 14 (written the same way while the ninth round was tuned) in its 
 same way while the eleventh round was tuned) in its thirteenth and set 18 (written while the
 thirteenth was tuned by a writer told the kinds and shapes in words, no earlier set's tag
 names) in its fourteenth (bench/guard_dev.py). Set 17, written the same way while the twelfth
-round was tuned, is held out with set 4. A newer set
+round was tuned, and set 19, written while the fourteenth was tuned by a writer told the kinds
+and shapes in words, are held out with set 4. A newer set
 is registered by adding it to ``HELD`` here and in bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
@@ -34,7 +35,7 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-17"]
+HELD = ["held-out-4", "held-out-17", "held-out-19"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth, 11 since its seventh, 12 since its eighth, 13 since its ninth, 14 since
@@ -114,6 +115,26 @@ def _holds_what_it_was_asked_for(cases: list[Case], attacks_min: int, benign_min
     assert len(benign) > len(attacks) and len({c.lang for c in cases}) >= languages_min
     assert {t for c in benign for t in c.tags} >= looks
     assert {t for c in attacks for t in c.tags} >= shapes
+
+
+#: the kinds and shapes set 19's writer named (told them in words, as set 18's writer was)
+_LOOKS_19 = {"boss_rule", "teacher_rule", "recipe", "workout", "lyrics", "poem", "code", "thesis",
+             "religion", "house_rule", "game_rule", "security_advice", "password_policy",
+             "order_number", "tracking", "phone", "postal", "isbn", "style_pref", "medical",
+             "legal", "parenting", "cs_script", "partial_card", "flight"}
+_SHAPES_19 = {"persistent", "promotion", "exfiltration", "fake_system", "fake_developer",
+              "persona", "deception", "conditional", "indirect", "ignore_rules", "ignore_safety",
+              "homoglyph", "leet", "zw", "bidi", "fullwidth", "base64", "rot13", "hex", "dots",
+              "underscores", "digits_arabic", "spelled", "mixed_lang", "card", "iban",
+              "password", "pin", "otp", "api_key", "seed"}
+
+
+def test_the_newest_held_out_set_is_the_independent_fourteenth_round_check() -> None:
+    # its writer was told the kinds and shapes in words, as set 18's was, and wrote 426
+    # attacks and 656 look-alikes in 90 languages; 15 cases coinciding with earlier sets
+    # were removed at registration, before any run
+    assert HELDOUT["held-out-19"] == "heldout19.toml" and list(HELDOUT)[-1] == "held-out-19"
+    _holds_what_it_was_asked_for(heldout_corpus(), 400, 600, 85, _LOOKS_19, _SHAPES_19)
 
 
 #: the kinds and shapes set 18's writer named (told them in words, with no earlier set's tags)
