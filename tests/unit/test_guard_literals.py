@@ -10,6 +10,14 @@ import pytest
 
 from eros.guard.core.guard import compact, load_guard, normalise
 from eros.guard.core.guard_literals import any_of, required_strings
+from eros.guard.core.guard_secret_words import (
+    CODE_WORD,
+    CODE_WORDS,
+    ID_WORD,
+    ID_WORDS,
+    PASSWORD,
+    PASSWORD_WORDS,
+)
 from eros.guard.core.guard_text import unjoined
 from testkit.redteam.corpus import main_corpus
 
@@ -111,15 +119,6 @@ def test_the_case_folding_facts_the_case_free_screen_rests_on() -> None:
     "Your OTP code is 4821", "zip code 90210", "ATM pin 1234", "nothing here at all",
 ])
 def test_the_case_free_screen_never_skips_a_match(text: str) -> None:
-    from eros.guard.core.guard_secret_words import (
-        CODE_WORD,
-        CODE_WORDS,
-        ID_WORD,
-        ID_WORDS,
-        PASSWORD,
-        PASSWORD_WORDS,
-    )
-
     for pattern, screen in ((PASSWORD, PASSWORD_WORDS), (ID_WORD, ID_WORDS),
                             (CODE_WORD, CODE_WORDS)):
         assert screen.candidates is not None  # the words are known: the screen does skip
@@ -131,15 +130,6 @@ def test_the_case_free_screen_never_skips_a_match(text: str) -> None:
 def test_the_case_free_screen_on_the_corpus() -> None:
     """Every red-team text in every case: a word-list pattern that matches is never screened
     out, and ordinary texts are (or the screen would spare nothing)."""
-    from eros.guard.core.guard_secret_words import (
-        CODE_WORD,
-        CODE_WORDS,
-        ID_WORD,
-        ID_WORDS,
-        PASSWORD,
-        PASSWORD_WORDS,
-    )
-
     skipped = 0
     for case in main_corpus():
         for text in (case.memory, *(t for _, t in case.turns)):
