@@ -5,6 +5,7 @@ memory must be caught here, per cluster, before anything reaches the database.""
 from __future__ import annotations
 
 import json
+import random
 import re
 import uuid
 from datetime import UTC, date, datetime, timedelta
@@ -308,3 +309,17 @@ def test_a_rejection_reason_never_quotes_the_model(  # issue 14: reasons reach l
     result = parse_reply(json.dumps({"clusters": [bad]}), selection.sent)
     assert result.rejected and "not a memory number" in result.rejected[0].reason
     assert "zqxsecret" not in result.rejected[0].reason
+
+
+def test_unique_pairs_orders_ids_as_their_text_does() -> None:
+    """The pair order (each pair's ends, then the pairs) is the text order the ids were once
+    sorted by: a UUID's 128 bits and its fixed-width lowercase hex order alike."""
+    from eros.consolidation.db.consolidation_sql import unique_pairs
+
+    rng = random.Random(34)
+    ids = [uuid.UUID(int=rng.getrandbits(128)) for _ in range(300)]
+    ids += [uuid.UUID(int=n) for n in (0, 1, 15, 16, 255, 2**64, 2**128 - 1)]
+    rows = [(rng.choice(ids), rng.choice(ids)) for _ in range(2000)]
+    by_text = sorted({(a, b) if str(a) < str(b) else (b, a) for a, b in rows},
+                     key=lambda p: (str(p[0]), str(p[1])))
+    assert unique_pairs(rows) == by_text

@@ -81,9 +81,11 @@ READ_AT = text(f"SELECT now() - interval '{RECENT}'")
 # What a chunk's read needs before its backlog, in one round trip (each was a statement of
 # its own: ~8 a chunk): the transaction's statement timeout (0: none), the capped count and
 # whether the user has cells (the choice of search), the cells' version (a re-clustering
-# since the bulk read), the claim the pass runs under, and the backlog rows dated from
-# :since on (written by others since the bulk read). One REPEATABLE READ snapshot: the same
-# values the separate statements read.
+# since the bulk read), the claim the pass runs under, the backlog rows dated from
+# :since on (written by others since the bulk read), and the backlog's first :n rows in its
+# index order (the chunk: which of them are current is read with their rows, one heap probe
+# a row instead of two). One REPEATABLE READ snapshot: the same values the separate
+# statements read.
 CHUNK_STATE = text(f"""
 SELECT CASE WHEN CAST(:ms AS integer) > 0
             THEN set_config('statement_timeout', CAST(:ms AS text), true) END AS timeout,
@@ -95,7 +97,9 @@ SELECT CASE WHEN CAST(:ms AS integer) > 0
        (SELECT max(created_at) FROM {_CELLS} WHERE user_id = :u) AS cells_at,
        (SELECT claimed_at FROM {SCHEMA}.consolidation_state WHERE user_id = :u) AS claim,
        ARRAY(SELECT memory_id FROM {SCHEMA}.consolidation_backlog
-              WHERE user_id = :u AND created_at >= :since) AS recent
+              WHERE user_id = :u AND created_at >= :since) AS recent,
+       ARRAY(SELECT memory_id FROM {SCHEMA}.consolidation_backlog
+              WHERE user_id = :u ORDER BY created_at, memory_id LIMIT :n) AS backlog
 """)
 
 CURRENT_OF = text(f"""
@@ -219,13 +223,15 @@ class ChunkState:
     cells: tuple[Any, ...]
     claim: Any
     recent: list[uuid.UUID]
+    #: the backlog's first ``size`` rows, current or not (oldest first, as the pages read it)
+    backlog: list[uuid.UUID]
 
 
 def chunk_state(conn: Connection, user_id: uuid.UUID, *, timeout_ms: int, cap: int,
-                since: Any) -> ChunkState:
+                since: Any, size: int) -> ChunkState:
     """Sets the transaction's statement timeout (``timeout_ms`` > 0) and reads what a chunk's
-    read needs before its backlog (:data:`CHUNK_STATE`)."""
+    read needs before its rows (:data:`CHUNK_STATE`)."""
     r = conn.execute(CHUNK_STATE, {"u": user_id, "ms": int(timeout_ms), "cap": cap,
-                                   "since": since}).one()
+                                   "since": since, "n": int(size)}).one()
     return ChunkState(int(r.current), bool(r.has_cells), (r.cells_n, r.cells_at), r.claim,
-                      list(r.recent))
+                      list(r.recent), list(r.backlog))

@@ -261,11 +261,13 @@ def pairs_between(conn: Connection, left: Sequence[uuid.UUID], right: Sequence[u
 
 
 def unique_pairs(rows: Any) -> list[Pair]:
-    """Each unordered pair once (a search from both ends finds it twice)."""
+    """Each unordered pair once (a search from both ends finds it twice), in text order: a
+    UUID compares by its 128 bits, which is the order of its text (fixed-width lowercase
+    hex), so the ids are compared as they are, not as ``str()`` (~1 µs each)."""
     seen: set[Pair] = set()
     for a, b in rows:
-        seen.add((a, b) if str(a) < str(b) else (b, a))
-    return sorted(seen, key=lambda p: (str(p[0]), str(p[1])))
+        seen.add((a, b) if a < b else (b, a))
+    return sorted(seen)
 
 
 def rows_by_id(conn: Connection, ids: Sequence[uuid.UUID]) -> list[Memory]:

@@ -231,30 +231,43 @@ def _catch_up(conn: Connection, s: Settings, nb: Neighbours, state: bulk_sql.Chu
     nb.written = []
 
 
-def _cells_chunk(conn: Connection, s: Settings, nb: Neighbours
+def _cells_chunk(conn: Connection, s: Settings, nb: Neighbours, listed: list[uuid.UUID]
                  ) -> tuple[list[uuid.UUID], set[Pair], list[Memory]]:
-    """The chunk, its pairs and its rows as :func:`read_new`'s page loop finds them, in two
-    statements (and a per-memory search for a page holding rows the bulk read did not see):
-    the backlog's next CONSOLIDATION_CHUNK_SIZE current rows at once (the pages are its
-    slices, read in one snapshot), then the rows of the backlog and of every near row its
-    pages could reach; which of those are current is what a pair's far end is checked by."""
+    """The chunk, its pairs and its rows as :func:`read_new`'s page loop finds them, in one
+    statement (and a per-memory search for a page holding rows the bulk read did not see):
+    ``listed`` is the backlog's next CONSOLIDATION_CHUNK_SIZE rows (read with the chunk's
+    state, in the same snapshot); the rows of those and of every near row their pages could
+    reach are read at once, and which of them are current — what the page loop steps over
+    and a pair's far end is checked by — is which rows came back (each row probed once, not
+    once for the backlog and once for its row). A full list holding a row no longer current
+    (rare: a pass takes its members out of the backlog) is read again by the page loop."""
     size = s.consolidation_chunk_size
-    backlog = [i for i, _ in sql.uncompared_page(conn, nb.user_id, size, None)]
+    near = nb.near
+    looked = {*listed, *(j for i in listed for j in near.get(i, ()))}
+    rows = sql.rows_by_id(conn, list(looked))
+    current = {m.id for m in rows}
+    backlog = [i for i in listed if i in current]
+    if len(listed) >= size and len(backlog) < size:  # stepped over: the page loop fills it
+        backlog = [i for i, _ in sql.uncompared_page(conn, nb.user_id, size, None)]
     pages = [backlog[k:k + PAGE] for k in range(0, len(backlog), PAGE)]
     found: list[list[Pair]] = []
     for page in pages:
         unknown = [i for i in page if i not in nb.index]
-        found.append([(i, j) for i in page if i in nb.index for j in nb.near.get(i, ())]
+        found.append([(i, j) for i in page if i in nb.index for j in near.get(i, ())]
                      + (search_pairs(conn, nb.user_id, unknown, s, search="cells")
                         if unknown else []))
-    reach = {*backlog, *(i for ps in found for p in ps for i in p)}
-    rows = sql.rows_by_id(conn, sorted(reach, key=str))
-    current = {m.id for m in rows}
+    more = {i for ps in found for p in ps for i in p} - looked
+    more.update(i for i in backlog if i not in looked)
+    if more:  # far ends of a per-memory search, rows of a refilled page: in the same order
+        rows = sorted([*rows, *sql.rows_by_id(conn, list(more))],
+                      key=lambda m: (m.created_at, m.id))
+        current = {m.id for m in rows}
     chunk: list[uuid.UUID] = []
     pairs: set[Pair] = set()
-    for page, near in zip(pages, found, strict=True):
+    for page, found_near in zip(pages, found, strict=True):
         chunk.extend(page)
-        pairs.update(sql.unique_pairs([p for p in near if p[0] in current and p[1] in current]))
+        pairs.update(sql.unique_pairs([p for p in found_near
+                                       if p[0] in current and p[1] in current]))
         if len(page) < PAGE or components(pairs) >= s.consolidation_max_clusters:
             break
     affected = {*chunk, *(i for p in pairs for i in p)}
@@ -264,20 +277,21 @@ def _cells_chunk(conn: Connection, s: Settings, nb: Neighbours
 def read_chunk(engine: Engine, s: Settings, nb: Neighbours) -> Read:
     """:func:`eros.consolidation.services.consolidation_read.read_new` with the bulk result as the
     search: the same pages, the same stop, the same REPEATABLE READ snapshot for rows and
-    claim — in four statements for a clustered user (what it needs before the backlog in
-    one, :data:`~eros.consolidation.db.consolidation_bulk_sql.CHUNK_STATE`; the chunk in three,
+    claim — in two statements for a clustered user (what it needs before the rows, the
+    backlog's next chunk included, in one,
+    :data:`~eros.consolidation.db.consolidation_bulk_sql.CHUNK_STATE`; the rows in one,
     :func:`_cells_chunk`) and the check of the rows written since the last chunk."""
     user_id = nb.user_id
     with engine.connect() as conn, \
             conn.execution_options(isolation_level="REPEATABLE READ").begin():
         state = bulk_sql.chunk_state(conn, user_id, cap=s.consolidation_exact_below + 1,
                                      timeout_ms=s.consolidation_statement_timeout_ms,
-                                     since=nb.since)
+                                     since=nb.since, size=s.consolidation_chunk_size)
         if state.current > s.consolidation_exact_below and state.has_cells:
             _catch_up(conn, s, nb, state)
-            chunk, pairs, memories = _cells_chunk(conn, s, nb)
-            return Read(memories, sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))), chunk,
-                        state.claim, "cells")
+            chunk, pairs, memories = _cells_chunk(conn, s, nb, state.backlog)
+            # a UUID orders as its text does (both by its 128 bits): sorted without str()
+            return Read(memories, sorted(pairs), chunk, state.claim, "cells")
         search = choose_search(conn, user_id, s)  # no longer clustered: today's read
         rows, near, backlog = read_pages(conn, s, user_id, search)
     return Read(rows, near, backlog, state.claim, search)
