@@ -314,7 +314,7 @@ def test_a_rejection_reason_never_quotes_the_model(  # issue 14: reasons reach l
 def test_unique_pairs_orders_ids_as_their_text_does() -> None:
     """The pair order (each pair's ends, then the pairs) is the text order the ids were once
     sorted by: a UUID's 128 bits and its fixed-width lowercase hex order alike."""
-    from eros.consolidation.db.consolidation_sql import unique_pairs
+    from eros.consolidation.db.consolidation_sql import pair_order, unique_pairs
 
     rng = random.Random(34)
     ids = [uuid.UUID(int=rng.getrandbits(128)) for _ in range(300)]
@@ -323,3 +323,4 @@ def test_unique_pairs_orders_ids_as_their_text_does() -> None:
     by_text = sorted({(a, b) if str(a) < str(b) else (b, a) for a, b in rows},
                      key=lambda p: (str(p[0]), str(p[1])))
     assert unique_pairs(rows) == by_text
+    assert sorted(rows, key=pair_order) == sorted(rows, key=lambda p: (str(p[0]), str(p[1])))

@@ -291,7 +291,8 @@ def read_chunk(engine: Engine, s: Settings, nb: Neighbours) -> Read:
             _catch_up(conn, s, nb, state)
             chunk, pairs, memories = _cells_chunk(conn, s, nb, state.backlog)
             # a UUID orders as its text does (both by its 128 bits): sorted without str()
-            return Read(memories, sorted(pairs), chunk, state.claim, "cells")
+            return Read(memories, sorted(pairs, key=sql.pair_order), chunk, state.claim,
+                        "cells")
         search = choose_search(conn, user_id, s)  # no longer clustered: today's read
         rows, near, backlog = read_pages(conn, s, user_id, search)
     return Read(rows, near, backlog, state.claim, search)
