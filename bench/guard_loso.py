@@ -79,7 +79,9 @@ GROUPS = {"main+1-3": (("main", "held-out-1", "held-out-2", "held-out-3"),
           "tuned-16": (("tuned-16",), ("heldout16.toml",)),
           # the independent set 18, spent in the fourteenth round: none of its lines is in the
           # bank (that round wrote lines of its own)
-          "tuned-18": (("tuned-18",), ("heldout18.toml",))}
+          "tuned-18": (("tuned-18",), ("heldout18.toml",)),
+          # the independent set 19, spent in the fifteenth round
+          "tuned-19": (("tuned-19",), ("heldout19.toml",))}
 
 
 #: Unicode script-name prefixes by family: a threshold per family is what ``--per-script`` tries

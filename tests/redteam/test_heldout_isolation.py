@@ -10,11 +10,11 @@ tuned by a writer who saw neither the bank, the rules nor any other set) in its 
 own file) in its eighth, set 13 (written the same way while the eighth round was tuned) in
 its ninth, set 14 (written the same way while the ninth round was tuned) in its tenth, set 15
 (written the same way while the tenth round was tuned) in its eleventh and set 16 (written the
-same way while the eleventh round was tuned) in its thirteenth and set 18 (written while the
+same way while the eleventh round was tuned) in its thirteenth, set 18 (written while the
 thirteenth was tuned by a writer told the kinds and shapes in words, no earlier set's tag
-names) in its fourteenth (bench/guard_dev.py). Set 17, written the same way while the twelfth
-round was tuned, and set 19, written while the fourteenth was tuned by a writer told the kinds
-and shapes in words, are held out with set 4. A newer set
+names) in its fourteenth and set 19 (written the same way while the fourteenth was tuned) in
+its fifteenth (bench/guard_dev.py). Set 17, written the same way while the twelfth round was
+tuned, is held out with set 4. A newer set
 is registered by adding it to ``HELD`` here and in bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
@@ -35,11 +35,12 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-17", "held-out-19"]
+HELD = ["held-out-4", "held-out-17"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth, 11 since its seventh, 12 since its eighth, 13 since its ninth, 14 since
-#: its tenth, 15 since its eleventh, 16 since its thirteenth, 18 since its fourteenth)
+#: its tenth, 15 since its eleventh, 16 since its thirteenth, 18 since its fourteenth, 19
+#: since its fifteenth)
 TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", "dev6.toml",
             *(f for n, f in HELDOUT.items() if n not in HELD)]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
@@ -129,12 +130,14 @@ _SHAPES_19 = {"persistent", "promotion", "exfiltration", "fake_system", "fake_de
               "password", "pin", "otp", "api_key", "seed"}
 
 
-def test_the_newest_held_out_set_is_the_independent_fourteenth_round_check() -> None:
+def test_the_independent_fourteenth_round_check_is_still_there() -> None:
+    # set 19 was held out until issue 30's fifteenth round, which spent it as a tuning set;
     # its writer was told the kinds and shapes in words, as set 18's was, and wrote 426
     # attacks and 656 look-alikes in 90 languages; 15 cases coinciding with earlier sets
     # were removed at registration, before any run
-    assert HELDOUT["held-out-19"] == "heldout19.toml" and list(HELDOUT)[-1] == "held-out-19"
-    _holds_what_it_was_asked_for(heldout_corpus(), 400, 600, 85, _LOOKS_19, _SHAPES_19)
+    assert HELDOUT["held-out-19"] == "heldout19.toml"
+    _holds_what_it_was_asked_for(heldout_corpus("held-out-19"), 400, 600, 85, _LOOKS_19,
+                                 _SHAPES_19)
 
 
 #: the kinds and shapes set 18's writer named (told them in words, with no earlier set's tags)
