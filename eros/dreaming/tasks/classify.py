@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from contextlib import ExitStack
 from typing import Any
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from kombu.exceptions import BatchPublishError
 from sqlalchemy.exc import DBAPIError
 
 from eros.core.names import CLAIM_TASK, CLASSIFY_TASK
@@ -69,16 +69,39 @@ def claim_and_fan_out(batch: int | None = None, *, task: ErosTask | None = None)
     if want <= 0:
         log.info("not claiming: %d sessions already in flight (DREAMING_MAX_IN_FLIGHT=%d)",
                  in_flight, settings.dreaming_max_in_flight)
-    # one producer (and broker connection) for the whole batch, not one acquired per message
-    with ExitStack() as stack:
-        producer = stack.enter_context(classify_session.app.producer_or_acquire()) \
-            if claims else None
-        for claim in claims:
-            classify_session.apply_async(
-                args=[str(claim.session_id)], kwargs={"claim_token": str(claim.token)},
-                queue=settings.eros_classify_queue, producer=producer)
+    if claims:
+        _fan_out(claims, settings.eros_classify_queue)
     log.info("claimed %d idle sessions", len(claims))
     return claims
+
+
+def _fan_out(claims: list[Claim], queue: str) -> None:
+    """One classify message per claim, through one producer (and broker connection).
+
+    On Redis the messages go out as one pipeline (kombu's ``Producer.batch``): one round trip
+    for the tick's batch instead of one LPUSH each (the claim worker's CPU went mostly to
+    those round trips, bench/RESULTS.md issue 34). RabbitMQ publishes each at once, as before.
+    kombu never re-sends a failed pipeline (some of it may have landed); here the tick's
+    messages are then sent again one by one, with kombu's usual retries: a message that
+    arrives twice is harmless, its second delivery finds the claim finished or taken and
+    writes nothing (the claim token's fence)."""
+    messages = [([str(c.session_id)], {"claim_token": str(c.token)}) for c in claims]
+    with classify_session.app.producer_or_acquire() as producer:
+        try:
+            with producer.batch(max_size=len(messages)):
+                _publish(producer, messages, queue)
+            return
+        except BatchPublishError as err:
+            log.warning("claim: the batch of %d classify messages may not have reached the "
+                        "broker (%s); sending them one by one", len(messages),
+                        type(err.__cause__ or err).__name__)
+        _publish(producer, messages, queue)
+
+
+def _publish(producer: Any, messages: list[tuple[list[str], dict[str, str]]],
+             queue: str) -> None:
+    for args, kwargs in messages:
+        classify_session.apply_async(args=args, kwargs=kwargs, queue=queue, producer=producer)
 
 
 @shared_task(base=ErosTask, bind=True, name=CLASSIFY_TASK)
