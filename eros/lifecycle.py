@@ -3,6 +3,7 @@ and metrics. Connected when :mod:`eros.worker` imports this module."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 from typing import Any
@@ -41,6 +42,9 @@ def _after_fork(**_: Any) -> None:
     dispose_all()
     forget_resources()
     forget_inherited_sessions()
+    # what the child inherited lives as long as it does: out of the collector's sight (a full
+    # collection would walk it, and write to every page it sits on, unsharing them)
+    gc.freeze()
 
 
 @signals.after_setup_logger.connect
@@ -100,6 +104,21 @@ def _train_guard(instance: Any = None, **_: Any) -> None:
     if report.outcome == "busy":
         log.info("memory guard meaning layer: another process is training it; starting "
                  "without it (candidates wait unscreened until it is stored)")
+
+
+@signals.worker_ready.connect
+def _freeze_start_up_objects(**_: Any) -> None:
+    """Move what the worker built to start (imports, settings, the app, the pipeline, the
+    guard's rules and models: ~240k objects) out of the cyclic collector's generations.
+
+    Why: the tasks' own objects reach the oldest generation too (a gevent worker keeps 128
+    tasks alive for seconds), and every time they add up to a quarter of it Python walks
+    every object in it again — the start-up ones each time, though they never become
+    garbage. A drain's full collections were a large part of a gevent worker's CPU (bench/
+    RESULTS.md, issue 34). Frozen objects are still freed by reference counting; only a
+    start-up object left in a garbage cycle later would stay allocated."""
+    gc.collect()
+    gc.freeze()
 
 
 @signals.worker_process_shutdown.connect
