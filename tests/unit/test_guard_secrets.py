@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from eros.guard.core.guard import load_guard
-from eros.guard.core.guard_secrets import find_secret, hu_personal_id_valid
+from eros.guard.core.guard_secret_national import hu_personal_id_valid
+from eros.guard.core.guard_secrets import find_secret
 
 
 def dropped(text: str) -> bool:
@@ -144,7 +145,9 @@ def test_an_order_number_grouped_unlike_a_card_is_no_card() -> None:
 
 def test_identity_numbers_announced_or_printed_in_their_own_format() -> None:
     assert find_secret("OIB korisnika: 69402357812.") == "secret.id-number"
-    assert find_secret("Kasutaja isikukood 49303160279.") == "secret.id-number"
+    # an isikukood is read by its own date and check digit, announced or not
+    assert find_secret("Kasutaja isikukood 49303160279.") == "secret.ee-lt-personal-code"
+    assert find_secret("Kasutaja: 49303160279.") == "secret.ee-lt-personal-code"
     assert find_secret("תעודת זהות: 039482716") == "secret.id-number"
     assert find_secret("numéro : 87.11.03-215.47") == "secret.be-national-number"
     assert find_secret("su RUT es 16.482.937-5") == "secret.cl-rut"

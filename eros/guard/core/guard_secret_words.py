@@ -19,12 +19,14 @@ from eros.guard.core.guard_literals import CaseFreeStrings
 # (grouped by spaces or dashes; 9+ when dots or slashes group them — a CPF is written
 # 529.982.247-25, a date 12.05.2027 is not an identity number) or an alphanumeric code of 11-16
 # characters with a digit (an Italian codice fiscale)
-ID_WORD = re.compile(
+_ID_NAMES = (
     r"(?:\b(?:ssn|social security(?: number)?|passport(?: number| no\.?)?|national id|"
-    r"id (?:card|number)|dni|nie|cpf|codice fiscale|tc kimlik(?: no)?|personalausweis|pesel|"
+    r"id (?:card|number)|dni|nie|cpf|codice fiscale|tc kimlik(?: no)?|personalausweis\w*|"
+    r"ausweisnummer\w*|pesel|"
     r"паспорт|снилс|инн|cccd|cmnd|henkilötunnu\w*|hetu|cnp(?:-ul)?|személyi (?:szám\w*|"
     r"azonosító\w*)|adóazonosító(?: jel)?|taj[- ]?szám\w*|rodné číslo|rodne cislo|"
-    r"personnummer|cpr(?:-nummer)?|fødselsnummer|burgerservicenummer|bsn|nik|aadhaar|"
+    r"personnumm?er\w*|personnumret|samordningsnummer\w*|personnr|cpr(?:-nummer)?|"
+    r"fødselsnummer\w*|fødselsnr|burgerservicenummer|bsn|nik|aadhaar|"
     r"kimlik numara\w*|rnokpp|рнокпп|ідентифікаційний код|oib|isikukood\w*|"
     r"rijksregisternummer|numéro (?:de registre )?national|rut|(?:numéro de )?sécurité sociale|"
     r"nir|αμκα|αφμ|کد ?ملی|شماره ملی|תעודת ה?זהות|"
@@ -36,6 +38,16 @@ ID_WORD = re.compile(
     r"ppsn?|pps number|nif|número de contribuinte|contribuinte|nric|hkid|cnic|иин|жсн|"
     r"пинфл|jshshir|kitambulisho|nin(?: number| no\.?)|national identification number|"
     r"mykad|(?:nombor |no\.? )?kad pengenalan|"
+    # the national numbers round (guard_secret_national.py): the German Steuer-ID, the Dutch
+    # sofinummer, the Danish CPR abbreviated, the French INSEE number, the Turkish TCKN, the
+    # Aadhaar misspelt, the Vietnamese, Indonesian and Baltic names, and English descriptions
+    r"steuer-?id(?:-?nr)?|steuer-?identifikationsnummer\w*|identifikationsnummer\w*|idnr|"
+    r"steuernummer\w*|sofi-?nummer\w*|bsn-nummer|cpr-nr|numéro insee|carte vitale|"
+    r"seguridad social|número de identificación fiscal|cartão de cidadão|tckn|t\.c\. kimlik|"
+    r"kimlik no|teudat zehut|aadhar|identity number|identification number|personal code|"
+    r"personal (?:id|identity|identification) (?:number|code)|citizen service number|"
+    r"tax (?:id|identification number)|id (?:no|nr)|căn cước(?: công dân)?|"
+    r"chứng minh nhân dân|nomor induk kependudukan|ktp|личный код|"
     # the ninth round: Canada's SIN and Australia's TFN by their names
     r"social insurance number|tax file number|tfn)\b|ת\.ז\.?|身份证号?码?|身份證號?碼?|居民身份证|"
     # the Hebrew ID's initials with gershayim or a quote (the eleventh round)
@@ -43,9 +55,15 @@ ID_WORD = re.compile(
     r"身分證(?:字號|號碼)?|证件号码?|證件號碼?|주민(?:등록)?번호|マイナンバー|個人番号|"
     r"الرقم الوطني|الرقم القومي|رقم الهوية|شناختی کارڈ|आधार|ആധാർ|ஆதார்|ఆధార్|ಆಧಾರ್|আধার|"
     r"આધાર|ਆਧਾਰ|ଆଧାର|জাতীয় পরিচয়|नागरिकता|პირადი ნომერი|"
-    r"เลขบัตรประชาชน|บัตรประชาชน|เลขประจำตัวประชาชน)[^\d\n]{0,32}"
+    r"เลขบัตรประชาชน|บัตรประชาชน|เลขประจำตัวประชาชน)")
+ID_WORD = re.compile(
+    _ID_NAMES + r"[^\d\n]{0,32}"
     r"(?P<number>\d[\d -]{5,}|\d(?:[ .\-/]?\d){8,}|\b(?=[a-z0-9]{11,16}\b)[a-z]*\d[a-z0-9]*)",
     re.IGNORECASE)
+#: a word for an identity number alone (eros/guard/core/guard_secret_national.py looks for
+#: one around a number that passes a national checksum)
+ID_NAME = re.compile(_ID_NAMES, re.IGNORECASE)
+ID_NAMES = CaseFreeStrings(ID_NAME)
 #: whether ID_WORD could match a text, by its words (a search of it tries each word at every
 #: position: eros/guard/core/guard_literals.py)
 ID_WORDS = CaseFreeStrings(ID_WORD)

@@ -21,14 +21,12 @@ identity number.
   by 4-8 digits that are no year (a PIN); credentials in a URL (``postgres://user:pass@host``);
 - a UK National Insurance number printed in its groups (or unspaced after its name); an IBAN
   found at its country's length even when words follow its last group;
-- national identity numbers by their own checksums: the Finnish HETU
-  (``stdnum.fi.hetu``: date, century sign, ISO mod-31 check character), the Romanian CNP
-  (``stdnum.ro.cnp``: sex/century digit, date, county, mod-11) and the Hungarian personal
-  identification number (személyi szám: sex/century digit, date, mod-11 with the weights that
-  changed for births from 1997, :func:`hu_personal_id_valid`), and, written as they are
-  printed, the Belgian national number (``stdnum.be.nn``) and the Chilean RUT
-  (``stdnum.cl.rut``); the Croatian OIB, the Estonian isikukood and the Israeli ID when
-  announced (a date after an identity word — "passport expires on 2029-03-17" — is none).
+- national identity numbers by their own checksums (:mod:`eros.guard.core.guard_secret_national`):
+  the Finnish HETU, the Romanian CNP, the Hungarian személyi szám, the Belgian national number,
+  the Chilean RUT and, since the national numbers round, the Nordic, Baltic, German, Dutch,
+  French, Italian, Polish, Portuguese, Brazilian, Turkish, Israeli and Indian ones — printed in
+  their own shape, or announced before or after them; the Croatian OIB when announced (a date
+  after an identity word — "passport expires on 2029-03-17" — is none).
 
 :func:`find_secret` returns the kind (a rule id such as ``secret.iban``), never the value.
 """
@@ -42,21 +40,17 @@ from functools import lru_cache
 import phonenumbers
 from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 from stdnum import iban, luhn
-from stdnum.be import nn as be_nn
-from stdnum.cl import rut
 from stdnum.cn import ric
-from stdnum.fi import hetu
 from stdnum.kr import rrn
-from stdnum.ro import cnp
 from stdnum.us import ssn
 
 from eros.guard.core.guard_literals import Candidates, required_strings
-from eros.guard.core.guard_secret_shapes import (
-    Check,
-    first_valid,
-    identity_by_shape,
-    strong_password,
+from eros.guard.core.guard_secret_national import (
+    announced_national_id,
+    checked_national_id,
+    printed_national_id,
 )
+from eros.guard.core.guard_secret_shapes import identity_by_shape, strong_password
 from eros.guard.core.guard_secret_words import ID_WORD as _ID_WORD
 from eros.guard.core.guard_secret_words import ID_WORDS as _ID_WORDS
 from eros.guard.core.guard_secret_words import PASSWORD as _PASSWORD
@@ -75,14 +69,6 @@ _KR_RRN = re.compile(r"(?<!\d)\d{6}[- ]?\d{7}(?!\d)")
 # numbers issued since October 2020 carry no check digit: written YYMMDD-SNNNNNN (the dash
 # as printed; S the sex and century digit), a real birth date is the check
 _KR_RRN_SHAPE = re.compile(r"(?<![\d\-])\d\d(\d\d)(\d\d)-[1-8]\d{6}(?![\d\-])")
-_HETU = re.compile(r"(?<![\w+\-])\d{6}[-+A-FU-Y]\d{3}[0-9A-FHJ-NPR-Y](?![\w])")
-_CNP = re.compile(r"(?<![\d+\-])[1-9]\d{12}(?![\d\-])")
-# 1-780514-3389, 1 780514 3389 or 17805143389 (not after "+": a phone number's country code)
-_HU_ID = re.compile(r"(?<![\d+\-])[1-8](?:[ -]?\d{6}[ -]?\d{4})(?![\d\-])")
-# written as they are printed: the Belgian national number (87.11.03-215.47) and the Chilean
-# RUT (16.482.937-5), each then checked by its own checksum
-_BE_NN = re.compile(r"(?<![\d.\-])\d{2}\.\d{2}\.\d{2}-\d{3}\.\d{2}(?![\d\-]|\.\d)")
-_CL_RUT = re.compile(r"(?<![\d.\-])\d{1,2}\.\d{3}\.\d{3}-[\dkK](?![\w\-]|\.\d)")
 # a UK National Insurance number (QQ 12 34 56 C): two prefix letters from the issued set (D,
 # F, I, Q, U, V never; O never second), six digits, a suffix A-D — printed in its groups, or
 # unspaced right after its name, "is" between them or not (an unspaced shape alone is as likely
@@ -244,41 +230,6 @@ def _numeric_password(window: str) -> bool:
                for m in _NUMERIC_VALUE.finditer(window))
 
 
-def hu_personal_id_valid(number: str) -> bool:
-    """A Hungarian personal identification number (személyi szám, 11 digits S YYMMDD NNN C):
-    S 1-8 gives sex and century (1/2 and 7/8: 1900s, 3/4: 1800s, 5/6: from 2000), the date
-    must exist, and C is the sum of the first ten digits weighted 1..10 (born before 1997)
-    or 10..1 (born from 1997) modulo 11 (a remainder of 10 is never issued)."""
-    import datetime
-
-    digits = _digits(number)
-    if len(digits) != 11 or digits[0] not in "12345678":
-        return False
-    century = {"3": 1800, "4": 1800, "5": 2000, "6": 2000}.get(digits[0], 1900)
-    try:
-        born = datetime.date(century + int(digits[1:3]), int(digits[3:5]), int(digits[5:7]))
-    except ValueError:
-        return False
-    weights = range(1, 11) if born < datetime.date(1997, 1, 1) else range(10, 0, -1)
-    remainder = sum(int(d) * w for d, w in zip(digits[:10], weights, strict=True)) % 11
-    return remainder < 10 and remainder == int(digits[10])
-
-
-#: the identity numbers :func:`_national_id` validates where their words need not be
-_HETU_CHECK: tuple[Check, ...] = ((_HETU, hetu.is_valid, "secret.fi-hetu"),)
-_NATIONAL_IDS: tuple[Check, ...] = (
-    (_CNP, cnp.is_valid, "secret.ro-cnp"),
-    (_HU_ID, hu_personal_id_valid, "secret.hu-personal-id"),
-    (_BE_NN, be_nn.is_valid, "secret.be-national-number"),
-    (_CL_RUT, rut.is_valid, "secret.cl-rut"),
-)
-
-
-def _national_id(raw: str) -> str | None:
-    """A Finnish HETU, a Romanian CNP or a Hungarian personal ID that passes its checksum."""
-    return first_valid(raw.upper(), _HETU_CHECK) or first_valid(raw, _NATIONAL_IDS)
-
-
 def _iban_in(run: str) -> bool:
     """An IBAN at the start of ``run`` (what :data:`_IBAN` matched): the run may go on into
     the next words ("NL36 INGB 0007 3829 15 EN DE …" once upper-cased), so every prefix that
@@ -320,13 +271,14 @@ def _find_number(raw: str) -> str | None:
     for match in _SSN.finditer(raw):
         if ssn.is_valid(_digits(match.group(0))):
             return "secret.ssn"
-    if (national := _national_id(raw) or identity_by_shape(raw)) is not None:
+    if (national := (checked_national_id(raw) or identity_by_shape(raw)
+                     or printed_national_id(raw))) is not None:
         return national
     for match in _DIGIT_RUN.finditer(raw):
         if _card(match.group(0)) or _CARD_WORD.search(raw[max(0, match.start() - 30):
                                                           match.start()]):
             return "secret.card"
-    if (announced := _announced_id(raw)) is not None:
+    if (announced := _announced_id(raw) or announced_national_id(raw)) is not None:
         return announced
     if (_SPACED_CODE.search(raw) and announces_code(raw)
             and _SPACED_CODE.search(_without_phones(raw)[0])):
