@@ -78,7 +78,7 @@ _HU_ID = re.compile(r"(?<![\d+\-])[1-8](?:[ -]?\d{6}[ -]?\d{4})(?![\d\-])")
 _BE_NN = re.compile(r"(?<![\d.\-])\d{2}\.\d{2}\.\d{2}-\d{3}\.\d{2}(?![\d\-]|\.\d)")
 _CL_RUT = re.compile(r"(?<![\d.\-])\d{1,2}\.\d{3}\.\d{3}-[\dkK](?![\w\-]|\.\d)")
 #: how far from its number a word still announces it (a sentence's reach)
-_BEFORE, _AFTER = 60, 40
+_BEFORE, _AFTER = 60, 60
 
 
 def _digits(run: str) -> str:
