@@ -60,7 +60,7 @@ def turns_of(data: Sequence[dict[str, object]]) -> list[str]:
 
 def screen(turns: Sequence[str]) -> list[Verdict]:
     """The rules-and-secrets verdict on each turn, as the classify path judges a user turn."""
-    guard = replace(load_guard(), max_chars=TURN_MAX_CHARS)
+    guard = replace(load_guard(), max_chars=TURN_MAX_CHARS, directives=False)
     return [guard.check(t) for t in turns]
 
 

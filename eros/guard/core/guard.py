@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Literal
 
 from eros.core.text import strip_invisible
+from eros.guard.core.guard_directive import DIRECTIVE_RULE, directs_assistant
 from eros.guard.core.guard_literals import Candidates, any_of, required_strings
 from eros.guard.core.guard_secrets import find_secret
 from eros.guard.core.guard_speech import mentions_masked, quotes_someone_else
@@ -119,6 +120,10 @@ class Guard:
     sources: tuple[str, ...] = ()
     #: built from ``rules`` when not given or built for other rules
     index: RuleIndex | None = field(default=None, repr=False, compare=False)
+    #: refuse a memory that directs the assistant beyond an ordinary style preference
+    #: (:mod:`eros.guard.core.guard_directive`); off for a user's turn, which addresses the
+    #: companion by nature
+    directives: bool = True
 
     def __post_init__(self) -> None:
         if self.index is None or self.index.rules is not self.rules:
@@ -151,6 +156,9 @@ class Guard:
         joined = unjoined(view)  # "from-now-on", "forget.your.rules" read as words
         if joined is not None and (verdict := self._match(joined, quoted)) is not None:
             return verdict
+        if self.directives and not quoted and (
+                directs_assistant(view) or (joined is not None and directs_assistant(joined))):
+            return Verdict(False, "addresses_ai", DIRECTIVE_RULE, "rules")
         if clean is None:
             clean = strip_invisible(text)
         secret = find_secret(clean)

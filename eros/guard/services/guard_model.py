@@ -177,7 +177,7 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
     guard = guard_for(settings)
     verdicts = [guard.check(t) for t in texts]
     if turns:
-        turn_guard = replace(guard, max_chars=TURN_MAX_CHARS)
+        turn_guard = replace(guard, max_chars=TURN_MAX_CHARS, directives=False)
         verdicts += [turn_guard.check(t) for t in turns]
         texts = [*texts, *(t[:TURN_EMBED_CHARS] for t in turns)]
     out = Screening(verdicts)
