@@ -169,6 +169,29 @@ def test_on_a_remark_the_best_memories_of_any_pool_take_the_first_window() -> No
                   query_text=question))
 
 
+def test_by_default_a_pool_past_the_tail_keeps_its_best_memories_first_on_a_remark() -> None:
+    """The window is as large as the small-pool tail: a pool just past the tail's tokens
+    gives a remark's first tokens the memories the tail would have given, not chatty turns."""
+    from eros.recall.services.recall_fused import fusion_params
+    from eros.settings import Settings
+
+    shipped = fusion_params(Settings(), NOW)
+    assert shipped.remark_memory_tokens == shipped.memory_tail_tokens > 0
+    memories, turns = _pools()
+    memories = _long(memories)
+    line = _estimated_cost(memories[0])
+    # the tail's tokens a little under the pool's, the window as shipped: as large as the tail
+    small = replace(LEAD, memory_tail_tokens=len(memories) * line - 1)
+    fixed = fuse(memories, turns, k=24, params=small, query_text=REMARK)
+    assert [i.kind for i in fixed[:8]].count("turn") >= 3
+    out = fuse(memories, turns, k=24, params=replace(
+        small, remark_memory_tokens=small.memory_tail_tokens), query_text=REMARK)
+    head = next(i for i, item in enumerate(fixed) if item.kind == "memory")
+    fits = small.memory_tail_tokens // line
+    assert keys(out) == _expected_window(fixed, head, fits)
+    assert [i.kind for i in out[head:head + fits]] == ["memory"] * fits
+
+
 def test_on_a_remark_the_leading_turns_keep_their_places_within_their_tokens() -> None:
     memories = _pools()[0]
     leading = [turn(90 + i, 0.99 - i * 0.001) for i in range(5)] + \
@@ -192,10 +215,12 @@ def test_on_a_remark_a_chatty_leading_turn_goes_after_what_is_known_with_the_cap
     from eros.settings import Settings
 
     off = fusion_params(Settings(), NOW)
-    assert off.remark_lead_tokens == 0 and off.remark_memory_tokens == 0
+    assert off.remark_lead_tokens == 0
     cfg = Settings(recall_fusion_remark_lead_tokens=20)
+    # the window off: it prices memories with item_tokens, which reads a memory's id as a
+    # UUID (these are not); the window has its own tests above
     params = replace(fusion_params(cfg, NOW), calibration="standing", lexical_weight=0.0,
-                     newer_first_depth=0)
+                     newer_first_depth=0, remark_memory_tokens=0)
     assert params.remark_lead_tokens == 20
     memories = _pools()[0]
     short, chatty = turn(90, 0.99, "dad called"), \
