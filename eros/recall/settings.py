@@ -130,11 +130,12 @@ class RecallSettings(BaseSettings):
     #: ``fused``: on such a remark, the memories that render within this many tokens
     #: together (in their own order, the best first) go right after the turns that lead the
     #: list, whatever the memory pool's size — the first window of a prompt holds what a
-    #: memory-only answer would hold there, less the leading turns; 0 = off. As large as
-    #: RECALL_FUSION_MEMORY_TAIL_TOKENS by default: a pool just past the small-pool tail
-    #: keeps its best memories where the tail would have put them, so what a remark's first
-    #: 500 tokens hold does not fall off a cliff when a user's pool passes 1,000 tokens.
-    recall_fusion_remark_memory_tokens: int = Field(default=1000, ge=0, le=100_000)
+    #: memory-only answer would hold there, less the leading turns; 0 = off. 500 (half the
+    #: default budget): a pool past the small-pool tail keeps its best memories where the
+    #: tail would have put them, so what a remark's first 500 tokens hold does not fall off a
+    #: cliff when a user's pool passes RECALL_FUSION_MEMORY_TAIL_TOKENS; 1,000 costs remarks
+    #: about a past event more within 1,000 tokens (bench/RESULTS.md, tenth round).
+    recall_fusion_remark_memory_tokens: int = Field(default=500, ge=0, le=100_000)
     #: ``fused``: on such a remark, the turns that lead the list keep their places only while
     #: they render within this many tokens together (20: one short line; a chatty turn of
     #: 25–40 tokens goes after what is known); 0 = no cap (at most

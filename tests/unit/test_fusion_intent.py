@@ -170,24 +170,25 @@ def test_on_a_remark_the_best_memories_of_any_pool_take_the_first_window() -> No
 
 
 def test_by_default_a_pool_past_the_tail_keeps_its_best_memories_first_on_a_remark() -> None:
-    """The window is as large as the small-pool tail: a pool just past the tail's tokens
-    gives a remark's first tokens the memories the tail would have given, not chatty turns."""
+    """The window is on (half the default budget): a pool just past the tail's tokens gives
+    a remark's first tokens the memories the tail would have given, not chatty turns."""
     from eros.recall.services.recall_fused import fusion_params
     from eros.settings import Settings
 
     shipped = fusion_params(Settings(), NOW)
-    assert shipped.remark_memory_tokens == shipped.memory_tail_tokens > 0
+    assert 0 < shipped.remark_memory_tokens <= shipped.memory_tail_tokens
     memories, turns = _pools()
     memories = _long(memories)
     line = _estimated_cost(memories[0])
-    # the tail's tokens a little under the pool's, the window as shipped: as large as the tail
+    # the tail's tokens a little under the pool's, a window of all but a few memories
     small = replace(LEAD, memory_tail_tokens=len(memories) * line - 1)
     fixed = fuse(memories, turns, k=24, params=small, query_text=REMARK)
     assert [i.kind for i in fixed[:8]].count("turn") >= 3
-    out = fuse(memories, turns, k=24, params=replace(
-        small, remark_memory_tokens=small.memory_tail_tokens), query_text=REMARK)
+    window = (len(memories) - 3) * line
+    out = fuse(memories, turns, k=24, params=replace(small, remark_memory_tokens=window),
+               query_text=REMARK)
     head = next(i for i, item in enumerate(fixed) if item.kind == "memory")
-    fits = small.memory_tail_tokens // line
+    fits = len(memories) - 3
     assert keys(out) == _expected_window(fixed, head, fits)
     assert [i.kind for i in out[head:head + fits]] == ["memory"] * fits
 
