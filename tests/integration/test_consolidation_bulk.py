@@ -121,6 +121,15 @@ def _conninfo(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
+def _clustered_user(engine: Engine, chunk_size: int) -> Settings:
+    """900 memories of USER (seed 7) in recall cells; the settings a bulk pass reads them with."""
+    load(_conninfo(str(engine.url.render_as_string(hide_password=False))), [USER], 900,
+         seed=7)
+    recall_cells.cluster_user(engine, load_settings(), USER)
+    return load_settings(consolidation_exact_below=300, consolidation_chunk_size=chunk_size,
+                         consolidation_max_clusters=500)
+
+
 def check_bulk_matches_today(templates: TemplateDatabases, llm: FakeLLMServer,
                              voyage: FakeVoyageServer, size: int,
                              extra: Callable[[Engine], None] | None = None
@@ -225,11 +234,7 @@ def test_a_canonical_row_written_during_the_run_is_found_by_later_chunks(
 def test_a_memory_written_after_the_bulk_read_is_searched_per_memory(engine: Engine) -> None:
     """A memory the bulk read did not see is searched as today: its twin is found — from its
     own search, and from the twin's in an earlier chunk."""
-    load(_conninfo(str(engine.url.render_as_string(hide_password=False))), [USER], 900,
-         seed=7)
-    recall_cells.cluster_user(engine, load_settings(), USER)
-    settings = load_settings(consolidation_exact_below=300, consolidation_chunk_size=5000,
-                             consolidation_max_clusters=500)
+    settings = _clustered_user(engine, chunk_size=5000)
     with engine.connect() as conn, conn.begin():
         nb = bulk_neighbours(conn, settings, USER)
         twin_of, vector = conn.execute(text(
@@ -261,11 +266,7 @@ def test_a_bulk_chunk_is_read_in_a_handful_of_statements(engine: Engine) -> None
     apart), each a round trip on a busy machine; now what it needs before the rows, the
     backlog's next chunk included, is one statement and the rows one (two pages here: the
     page loop runs in memory; which backlog rows are current is which rows came back)."""
-    load(_conninfo(str(engine.url.render_as_string(hide_password=False))), [USER], 900,
-         seed=7)
-    recall_cells.cluster_user(engine, load_settings(), USER)
-    settings = load_settings(consolidation_exact_below=300, consolidation_chunk_size=400,
-                             consolidation_max_clusters=500)
+    settings = _clustered_user(engine, chunk_size=400)
     with engine.connect() as conn, conn.begin():
         nb = bulk_neighbours(conn, settings, USER)
     statements: list[str] = []
@@ -287,11 +288,7 @@ def test_a_backlog_row_no_longer_current_is_stepped_over_as_the_page_loop_does(
     """The chunk's currency comes from its rows read (one probe a row): a listed backlog row
     no longer current (rare: a pass takes its members out of the backlog) is stepped over and
     the chunk filled from further on, exactly as today's page loop fills it."""
-    load(_conninfo(str(engine.url.render_as_string(hide_password=False))), [USER], 900,
-         seed=7)
-    recall_cells.cluster_user(engine, load_settings(), USER)
-    settings = load_settings(consolidation_exact_below=300, consolidation_chunk_size=400,
-                             consolidation_max_clusters=500)
+    settings = _clustered_user(engine, chunk_size=400)
     with engine.connect() as conn, conn.begin():
         nb = bulk_neighbours(conn, settings, USER)
     with engine.begin() as conn:
