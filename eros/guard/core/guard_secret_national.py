@@ -59,6 +59,7 @@ from eros.guard.core.guard_secret_words import ID_NAME, ID_NAMES
 # after a "+": a phone number's country code; not glued to letters: a reference or a hash)
 _RUN = re.compile(r"(?<![\w+\-./,])\d(?:[ .\-/+]?\d){8,16}(?!\w|[.\-/,+]\w)")
 _GROUP = re.compile(r"\d+")
+_SEPARATOR = re.compile(r"\D")
 # the Italian codice fiscale: six letters, the year, the month letter, the day (+40 for a
 # woman), the town, the check letter (digits may be replaced by letters for homonyms)
 _CODICE_FISCALE = re.compile(r"(?<![\w\-])[A-Z]{6}[\dLMNP-V]{2}[A-EHLMPR-T][\dLMNP-V]{2}[A-Z]"
@@ -157,10 +158,13 @@ def _printed(run: str) -> str | None:
     """The kind of the identity number ``run`` is printed as (its shape and its checksum)."""
     number = _digits(run)
     groups = _GROUP.findall(run)
+    # the whole run only when one separator groups it ("151086 95088"): digits that mixed
+    # separators join ("version 12.0 08026838") are several numbers, not one
+    whole = (number,) if len(set(_SEPARATOR.findall(run))) <= 1 else ()
     for shape, length, is_valid, kind in _PRINTED:
         if shape is None:
             # the whole run, or one unbroken group of it ("født 15.10.86, 15108695088")
-            if any(len(n) == length and is_valid(n) for n in (number, *groups)):
+            if any(len(n) == length and is_valid(n) for n in (*whole, *groups)):
                 return kind
         elif shape.fullmatch(run) and is_valid(run if length == 0 else number):
             return kind
