@@ -159,8 +159,10 @@ def _printed(run: str) -> str | None:
     number = _digits(run)
     groups = _GROUP.findall(run)
     # the whole run only when one separator groups it ("151086 95088"): digits that mixed
-    # separators join ("version 12.0 08026838") are several numbers, not one
-    whole = (number,) if len(set(_SEPARATOR.findall(run))) <= 1 else ()
+    # separators join ("version 12.0 08026838") are several numbers, not one, and two groups
+    # joined by a dot are a decimal ("96121383.205"), which no identity number is printed as
+    separators = _SEPARATOR.findall(run)
+    whole = (number,) if len(set(separators)) <= 1 and separators != ["."] else ()
     for shape, length, is_valid, kind in _PRINTED:
         if shape is None:
             # the whole run, or one unbroken group of it ("født 15.10.86, 15108695088")
