@@ -66,7 +66,8 @@ _SLACK = 1e-3
 class Rows:
     """Memories, position-aligned: unit vectors, sketches, cell (NO_CELL: none), scope (layer
     and category) and embedding model as small integer codes; ``head`` (the first HEAD
-    coordinates) and ``rest`` (the length of the others) bound a similarity cheaply."""
+    coordinates, then the length of the others as one more column) bounds a similarity in one
+    product: head_a · head_b ≥ a · b (Cauchy–Schwarz on the coordinates past HEAD)."""
 
     unit: Floats
     words: Words
@@ -79,9 +80,11 @@ class Rows:
     @classmethod
     def of(cls, vectors: Floats, cells: Ints, scopes: Ints, models: Ints) -> Rows:
         u = unit(vectors)
-        return cls(u, sketches(vectors), cells, scopes, models,
-                   np.ascontiguousarray(u[:, :HEAD]),
-                   np.linalg.norm(u[:, HEAD:], axis=1).astype(np.float32))
+        rest = np.linalg.norm(u[:, HEAD:], axis=1).astype(np.float32)
+        head = np.empty((len(u), min(HEAD, u.shape[1]) + 1), dtype=np.float32)
+        head[:, :-1] = u[:, :HEAD]
+        head[:, -1] = rest
+        return cls(u, sketches(vectors), cells, scopes, models, head, rest)
 
     def __len__(self) -> int:
         return len(self.cells)
@@ -96,18 +99,19 @@ def nearest_cells(rows: Rows, centroids: Floats, probes: int) -> tuple[Ints, Int
         return np.zeros((n, 0), dtype=np.int64), np.zeros(0, dtype=np.int64)
     if probes >= k:
         return np.broadcast_to(np.arange(k, dtype=np.int64), (n, k)).copy(), \
-            np.flatnonzero(rows.rest + np.linalg.norm(rows.head, axis=1) < 0.5)
+            np.flatnonzero(np.linalg.norm(rows.head, axis=1) < 0.5)
     centres = unit(centroids)
     chosen = np.empty((n, probes), dtype=np.int64)
     uncertain = np.empty(n, dtype=bool)
     for start in range(0, n, _ROWS_AT_ONCE):
         distance = 1.0 - rows.unit[start:start + _ROWS_AT_ONCE] @ centres.T
-        part = np.argpartition(distance, probes, axis=1)
+        # the probes-th and next nearest land in place: the cut and what follows it are
+        # read from two columns, not gathered from all the cells (a third of the time)
+        part = np.argpartition(distance, (probes - 1, probes), axis=1)
         chosen[start:start + len(distance)] = part[:, :probes]
-        cut = np.take_along_axis(distance, part[:, :probes], axis=1).max(axis=1)
-        following = np.take_along_axis(distance, part[:, probes:], axis=1).min(axis=1)
-        uncertain[start:start + len(distance)] = following - cut < MARGIN
-    uncertain |= rows.rest + np.linalg.norm(rows.head, axis=1) < 0.5  # a zero row
+        edge = np.take_along_axis(distance, part[:, probes - 1:probes + 1], axis=1)
+        uncertain[start:start + len(distance)] = edge[:, 1] - edge[:, 0] < MARGIN
+    uncertain |= np.linalg.norm(rows.head, axis=1) < 0.5  # a zero row
     return chosen, np.flatnonzero(uncertain).astype(np.int64)
 
 
@@ -167,48 +171,48 @@ def near_pairs(searched: Rows, probers: Probers, targets: Rows, *, similarity: f
     """Every (a, b), a searched and b a target, that today's search of ``a`` finds (see the
     module's docstring); ``same``: the targets are the searched rows (a ≠ b).
 
-    Per target cell, one product of the leading HEAD coordinates of the memories probing it
-    with its rows': by Cauchy–Schwarz a pair's similarity is at most that partial product
-    plus the product of the two rows' remaining lengths, so a pair whose bound is below θ
-    cannot be near and is dropped without its full product (for unrelated 512-d vectors
-    nearly all of them); the few left are computed in full, then the scope, the Hamming bound
-    and the model are checked. A quarter of the multiply-adds of a full product, in blocks
-    large enough for BLAS to run near its peak. The few rows a pass writes (``same`` False)
-    go through :func:`few_pairs` instead."""
+    Per target cell and scope (only rows of one scope can be near: with the bench's five
+    categories that is a fifth of the products of a whole cell's), one product of the
+    ``head`` columns of the memories of that scope probing the cell with its rows': by
+    Cauchy–Schwarz a pair's similarity is at most that product (the leading HEAD coordinates'
+    product plus the product of the two rows' remaining lengths, the last column), so a pair
+    whose bound is below θ cannot be near and is dropped without its full product (for
+    unrelated 512-d vectors nearly all of them); the few left are computed in full, then the
+    Hamming bound and the model are checked. A quarter of the multiply-adds of a full product,
+    one BLAS call and one comparison a block. The few rows a pass writes (``same`` False) go
+    through :func:`few_pairs` instead."""
     if not same:
         return few_pairs(searched, probers, targets, similarity=similarity,
                          max_hamming=max_hamming)
-    order = np.argsort(targets.cells, kind="stable")
-    bounds = np.flatnonzero(np.diff(targets.cells[order])) + 1
+    order = np.lexsort((targets.scopes, targets.cells))
+    cells, scopes = targets.cells[order], targets.scopes[order]
+    bounds = np.flatnonzero((np.diff(cells) != 0) | (np.diff(scopes) != 0)) + 1
     out_a: list[Ints] = []
     out_b: list[Ints] = []
     out_sure: list[npt.NDArray[np.bool_]] = []
-    floor = similarity - MARGIN - _SLACK
+    floor = np.float32(similarity - MARGIN - _SLACK)
+    a_cell, a_cell_scopes, at_cell = np.zeros(0, np.int64), np.zeros(0, np.int64), None
     for s, e in zip(np.r_[0, bounds], np.r_[bounds, len(order)], strict=True):
         if e <= s:
             continue
         b_rows = order[s:e]
-        a_all = probers.of_cell(int(targets.cells[b_rows[0]]))
-        b_head, b_rest, b_scope = targets.head[b_rows], targets.rest[b_rows], \
-            targets.scopes[b_rows]
-        # only rows of the targets' scopes can match: the others are dropped before their
-        # coordinates are gathered (a few canonical rows, one scope each, against a cell's
-        # probers: a fifth of the gather and of the product with five categories)
-        a_all = a_all[np.isin(searched.scopes[a_all], np.unique(b_scope))]
+        cell = int(cells[s])
+        if cell != at_cell:  # a cell's probers, and their scopes, gathered once a cell
+            at_cell, a_cell = cell, probers.of_cell(cell)
+            a_cell_scopes = searched.scopes[a_cell]
+        a_all = a_cell[a_cell_scopes == scopes[s]]
         if not len(a_all):
             continue
+        b_head = np.ascontiguousarray(targets.head[b_rows].T)
         step = max(1, _BLOCK // len(b_rows))
         for start in range(0, len(a_all), step):
             part = a_all[start:start + step]
-            bound = searched.head[part] @ b_head.T
-            bound += searched.rest[part][:, None] * b_rest[None, :]
-            hit = (bound >= floor) & (searched.scopes[part][:, None] == b_scope[None, :])
-            if same:
-                hit &= part[:, None] != b_rows[None, :]
-            ai, bj = np.nonzero(hit)
+            ai, bj = np.nonzero(searched.head[part] @ b_head >= floor)
             if not len(ai):
                 continue
             a, b = part[ai], b_rows[bj]
+            apart = a != b  # a row meets itself (bound 1): dropped after the product
+            a, b = a[apart], b[apart]
             sim = np.einsum("ij,ij->i", searched.unit[a], targets.unit[b])
             bits = np.bitwise_count(searched.words[a] ^ targets.words[b]).sum(
                 axis=1, dtype=np.int64)
