@@ -41,6 +41,12 @@ or starts an embedded PostgreSQL with pgvector.
 
 from __future__ import annotations
 
+# eros first (before numpy loads OpenBLAS): one BLAS thread a process, as in a worker
+# (eros/__init__.py); imported after numpy, the bench ran two spinning BLAS threads, which a
+# loaded machine made ~30x slower on the bulk search's small products than the worker's one
+# isort: off
+import eros  # noqa: F401
+# isort: on
 import argparse
 import json
 import time
