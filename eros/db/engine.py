@@ -19,10 +19,11 @@ from eros.settings import Settings
 
 _engines: dict[tuple[int, str, str, str], Engine] = {}
 
-#: a gevent worker's pool when DATABASE_POOL_SIZE is not set. Its greenlets share the process's
-#: connections; a pool below their peak demand opens and closes overflow connections all the
-#: time (a backend start each). Drain bench, 128 in flight: 24 held instead of 5 cut
-#: PostgreSQL's CPU per session by about a third and raised throughput 17–42 %.
+#: a gevent worker's pool when DATABASE_POOL_SIZE is not set (plus DATABASE_MAX_OVERFLOW, held
+#: too: :func:`configured_pool`). Its greenlets share the process's connections; a pool below
+#: their peak demand opens and closes overflow connections all the time (a backend start
+#: each). Drain bench, 128 in flight: 24 held instead of 5 cut PostgreSQL's CPU per session by
+#: about a third and raised throughput 17–42 %.
 GREEN_POOL_SIZE = 24
 #: libpq's connect timeout (seconds) to the primary, and to the read replica: a replica that
 #: does not answer must not hold a recall for long (libpq rounds anything below 2 up to 2).
@@ -54,10 +55,10 @@ def make_engine(url: str, *, pool_size: int | None = None, max_overflow: int | N
         connect_args["prepare_threshold"] = None
     elif settings is not None:
         connect_args["options"] = connect_options(settings)
-    size = pool_size if pool_size is not None else (
-        configured_pool_size(settings) if settings is not None else 5)
-    overflow = max_overflow if max_overflow is not None else (
-        settings.database_max_overflow if settings is not None else 5)
+    size, extra = configured_pool(settings) if settings is not None else (5, 5)
+    if pool_size is not None:  # an explicit size (the CLI's short-lived engines) wins
+        size, extra = pool_size, settings.database_max_overflow if settings is not None else 5
+    overflow = max_overflow if max_overflow is not None else extra
     pool_args: dict[str, Any] = (
         {"poolclass": NullPool} if size == 0 else {"pool_size": size, "max_overflow": overflow})
     engine = create_engine(url, **pool_args, pool_recycle=1800, connect_args=connect_args,
@@ -121,11 +122,30 @@ def _ping_when_idle(engine: Engine) -> None:
 
 
 
-def configured_pool_size(settings: Settings) -> int:
-    """DATABASE_POOL_SIZE when set; otherwise its default, or GREEN_POOL_SIZE on gevent."""
+def configured_pool(settings: Settings) -> tuple[int, int]:
+    """Held connections and overflow: DATABASE_POOL_SIZE and DATABASE_MAX_OVERFLOW, except on
+    a gevent worker where DATABASE_POOL_SIZE is not set: GREEN_POOL_SIZE + the overflow, all
+    held, none opened and closed.
+
+    Why held: SQLAlchemy closes an overflow connection as soon as it is checked in. A green
+    pool's demand crosses its size in every wave of replies (more so on a busy machine, where
+    a greenlet holding a connection waits for the CPU), so the same few overflow slots were
+    opened and closed over and over; each was a new PostgreSQL backend, whose first
+    statements pay the catalog caches, the trigger functions' compilation and custom plans
+    (its connection and first session ~15 ms more PostgreSQL CPU than on a warm connection,
+    ~4.5 ms, on a busy machine; a loaded drain at 128 in flight opened 35 for 1,024
+    sessions: bench/RESULTS.md, issue 34). The ceiling is the same (24 + 5 by default), so the
+    connection planning in docs/operations.md is unchanged; the pool still opens connections
+    only as demand first reaches them."""
     if "database_pool_size" in settings.model_fields_set or not green_process():
-        return settings.database_pool_size
-    return max(settings.database_pool_size, GREEN_POOL_SIZE)
+        return settings.database_pool_size, settings.database_max_overflow
+    held = max(settings.database_pool_size, GREEN_POOL_SIZE) + settings.database_max_overflow
+    return held, 0
+
+
+def configured_pool_size(settings: Settings) -> int:
+    """The connections the pool holds (:func:`configured_pool`)."""
+    return configured_pool(settings)[0]
 
 
 def get_engine(settings: Settings) -> Engine:

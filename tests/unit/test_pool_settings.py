@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.pool import NullPool, QueuePool
 
 from eros.core.green import green_process
-from eros.db.engine import GREEN_POOL_SIZE, configured_pool_size, make_engine
+from eros.db.engine import GREEN_POOL_SIZE, configured_pool, configured_pool_size, make_engine
 from eros.errors import ConfigError
 from eros.settings import Settings, load_settings
 
@@ -66,7 +66,13 @@ def test_a_gevent_process_gets_the_green_pool_unless_one_is_set(
     patched = types.SimpleNamespace(is_module_patched=lambda name: name == "socket")
     monkeypatch.setitem(sys.modules, "gevent.monkey", patched)
     assert green_process() is True
-    assert configured_pool_size(load_settings()) == GREEN_POOL_SIZE
-    assert make_engine(URL, settings=load_settings()).pool.size() == GREEN_POOL_SIZE
+    # the overflow is held too (tests/integration/test_green_pool_held.py): same ceiling
+    assert configured_pool_size(load_settings()) == GREEN_POOL_SIZE + 5
+    pool = make_engine(URL, settings=load_settings()).pool
+    assert (pool.size(), pool._max_overflow) == (GREEN_POOL_SIZE + 5, 0)  # type: ignore[attr-defined]
+    monkeypatch.setenv("DATABASE_MAX_OVERFLOW", "8")
+    assert configured_pool(load_settings()) == (GREEN_POOL_SIZE + 8, 0)
     monkeypatch.setenv("DATABASE_POOL_SIZE", "3")  # an explicit setting always wins
-    assert configured_pool_size(load_settings()) == 3
+    assert configured_pool(load_settings()) == (3, 8)
+    pool = make_engine(URL, settings=load_settings()).pool
+    assert (pool.size(), pool._max_overflow) == (3, 8)  # type: ignore[attr-defined]
