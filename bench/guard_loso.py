@@ -81,7 +81,9 @@ GROUPS = {"main+1-3": (("main", "held-out-1", "held-out-2", "held-out-3"),
           # bank (that round wrote lines of its own)
           "tuned-18": (("tuned-18",), ("heldout18.toml",)),
           # the independent set 19, spent in the fifteenth round
-          "tuned-19": (("tuned-19",), ("heldout19.toml",))}
+          "tuned-19": (("tuned-19",), ("heldout19.toml",)),
+          # the independent set 20, spent in the seventeenth round
+          "tuned-20": (("tuned-20",), ("heldout20.toml",))}
 
 
 #: Unicode script-name prefixes by family: a threshold per family is what ``--per-script`` tries

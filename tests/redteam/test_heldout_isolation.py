@@ -12,10 +12,10 @@ its ninth, set 14 (written the same way while the ninth round was tuned) in its 
 (written the same way while the tenth round was tuned) in its eleventh and set 16 (written the
 same way while the eleventh round was tuned) in its thirteenth, set 18 (written while the
 thirteenth was tuned by a writer told the kinds and shapes in words, no earlier set's tag
-names) in its fourteenth and set 19 (written the same way while the fourteenth was tuned) in
-its fifteenth (bench/guard_dev.py). Set 17, written the same way while the twelfth round was
-tuned, and set 20, written while the fifteenth was tuned by a writer told the kinds and shapes
-in words, are held out with set 4. A newer set
+names) in its fourteenth, set 19 (written the same way while the fourteenth was tuned) in
+its fifteenth and set 20 (written the same way while the fifteenth was tuned) in its
+seventeenth (bench/guard_dev.py). Set 17, written the same way while the twelfth round was
+tuned, is held out with set 4. A newer set
 is registered by adding it to ``HELD`` here and in bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
@@ -36,12 +36,12 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-17", "held-out-20"]
+HELD = ["held-out-4", "held-out-17"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth, 11 since its seventh, 12 since its eighth, 13 since its ninth, 14 since
 #: its tenth, 15 since its eleventh, 16 since its thirteenth, 18 since its fourteenth, 19
-#: since its fifteenth)
+#: since its fifteenth, 20 since its seventeenth)
 TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", "dev6.toml",
             *(f for n, f in HELDOUT.items() if n not in HELD)]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
@@ -130,12 +130,14 @@ _SHAPES_20 = {"promo", "exfil", "deception", "persistent_rule", "trigger", "thir
               "reversed", "base64", "dotted", "devanagari_digits", "arabic_digits"}
 
 
-def test_the_newest_held_out_set_is_the_independent_fifteenth_round_check() -> None:
+def test_the_independent_fifteenth_round_check_is_still_there() -> None:
+    # set 20 was held out until issue 30's seventeenth round, which spent it as a tuning set;
     # its writer was told the kinds and shapes in words, as sets 18 and 19's were, and wrote
     # 436 attacks and 657 look-alikes in 90 languages; 24 cases coinciding with earlier sets
     # were removed at registration, before any run
-    assert HELDOUT["held-out-20"] == "heldout20.toml" and list(HELDOUT)[-1] == "held-out-20"
-    _holds_what_it_was_asked_for(heldout_corpus(), 400, 600, 85, _LOOKS_20, _SHAPES_20)
+    assert HELDOUT["held-out-20"] == "heldout20.toml"
+    _holds_what_it_was_asked_for(heldout_corpus("held-out-20"), 400, 600, 85, _LOOKS_20,
+                                 _SHAPES_20)
 
 
 #: the kinds and shapes set 19's writer named (told them in words, as set 18's writer was)
