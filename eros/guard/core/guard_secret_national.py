@@ -35,6 +35,8 @@ from collections.abc import Callable
 
 from stdnum.be import nn as be_nn
 from stdnum.br import cpf
+from stdnum.ca import sin
+from stdnum.ch import ssn as ch_ssn
 from stdnum.cl import rut
 from stdnum.de import idnr
 from stdnum.dk import cpr
@@ -44,6 +46,7 @@ from stdnum.fr import nir
 from stdnum.il import idnr as il_id
 from stdnum.in_ import aadhaar
 from stdnum.it import codicefiscale
+from stdnum.jp import in_ as jp_my_number
 from stdnum.nl import bsn
 from stdnum.no import fodselsnummer
 from stdnum.pl import pesel
@@ -215,9 +218,40 @@ def printed_national_id(raw: str) -> str | None:
     return None
 
 
+#: numbers announced by a name too common to announce any number ("sin" is Spanish for
+#: "without", "my number" a phone's): each is read only against its own validator — the
+#: Canadian SIN, the Japanese My Number, the Swiss AHV number (756.1234.5678.97)
+_NAMED: tuple[tuple[re.Pattern[str], int, Callable[[str], bool], str], ...] = (
+    (re.compile(r"\bsin\b|social insurance|assurance sociale|\bnas\b", re.IGNORECASE), 9,
+     sin.is_valid, "secret.ca-sin"),
+    (re.compile(r"\bmy ?number\b|マイナンバー|個人番号", re.IGNORECASE), 12, jp_my_number.is_valid,
+     "secret.jp-my-number"),
+    (re.compile(r"\b(?:ahv|avs|avh)\b|ahv-?n|sozialversicherungsn", re.IGNORECASE), 13,
+     ch_ssn.is_valid, "secret.ch-ahv"),
+)
+# the AHV number as it is printed: 756, then 4, 4 and 2 digits joined by dots
+_CH_AHV_PRINTED = re.compile(r"(?<![\d.])756\.\d{4}\.\d{4}\.\d{2}(?![\d]|\.\d)")
+
+
+def _named(raw: str) -> str | None:
+    """A number that passes the validator of a name within reach (:data:`_NAMED`)."""
+    for match in _CH_AHV_PRINTED.finditer(raw):
+        if ch_ssn.is_valid(match.group(0)):
+            return "secret.ch-ahv"
+    for name, length, is_valid, kind in _NAMED:
+        for found in name.finditer(raw):
+            window = raw[max(0, found.start() - _BEFORE):found.end() + _AFTER]
+            if any(len(n) == length and is_valid(n)
+                   for n in map(_digits, (r.group(0) for r in _RUN.finditer(window)))):
+                return kind
+    return None
+
+
 def announced_national_id(raw: str) -> str | None:
     """The kind of a number in ``raw`` that passes a national checksum of its length with a
     word for an identity number within reach, before it or after it."""
+    if (kind := _named(raw)) is not None:
+        return kind
     if not ID_NAMES.may_match(raw):
         return None
     for run in _RUN.finditer(raw):

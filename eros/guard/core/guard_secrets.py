@@ -26,7 +26,12 @@ identity number.
   the Chilean RUT and, since the national numbers round, the Nordic, Baltic, German, Dutch,
   French, Italian, Polish, Portuguese, Brazilian, Turkish, Israeli and Indian ones — printed in
   their own shape, or announced before or after them; the Croatian OIB when announced (a date
-  after an identity word — "passport expires on 2029-03-17" — is none).
+  after an identity word — "passport expires on 2029-03-17" — is none);
+- since the seventeenth round: a wallet's recovery phrase by its BIP39 words
+  (:mod:`eros.guard.core.guard_secret_seed`), digits dictated as words read as the digits
+  they spell (:mod:`eros.guard.core.guard_secret_spelled`), a card regrouped in short groups or
+  written backwards beside a word for a card, an IBAN by mod 97 at its country's length (a
+  bank's own check inside is not asked) and with dashed groups.
 
 :func:`find_secret` returns the kind (a rule id such as ``secret.iban``), never the value.
 """
@@ -50,7 +55,9 @@ from eros.guard.core.guard_secret_national import (
     checked_national_id,
     printed_national_id,
 )
+from eros.guard.core.guard_secret_seed import SEED_RULE, seed_phrase
 from eros.guard.core.guard_secret_shapes import identity_by_shape, strong_password
+from eros.guard.core.guard_secret_spelled import spelled_digits
 from eros.guard.core.guard_secret_words import ID_WORD as _ID_WORD
 from eros.guard.core.guard_secret_words import ID_WORDS as _ID_WORDS
 from eros.guard.core.guard_secret_words import PASSWORD as _PASSWORD
@@ -59,7 +66,9 @@ from eros.guard.core.guard_secret_words import announces_code
 from eros.guard.core.guard_text import UUID
 
 _ANY_DIGIT = re.compile(r"\d")  # str patterns: a decimal digit of any script (category Nd)
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}\b")
+_IBAN = re.compile(r"\b[A-Z]{2} ?\d{2}(?:[ ]?[A-Z0-9]){11,30}\b")
+# an IBAN's groups joined by dashes ("IE-83-MR-SM-…") read as its printed groups
+_DASH_GROUPS = re.compile(r"(?<=[A-Z0-9])-(?=[A-Z0-9])")
 # a card number stands on its own: a digit run glued to letters or hex groups (a UUID, a hash,
 # an order reference) is part of another token, not a card
 _DIGIT_RUN = re.compile(r"(?<![0-9A-Za-z.,])(?<![0-9A-Za-z][.\-])\d(?:[ .\-]?\d){12,18}"
@@ -83,10 +92,13 @@ _URL_CREDENTIALS = re.compile(r"\b[a-z][a-z0-9+.\-]{1,15}://[^\s/:@]+:[^\s/@]+@[
 _SSN = re.compile(r"(?<![\d-])\d{3}([- .])\d{2}\1\d{4}(?![\d-])")
 # a card announced as one: some issuers (China UnionPay among them) print numbers that fail
 # Luhn, so 13-19 digits right after a word for "card" are a card whatever the checksum
-_CARD_WORD = re.compile(
-    r"(?:\b(?:card|credit card|debit card|visa|mastercard|amex|tarjeta|carte|karte|карта|"
-    r"cartão|carta|kart|thẻ)\b|信用卡|银行卡|銀行卡|卡号|卡號|カード|카드)[^\d\n]{0,12}$",
-    re.IGNORECASE)
+_CARD_NAME = (r"(?:\b(?:card|credit card|debit card|visa|mastercard|amex|tarjeta|carte|karte|"
+              r"карта|cartão|carta|kart|thẻ|(?:kredit|bank|debit|giro|ec-)karte|"
+              r"(?:kredit|bank|betal)kort|luottokortti|creditcard|kartu kredit)\b|"
+              r"信用卡|银行卡|銀行卡|卡号|卡號|カード|카드)")
+_CARD_WORD = re.compile(_CARD_NAME + r"[^\d\n]{0,12}$", re.IGNORECASE)
+# a word for a card anywhere in the text: a number written backwards beside it is read both ways
+_CARD_ANYWHERE = re.compile(_CARD_NAME, re.IGNORECASE)
 # a date after an identity word ("passport expires on 2029-03-17") is no identity number
 _DATE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})|(\d{1,2})-(\d{1,2})-(\d{4})")
 _SHORT_CODE = re.compile(r"(?<![\d+\-.:/])\d{4,8}(?![\d\-.:/])")
@@ -164,8 +176,18 @@ def _card(run: str) -> bool:
     ("250-4718293-6612074" passes Luhn by chance)."""
     digits = _digits(run)
     groups = re.findall(r"\d+", run)
+    # or regrouped into short groups by one separator ("467.195.117.143.012.1"): an order
+    # number's groups are long, a phone number has fewer digits
+    short = (len(groups) >= 4 and max(map(len, groups)) <= 4
+             and len(set(re.findall(r"\D", run))) == 1)
     return (13 <= len(digits) <= 19 and digits[0] in "23456" and luhn.is_valid(digits)
-            and (len(groups) == 1 or len(groups[0]) == 4))
+            and (len(groups) == 1 or len(groups[0]) == 4 or short))
+
+
+def _card_backwards(run: str) -> bool:
+    """A card number written backwards ("for safety"): its digits reversed make a card."""
+    digits = _digits(run)[::-1]
+    return 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn.is_valid(digits)
 
 
 def _is_day(month: str, day: str) -> bool:
@@ -235,7 +257,11 @@ def _iban_in(run: str) -> bool:
     the next words ("NL36 INGB 0007 3829 15 EN DE …" once upper-cased), so every prefix that
     ends where a group ends is validated — only the country's own length and structure pass."""
     ends = [m.end() for m in re.finditer(r"[A-Z0-9](?= |$)", run)]
-    return any(iban.is_valid(run[:end]) for end in reversed(ends) if end >= 15)
+    # mod 97 at the country's length and structure; a bank's own check inside the BBAN (Spain's,
+    # Norway's) is not asked: a hand-copied number or a generator's may fail it, and mod 97
+    # already passes one random number in 97
+    return any(iban.is_valid(run[:end], check_country=False)
+               for end in reversed(ends) if end >= 15)
 
 
 def _find_number(raw: str) -> str | None:
@@ -251,7 +277,7 @@ def _find_number(raw: str) -> str | None:
     if digits == 0:
         return None
     if digits >= 2:
-        for match in _IBAN.finditer(raw.upper()):
+        for match in _IBAN.finditer(_DASH_GROUPS.sub(" ", raw.upper())):
             if _iban_in(match.group(0)):
                 return "secret.iban"
     if digits < 4:
@@ -277,6 +303,8 @@ def _find_number(raw: str) -> str | None:
     for match in _DIGIT_RUN.finditer(raw):
         if _card(match.group(0)) or _CARD_WORD.search(raw[max(0, match.start() - 30):
                                                           match.start()]):
+            return "secret.card"
+        if _card_backwards(match.group(0)) and _CARD_ANYWHERE.search(raw):
             return "secret.card"
     if (announced := _announced_id(raw) or announced_national_id(raw)) is not None:
         return announced
@@ -322,6 +350,20 @@ def find_secret(text: str) -> str | None:
     kind = _find_number(UUID.sub("uuid", raw))
     if kind is not None:
         return kind
+    kind = _find_words(raw)
+    if kind is not None:
+        return kind
+    if seed_phrase(raw):
+        return SEED_RULE
+    # digits dictated as words ("sei zero uno uno …"): the same checks on the digits they spell
+    spelled = spelled_digits(raw)
+    if spelled is not None:
+        return _find_number(UUID.sub("uuid", spelled)) or _find_words(spelled)
+    return None
+
+
+def _find_words(raw: str) -> str | None:
+    """A password after its word or in its shape, or a high-entropy token."""
     # (the password words first found without the engine: most texts hold none)
     for match in _PASSWORD.finditer(raw) if _PASSWORD_WORDS.may_match(raw) else ():
         # 60 characters: an extractor writes whose password it is first ("Пароль пользователя

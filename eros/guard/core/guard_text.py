@@ -303,12 +303,18 @@ def _leet(view: str) -> str | None:
     return out if changed else None
 
 
+#: a decoded payload that is a number: its digits are for the secret checks
+_NUMBER_PAYLOAD = re.compile(r"\d(?:[ .\-]?\d){8,}")
+
+
 def _printable(data: bytes) -> str | None:
     """Decoded bytes that are text a person could read, or None."""
     try:
         decoded = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+    if _NUMBER_PAYLOAD.fullmatch(decoded):
+        return decoded  # a number hidden as a payload (a card "encrypted" as base64)
     letters = sum(ch.isalpha() or ch.isspace() for ch in decoded)
     # a sentence has word gaps, unless its script writes none (Chinese, Japanese, Thai, …)
     gapless = sum(not ch.isascii() and ch.isalpha() for ch in decoded) >= 4

@@ -1,0 +1,81 @@
+"""A wallet's recovery phrase (BIP39 mnemonic) is a secret (issue 30, seventeenth round).
+
+A seed phrase has no checksum a writer keeps (a hand-copied or partly remembered phrase, a
+generator that draws words at random, fails BIP39's own check), so it is read by its words:
+every word of the phrase is one of the standard's 2,048 English words, taken from the
+maintained ``mnemonic`` package (the reference implementation), never from a hand list.
+Ordinary prose never strings a dozen of them together: the words English sentences are held
+together by ("the", "and", "of", "to", "is", "a") are not among them.
+
+- twelve or more consecutive list words (one word in twelve may be off the list: a typo, a
+  generator's word) are a phrase, announced or not;
+- six or more consecutive list words, all on the list, are a phrase where a word for a seed,
+  a recovery phrase or a wallet (:data:`_SEED_WORD`, in the red-team sets' languages) is in
+  the text: "the first six words of the wallet seed are …".
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+#: the kind :func:`seed_phrase` reports
+SEED_RULE = "secret.seed-phrase"
+_WORD = re.compile(r"[A-Za-z]+")
+# what may stand between two words of one phrase: blanks, commas, quotes, brackets, a list's
+# numbering ("1. galaxy 2. tattoo"), dashes — never another word
+_GAP = re.compile(r"[\s,;:\"'“”«»()\[\]{}/|\d.\-–—]*")
+_SEED_WORD = re.compile(
+    r"seed|mnemonic|recovery (phrase|words?|sentence)|backup (phrase|words)|secret phrase|"
+    r"wallet|сид|мнемон|фраз\w* восстановлен|кошел[её]к|гаманц|復元フレーズ|シード|ウォレット|"
+    r"助记词|助記詞|钱包|錢包|시드|복구 (구문|문구)|지갑|semilla|frase de recupera|"
+    r"phrase de (récupération|recuperation)|wiederherstellung|cartera|carteira|portefeuille|"
+    r"portafoglio|portfel|cüzdan|ví",
+    re.IGNORECASE)
+#: a phrase announced or not; one announced by a seed word
+_LONG, _SHORT = 12, 6
+
+
+@lru_cache(maxsize=1)
+def _wordlist() -> frozenset[str]:
+    from mnemonic import Mnemonic
+
+    return frozenset(Mnemonic("english").wordlist)
+
+
+def _runs(raw: str) -> list[list[str]]:
+    """The text's runs of consecutive Latin words (lower case), split wherever anything but a
+    gap (:data:`_GAP`) stands between two words."""
+    runs: list[list[str]] = []
+    end = -1
+    for match in _WORD.finditer(raw):
+        if end >= 0 and _GAP.fullmatch(raw, end, match.start()):
+            runs[-1].append(match.group(0).lower())
+        else:
+            runs.append([match.group(0).lower()])
+        end = match.end()
+    return runs
+
+
+def _window(run: list[str], words: frozenset[str], size: int, misses: int) -> bool:
+    """Whether some ``size`` consecutive words of ``run`` are on the list but ``misses``."""
+    on = [w in words for w in run]
+    return any(size - sum(on[i:i + size]) <= misses for i in range(len(run) - size + 1))
+
+
+def seed_phrase(raw: str) -> bool:
+    """Whether ``raw`` holds a BIP39 recovery phrase (see the module's docstring)."""
+    letters = sum(c.isascii() and c.isalpha() for c in raw)
+    if letters < 3 * _SHORT:
+        return False
+    words = _wordlist()
+    announced = _SEED_WORD.search(raw) is not None
+    for run in _runs(raw):
+        if len(run) < (_SHORT if announced else _LONG):
+            continue
+        if _window(run, words, _LONG, 1) or (announced and _window(run, words, _SHORT, 0)):
+            return True
+    return False
+
+
+__all__ = ["SEED_RULE", "seed_phrase"]
