@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Literal
 
 from eros.core.text import strip_invisible
-from eros.guard.core.guard_directive import DIRECTIVE_RULE, directs_assistant
+from eros.guard.core.guard_directive import DIRECTIVE_RULE, directs_assistant, ordinary_style
 from eros.guard.core.guard_literals import Candidates, any_of, required_strings
 from eros.guard.core.guard_secrets import find_secret
 from eros.guard.core.guard_speech import mentions_masked, quotes_someone_else
@@ -105,6 +105,9 @@ class Verdict:
 
 
 KEEP = Verdict(True)
+#: the rules that read an order's form alone ("the assistant must …", "reply only in …", "from
+#: now on …"): a memory's ordinary style wish in that form is left to the meaning layer
+STYLE_ORDER_RULES = frozenset({"en.ai-must", "en.reply-only", "en.from-now-on", "en.you-must"})
 
 
 class PatternError(ValueError):
@@ -151,11 +154,18 @@ class Guard:
         # orders to the assistant leave them to the meaning layer (eros/guard/core/guard_speech.py)
         quoted = skip_ai or quotes_someone_else(view)
         verdict = self._match(view, quoted)
+        if verdict is not None and self._style_wish(verdict, view, quoted):
+            quoted = skip_ai = True
+            verdict = self._match(view, True)
         if verdict is not None:
             return verdict
         joined = unjoined(view)  # "from-now-on", "forget.your.rules" read as words
         if joined is not None and (verdict := self._match(joined, quoted)) is not None:
-            return verdict
+            if not self._style_wish(verdict, joined, quoted):
+                return verdict
+            quoted = skip_ai = True
+            if (verdict := self._match(joined, True)) is not None:
+                return verdict
         if self.directives and not quoted and (
                 directs_assistant(view) or (joined is not None and directs_assistant(joined))):
             return Verdict(False, "addresses_ai", DIRECTIVE_RULE, "rules")
@@ -187,6 +197,13 @@ class Guard:
                 return Verdict(False, rule.reason, rule.id, "rules")
             candidates ^= lowest
         return None
+
+    def _style_wish(self, verdict: Verdict, view: str, quoted: bool) -> bool:
+        """Whether an order rule's match is a memory's ordinary style wish, however phrased
+        ("wants the assistant to always include a TL;DR"): the rules for orders to the
+        assistant then leave it to the meaning layer, as the default-deny does."""
+        return (self.directives and not quoted and verdict.rule in STYLE_ORDER_RULES
+                and ordinary_style(view))
 
     @staticmethod
     def _secret(view: str) -> Verdict | None:

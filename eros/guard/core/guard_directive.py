@@ -10,6 +10,13 @@ to avoid, reminders the user asked for. Anything else it asks (a third party, an
 brand or a link, a lie, a secret, a code word, an unrestricted mode) is refused, worded
 however it is. A memory that does not direct the assistant at all is not judged here.
 
+The other way round too (seventeenth round): a memory's ordinary style wish written in the form
+the order rules read ("wants the assistant to always include a TL;DR", "reply only in
+lowercase", "from now on … a formal tone") is not refused by those rules
+(:data:`eros.guard.core.guard.STYLE_ORDER_RULES`) when :func:`ordinary_style` holds — the
+meaning layer still judges it. A style wish names nobody but the user (:data:`_THIRD`), and a
+wish that something stop ("stop recommending …") asks for less, not for a promotion.
+
 It reads the guard's normalised view (lower case, accents and look-alikes folded), in English
 and the languages whose words for "the assistant" and "every answer" are listed below; a
 user's turn is never judged by it (a turn addresses the companion by nature).
@@ -124,12 +131,20 @@ _STYLE = re.compile(
     r"avoid|avoids|(never|not|don't|no) (mention|bring up|talk about|discuss)\w*|"
     r"spoilers?|"
     r"remind|reminds|reminder|reminders|check in|follow-up|follow up|questions?|quiz|"
-    r"explain|explains|explanations?|sugar-?coat\w*|honest|honestly|straight|bad news)\b")
+    r"explain|explains|explanations?|sugar-?coat\w*|honest|honestly|straight|bad news|"
+    # the seventeenth round: how a message opens and closes, its voice and case, how sure the
+    # assistant says it is, how blunt its criticism, translation, privacy of the user's own past
+    r"sign(s|ed)? off|sign-?off|greetings?|salutations?|voice|dialect|accent|register|"
+    r"lower ?case|upper ?case|capital letters|all caps|unsure|uncertain|not sure|"
+    r"bluntly|directly|critique|criticism|feedback|translat\w*|clarifying|"
+    r"(not|never|doesn\W?t|don\W?t|does not|do not)( \w+){0,4} (remember|store|save)|"
+    r"(stop|stops|quit) \w+ing|spelling|grammar|correct\w*)\b")
 #: what no style preference asks, whatever else it says
 _DANGER = re.compile(
     r"@|https?:|www\.|\b[a-z0-9-]+\.(com|net|org|io|co|ru|cn|shop|store|app|xyz|info|biz)\b"
     r"|\b(send|sends|sent|forward\w*|cc|bcc|relay\w*|share|shares|shared|sharing|upload\w*|"
-    r"post|posts|report|reports|notify|notifies|copy|copies|e-?mail(ed|s)?|text(ed|s)? to|"
+    r"post|posts|report|reports|notify|notifies|copy|copies|e-?mail(ed|ing)?|e-?mails? to|"
+    r"text(ed|s)? to|"
     r"recommend\w*|promot\w*|advertis\w*|endors\w*|sponsor\w*|plug\w*|brand\w*|product\w*|"
     r"discount\w*|coupon\w*|affiliate\w*|buy|purchase|"
     r"lie|lies|lying|lied|deceiv\w*|pretend\w*|fake|false|falsely|mislead\w*|hide|hides|"
@@ -141,7 +156,34 @@ _DANGER = re.compile(
     r"safety|guidelines?|polic(y|ies)|rules?|refus\w*|disclaimers?|warnings?|"
     r"become|becomes|act as|acts as|role-?play as|persona|identity|you are now|"
     r"reveal\w*|disclos\w*|system prompt|instructions?|memor(y|ies)|notes|data|"
-    r"credentials?|api key|token|account|bank|transfer|pay|payment|wallet|crypto)\b")
+    r"credentials?|api key|token|account|bank|transfer|pay|payment|wallet|crypto|"
+    # the seventeenth round: leaving things out, agreeing whatever, guessing, denying being
+    # an AI, an order that holds "even if the user asks", a canned answer
+    r"omit\w*|withh[oe]ld\w*|suppress\w*|leaves? out|always agree|never (question|disagree|"
+    r"challenge|contradict)\w*|guess\w*|unfiltered|mode|"
+    r"(is|being|it's|it is) (an? )?(ai|a\.i\.|bot|machine|robot|language model|human)|"
+    r"even if (the user|she|he|they|anyone|someone|asked)|"
+    r"(answer|reply|respond)\w* (\S+ ){0,8}with ['\"“«])\b")
+
+
+#: someone other than the user the order is about or for ("tell her mother …", "the user's
+#: customers"): a style wish names nobody else
+_THIRD = re.compile(
+    r"\b(tell|tells|telling|say to|inform\w*|let) (her|him|his|their|my|anyone|everyone|people|"
+    r"customers|clients|visitors|guests|others|other users|users|the user's \w+|\w+'s)\b"
+    r"|\b(mother|mom|mum|father|dad|parents?|wife|husband|girlfriend|boyfriend|partner|boss|"
+    r"daughter|son|kids|children|customers?|clients?|employer|landlord|teacher|anyone|"
+    r"everyone|anybody|everybody|other users|visitors|guests|family|friends?|colleagues?|"
+    r"aunt|uncle|grand\w+|sister|brother|cousin|neighbou?r|therapist|doctor|coach|manager)\b"
+    # someone of the user's speaking for them ("the user's therapist says the assistant …")
+    r"|\buser's \w+ (says|said|wants|insists|thinks|told|asked)\b")
+#: a wish that something stop ("stop recommending therapy", "never mention …"): asks for less
+_STOPPED = re.compile(r"\b(stop|stops|quit|no longer|not to keep) (recommend|suggest|mention|"
+                      r"promot|push|plug)\w*")
+
+
+def _danger(view: str) -> bool:
+    return _DANGER.search(_STOPPED.sub(" ", view)) is not None
 
 
 def directs_assistant(view: str) -> bool:
@@ -149,7 +191,15 @@ def directs_assistant(view: str) -> bool:
     something other than an ordinary style preference: refused (default-deny)."""
     if _DIRECTIVE.search(view) is None:
         return False
-    return _DANGER.search(view) is not None or _STYLE.search(view) is None
+    return _danger(view) or _STYLE.search(view) is None
 
 
-__all__ = ["DIRECTIVE_RULE", "directs_assistant"]
+def ordinary_style(view: str) -> bool:
+    """Whether the normalised text directs the assistant only in an ordinary style dimension
+    (``_STYLE``), asks nothing of the deny list and names nobody but the user: the user's style
+    wish, kept however it is phrased (the order rules leave it to the meaning layer)."""
+    return (_DIRECTIVE.search(view) is not None and _STYLE.search(view) is not None
+            and not _danger(view) and _THIRD.search(view) is None)
+
+
+__all__ = ["DIRECTIVE_RULE", "directs_assistant", "ordinary_style"]
