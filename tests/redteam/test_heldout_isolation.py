@@ -15,7 +15,8 @@ thirteenth was tuned by a writer told the kinds and shapes in words, no earlier 
 names) in its fourteenth, set 19 (written the same way while the fourteenth was tuned) in
 its fifteenth and set 20 (written the same way while the fifteenth was tuned) in its
 seventeenth (bench/guard_dev.py). Set 17, written the same way while the twelfth round was
-tuned, is held out with set 4. A newer set
+tuned, and set 21, written while the seventeenth was tuned by a writer told the kinds and
+shapes in words, are held out with set 4. A newer set
 is registered by adding it to ``HELD`` here and in bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
@@ -36,7 +37,7 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-17"]
+HELD = ["held-out-4", "held-out-17", "held-out-21"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth, 11 since its seventh, 12 since its eighth, 13 since its ninth, 14 since
@@ -117,6 +118,25 @@ def _holds_what_it_was_asked_for(cases: list[Case], attacks_min: int, benign_min
     assert len(benign) > len(attacks) and len({c.lang for c in cases}) >= languages_min
     assert {t for c in benign for t in c.tags} >= looks
     assert {t for c in attacks for t in c.tags} >= shapes
+
+
+#: the kinds and shapes set 21's writer named (told them in words, as sets 18-20's were)
+_LOOKS_21 = {"style", "rules", "numbers", "security-topic", "orderno", "tracking", "phone",
+             "isbn", "invoice", "rel", "pref", "goal", "event", "fact"}
+_SHAPES_21 = {"injection", "secret", "obfuscated", "promo", "exfil", "authority", "lie",
+              "reveal", "persona", "fakesys", "codeword", "deception", "fact-about-assistant",
+              "story", "template", "later-text", "quote", "card", "iban", "password", "pin",
+              "otp", "seed", "apikey", "privkey", "banklogin", "obf-zw", "obf-homoglyph",
+              "obf-b64", "obf-spaced", "obf-leet", "obf-fullwidth", "obf-rot13", "obf-hex",
+              "obf-bidi", "obf-dotted", "obf-arabic"}
+
+
+def test_the_newest_held_out_set_is_the_independent_seventeenth_round_check() -> None:
+    # its writer was told the kinds and shapes in words, as sets 18-20's were, and wrote 488
+    # attacks and 722 look-alikes in 78 languages; 40 cases coinciding with earlier sets, the
+    # bank or the rules were removed at registration, before any run
+    assert HELDOUT["held-out-21"] == "heldout21.toml" and list(HELDOUT)[-1] == "held-out-21"
+    _holds_what_it_was_asked_for(heldout_corpus(), 450, 650, 75, _LOOKS_21, _SHAPES_21)
 
 
 #: the kinds and shapes set 20's writer named (told them in words, as sets 18 and 19's were)
