@@ -130,7 +130,22 @@ def turn_score(turn: TurnCandidate, params: FusionParams, *, stale: bool = False
                             None, tau_days=params.composite_tau_days,
                             default_importance=params.default_importance,
                             weight=params.composite_weight)
+    score += params.importance_weight * params.default_importance
     return score - params.turn_offset - (params.stale_penalty if stale else 0.0)
+
+
+def with_importance(memories: Sequence[Scored], params: FusionParams) -> list[Scored]:
+    """``memories`` with ``importance_weight × importance`` added to each score (a row
+    without one: the default importance), whatever its age — the extractor's judgment of
+    what matters orders near-equal memories; recency (``composite_weight``) buried the old
+    confidences implicit recall is about, importance alone does not."""
+    w = params.importance_weight
+    if w <= 0:
+        return list(memories)
+    return [replace(m, score=m.score + w * (params.default_importance
+                                             if m.candidate.importance is None
+                                             else m.candidate.importance))
+            for m in memories]
 
 
 def _when(item: FusedItem) -> datetime:
@@ -286,7 +301,8 @@ def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
         found = frozenset(t.seq for t in turns)
         texts = {t.seq: t.content for t in (*lifted, *turns)}
         memories = [m for m in memories if not restates_unfound(m, found, texts)]
-    items = [FusedItem("memory", m.score, m.similarity, memory=m) for m in memories]
+    items = [FusedItem("memory", m.score, m.similarity, memory=m)
+             for m in with_importance(memories, params)]
     seen: set[int] = set()
     for t in turns:
         if t.seq in seen:

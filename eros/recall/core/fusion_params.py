@@ -26,6 +26,9 @@ class FusionParams:
     composite_tau_days: float = 90.0
     composite_weight: float = 0.1
     default_importance: float = 0.5
+    #: ``w · importance`` added to every item's score whatever its age (a turn: the default
+    #: importance), so near-equal memories keep what matters first; 0 = off
+    importance_weight: float = 0.0
     #: BM25 of the query's words over the pool (memories and turns together, IDF over both),
     #: scaled to [0, 1] by the pool's best, times this, added to every item's score
     lexical_weight: float = 0.0

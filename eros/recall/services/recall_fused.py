@@ -51,6 +51,7 @@ def fusion_params(cfg: Settings, now: datetime) -> FusionParams:
                         composite_tau_days=cfg.recall_fusion_tau_days,
                         composite_weight=cfg.recall_fusion_recency_weight,
                         default_importance=cfg.recall_default_importance,
+                        importance_weight=cfg.recall_fusion_importance_weight,
                         lexical_weight=cfg.recall_fusion_lexical_weight,
                         calibration=cfg.recall_fusion_calibration,
                         memory_weight=cfg.recall_fusion_memory_weight,
