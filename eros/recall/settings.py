@@ -86,8 +86,10 @@ class RecallSettings(BaseSettings):
     recall_fusion_tau_days: float = Field(default=21.0, gt=0)
     #: ``fused``: ``w · importance`` added to a memory's score, whatever its age (a turn's
     #: importance is RECALL_DEFAULT_IMPORTANCE): the extractor's judgment of what matters
-    #: orders near-equal memories, without the recency that buried old confidences; 0 = off.
-    recall_fusion_importance_weight: float = Field(default=0.05, ge=0, le=10)
+    #: orders near-equal memories, without the recency that buried old confidences; 0 = off
+    #: (the default: 0.05 gained the implicit development sets 1–2 remarks and cost LoCoMo's
+    #: observation replay 0.7 points of recall@10, bench/RESULTS.md).
+    recall_fusion_importance_weight: float = Field(default=0.0, ge=0, le=10)
     #: ``fused``: weight of the query's words (BM25 over memories and turns, scaled to [0, 1])
     #: added to every score; 0 = off.
     recall_fusion_lexical_weight: float = Field(default=1.0, ge=0, le=1)

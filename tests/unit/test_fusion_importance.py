@@ -55,13 +55,13 @@ def test_a_clearly_nearer_memory_keeps_its_place_and_a_missing_importance_is_the
     assert keys(out) == ["m:near", "m:unset", "m:important"]
 
 
-def test_a_turn_counts_the_default_importance_and_the_shipped_default_is_on() -> None:
+def test_a_turn_counts_the_default_importance_and_the_setting_reaches_the_fusion() -> None:
     from eros.recall.services.recall_fused import fusion_params
     from eros.settings import Settings
 
     p = replace(S, importance_weight=0.05, default_importance=0.5)
     t = turn(1, 0.8)
     assert turn_score(t, p) - turn_score(t, S) == pytest.approx(0.05 * 0.5)
-    shipped = fusion_params(Settings(), NOW)
-    assert shipped.importance_weight == 0.05
-    assert fusion_params(Settings(recall_fusion_importance_weight=0), NOW).importance_weight == 0
+    assert fusion_params(Settings(), NOW).importance_weight == 0  # off by default
+    on = fusion_params(Settings(recall_fusion_importance_weight=0.05), NOW)
+    assert on.importance_weight == 0.05
