@@ -153,18 +153,14 @@ class Guard:
         # someone else's words quoted (a boss's "from now on you must…", a lyric): the rules for
         # orders to the assistant leave them to the meaning layer (eros/guard/core/guard_speech.py)
         quoted = skip_ai or quotes_someone_else(view)
-        verdict = self._match(view, quoted)
-        if verdict is not None and self._style_wish(verdict, view, quoted):
-            quoted = skip_ai = True
-            verdict = self._match(view, True)
-        if verdict is not None:
-            return verdict
         joined = unjoined(view)  # "from-now-on", "forget.your.rules" read as words
-        if joined is not None and (verdict := self._match(joined, quoted)) is not None:
-            if not self._style_wish(verdict, joined, quoted):
-                return verdict
-            quoted = skip_ai = True
-            if (verdict := self._match(joined, True)) is not None:
+        for reading in (view, joined):
+            if reading is None:
+                continue
+            verdict, wish = self._rules(reading, quoted)
+            if wish:  # a style wish: the orders' rules leave every later view to the meaning layer
+                quoted = skip_ai = True
+            if verdict is not None:
                 return verdict
         if self.directives and not quoted and (
                 directs_assistant(view) or (joined is not None and directs_assistant(joined))):
@@ -197,6 +193,14 @@ class Guard:
                 return Verdict(False, rule.reason, rule.id, "rules")
             candidates ^= lowest
         return None
+
+    def _rules(self, view: str, quoted: bool) -> tuple[Verdict | None, bool]:
+        """The rules' verdict on ``view``, and whether the match was an ordinary style wish —
+        then judged again with the rules for orders to the assistant stepping aside."""
+        verdict = self._match(view, quoted)
+        if verdict is not None and self._style_wish(verdict, view, quoted):
+            return self._match(view, True), True
+        return verdict, False
 
     def _style_wish(self, verdict: Verdict, view: str, quoted: bool) -> bool:
         """Whether an order rule's match is a memory's ordinary style wish, however phrased
