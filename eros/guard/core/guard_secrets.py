@@ -180,14 +180,17 @@ def _card(run: str) -> bool:
     # number's groups are long, a phone number has fewer digits
     short = (len(groups) >= 4 and max(map(len, groups)) <= 4
              and len(set(re.findall(r"\D", run))) == 1)
-    return (13 <= len(digits) <= 19 and digits[0] in "23456" and luhn.is_valid(digits)
-            and (len(groups) == 1 or len(groups[0]) == 4 or short))
+    return _card_digits(digits) and (len(groups) == 1 or len(groups[0]) == 4 or short)
+
+
+def _card_digits(digits: str) -> bool:
+    """13-19 digits, an issuer's first digit, Luhn."""
+    return 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn.is_valid(digits)
 
 
 def _card_backwards(run: str) -> bool:
     """A card number written backwards ("for safety"): its digits reversed make a card."""
-    digits = _digits(run)[::-1]
-    return 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn.is_valid(digits)
+    return _card_digits(_digits(run)[::-1])
 
 
 def _is_day(month: str, day: str) -> bool:
