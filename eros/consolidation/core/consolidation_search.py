@@ -75,16 +75,14 @@ class Rows:
     scopes: Ints
     models: Ints
     head: Floats
-    rest: Floats
 
     @classmethod
     def of(cls, vectors: Floats, cells: Ints, scopes: Ints, models: Ints) -> Rows:
         u = unit(vectors)
-        rest = np.linalg.norm(u[:, HEAD:], axis=1).astype(np.float32)
         head = np.empty((len(u), min(HEAD, u.shape[1]) + 1), dtype=np.float32)
         head[:, :-1] = u[:, :HEAD]
-        head[:, -1] = rest
-        return cls(u, sketches(vectors), cells, scopes, models, head, rest)
+        head[:, -1] = np.linalg.norm(u[:, HEAD:], axis=1)
+        return cls(u, sketches(vectors), cells, scopes, models, head)
 
     def __len__(self) -> int:
         return len(self.cells)
