@@ -19,7 +19,8 @@ A variant with ``turns=0`` ranks the captured memory pool alone (``fused``'s own
 order: the memory-only answer of the same pool, question by question); ``--budgets`` adds
 token budgets below the eval's (the development sets are met at 500 tokens, and a budget
 tighter than a small user's pool shows what the head of a list costs); ``--tokens`` prints,
-per question, the tokens each variant spends before its evidence.
+per question, the tokens each variant spends before its evidence; ``--shares`` where the
+shipped list's first 500 tokens go (the turns' share, each kind's length).
 """
 
 from __future__ import annotations
@@ -179,6 +180,52 @@ def load(args: argparse.Namespace) -> int:
     return 0
 
 
+def shares(args: argparse.Namespace) -> int:
+    """Where the shipped ``fused`` list's first 500 tokens go: the turns' share of them, each
+    kind's tokens a line, the turns that lead the list (is it the turns that crowd a small
+    budget?), counted as the eval counts an item."""
+    import statistics
+
+    from eros.evaluation.services.asking import ASK_K, _bullet_tokens
+    from eros.recall.core.fusion import fuse
+    from eros.recall.core.fusion_intent import is_question
+    from eros.recall.core.render_fused import within_budget
+    from eros.recall.services.recall_fused import fusion_params, item_tokens
+    from eros.settings import Settings
+
+    with open(args.load, "rb") as f:
+        cap = pickle.load(f)
+    cfg = Settings.model_validate({k: v for k, v in cap["settings"].items() if v is not None})
+    cost = item_tokens(cfg)
+    sizes: dict[str, list[int]] = {"turn": [], "memory": []}
+    share, leading, remarks = [], [], 0
+    for q in cap["questions"]:
+        c = q["wide"]
+        remarks += not is_question(c["query_text"])
+        items = within_budget(fuse(c["memories"], c["turns"],
+                                   k=len(c["memories"]) + len(c["turns"]),
+                                   params=fusion_params(cfg, c["now"]), stale=c["stale"],
+                                   lifted=c["lifted"], query_text=c["query_text"], cost=cost),
+                              100_000, cost, limit=ASK_K)
+        spent = on_turns = 0
+        for item in items:
+            tokens = _bullet_tokens(item.content)
+            sizes[item.kind].append(tokens)
+            if spent + tokens > 500:
+                break
+            spent += tokens
+            on_turns += tokens if item.kind == "turn" else 0
+        share.append(on_turns / max(1, spent))
+        leading.append(next((i for i, x in enumerate(items) if x.kind != "turn"), len(items)))
+    print(f"{cap['suite']}: {len(cap['questions'])} questions, {remarks} remarks; tokens an "
+          f"item (median / mean): turns {statistics.median(sizes['turn']):.0f} / "
+          f"{statistics.mean(sizes['turn']):.1f}, memories "
+          f"{statistics.median(sizes['memory']):.0f} / {statistics.mean(sizes['memory']):.1f}; "
+          f"turns' share of the first 500 tokens {100 * statistics.mean(share):.1f}%; "
+          f"leading turns {statistics.mean(leading):.2f} a question")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", default=None, help="default: the shipped suite")
@@ -195,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="token budgets besides the eval's 500, 1000, 2000 (e.g. 300,400)")
     ap.add_argument("--tokens", action="store_true",
                     help="per question, the tokens each variant spends before its evidence")
+    ap.add_argument("--shares", action="store_true",
+                    help="with --load: where the shipped list's first 500 tokens go")
     args = ap.parse_args(argv)
     if "holdout" in str(args.suite) or "holdout" in str(args.load):
         print("fusion_capture: the held-out set is never tuned on", file=sys.stderr)
@@ -202,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.capture:
         return capture(args)
     if args.load:
-        return load(args)
+        return shares(args) if args.shares else load(args)
     ap.error("--capture FILE or --load FILE")
     return 2
 

@@ -54,7 +54,7 @@ from typing import Literal
 
 from eros.core.sensitivity import most_sensitive
 from eros.core.text import estimate_tokens
-from eros.recall.core.fusion_budget import arranged, remembered, stand_ins
+from eros.recall.core.fusion_budget import arranged, per_token, remembered, stand_ins
 from eros.recall.core.fusion_intent import for_intent
 from eros.recall.core.fusion_params import FusionParams as FusionParams
 from eros.recall.core.fusion_subject import newer_first
@@ -318,13 +318,14 @@ def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
         if params.calibration == "z":
             items = standardised(items, params.turn_offset)
         items = with_lexical(items, query_text, params.lexical_weight)
-    if cost is not None:
-        cost = remembered(cost)
+    price = remembered(cost if cost is not None else _estimated)
+    items = per_token(items, params.token_weight, price, turns_only=params.token_turns_only)
     items.sort(key=_order)
     items = newer_first(items, params.newer_first_depth, query_text,
                         text=lambda i: i.content, dated=_when, cites=_cites)
     by_seq = {t.seq: t for t in (*lifted, *turns)}
-    standing_in = stand_ins(items, cost) if params.memory_stands_in else {}
+    standing_in = stand_ins(items, price if cost is not None else None) \
+        if params.memory_stands_in else {}
     out: list[FusedItem] = []
     placed: set[str] = set()  # keys of the memories already in out
     quoted: dict[int, int] = {}  # seq → index in out of the memory that cites it
@@ -354,8 +355,7 @@ def fuse(memories: Sequence[Scored], turns: Sequence[TurnCandidate], *, k: int,
             continue  # already in the list as a memory's quote
         returned.add(item.turn.seq)
         out.append(item)
-    return arranged(out, params, [m.candidate.content for m in memories],
-                    cost if cost is not None else _estimated)
+    return arranged(out, params, [m.candidate.content for m in memories], price)
 
 
 def _estimated(item: FusedItem) -> int:

@@ -16,7 +16,9 @@ months into a long chat) keeps the ranking as it is.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 from eros.core.text import estimate_tokens
@@ -129,3 +131,22 @@ def remembered(cost: Callable[[Any], int]) -> Callable[[Any], int]:
             tokens[item.key] = cost(item)
         return tokens[item.key]
     return cost_of
+
+
+def per_token(items: list[Any], weight: float, cost: Callable[[Any], int], *,
+              turns_only: bool = False) -> list[Any]:
+    """``items`` (scored, not yet sorted) with ``weight × ln(tokens)`` taken from each score
+    (``cost`` an item's rendered tokens; 0: unchanged). Read as a value per token: a score
+    ``s`` stands for a value ``exp(s / weight)``, so ordering by ``s − weight · ln(tokens)``
+    orders by value per token. ``turns_only``: only a turn pays, ``weight × ln(its tokens /
+    the memories' median tokens)`` when it is the longer."""
+    if weight <= 0:
+        return items
+    if not turns_only:
+        return [replace(i, score=i.score - weight * math.log(max(1, cost(i)))) for i in items]
+    sizes = sorted(cost(i) for i in items if i.kind == "memory")
+    if not sizes:
+        return items
+    ref = max(1, sizes[len(sizes) // 2])
+    return [replace(i, score=i.score - weight * max(0.0, math.log(max(1, cost(i)) / ref)))
+            if i.kind == "turn" else i for i in items]

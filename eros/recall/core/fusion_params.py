@@ -78,6 +78,14 @@ class FusionParams:
     #: on such a remark, the turns that lead the list keep their places only while they
     #: render within this many tokens together; 0 = no cap
     remark_lead_tokens: int = 0
+    #: ``w · ln(tokens)`` taken from every item's score after the calibration (standard
+    #: deviations under ``standing``): the list ordered by value per token
+    #: (:func:`~eros.recall.core.fusion_budget.per_token`); with ``token_turns_only`` only a
+    #: turn longer than the memories' median pays. 0 = off, and no setting turns it on: it
+    #: measured worse on the development sets and LoCoMo (bench/RESULTS.md, twelfth fused
+    #: round); kept for ``bench.fusion_capture --variant``
+    token_weight: float = 0.0
+    token_turns_only: bool = False
     #: set by :func:`~eros.recall.core.fusion_intent.for_intent` from the two above
     memory_window_tokens: int = 0
     lead_tokens: int = 0
