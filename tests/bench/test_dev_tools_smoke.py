@@ -52,6 +52,7 @@ def test_fusion_capture_refuses_the_held_out_sets(held_out: str) -> None:
     # refused by name, before the file is opened (it need not exist)
     assert fusion_capture.main(["--suite", f"bench/{held_out}", "--capture", "x.pkl"]) == 2
     assert fusion_capture.main(["--load", f"bench/out/{held_out}.pkl"]) == 2
+    assert fusion_capture.main(["--load", f"bench/out/{held_out}.pkl", "--shares"]) == 2
     assert fusion_dev.main(["--suite", f"bench/{held_out}"]) == 2
 
 
