@@ -18,6 +18,7 @@ from eros.ops import logs, metrics
 from eros.providers import make_providers
 from eros.settings import Settings
 from eros.tasks.base import forget_resources
+from eros.tasks.broker import consumer_transport_options
 
 log = logging.getLogger("eros.worker")
 
@@ -104,6 +105,24 @@ def _train_guard(instance: Any = None, **_: Any) -> None:
     if report.outcome == "busy":
         log.info("memory guard meaning layer: another process is training it; starting "
                  "without it (candidates wait unscreened until it is stored)")
+
+
+@signals.celeryd_after_setup.connect
+def _consumer_options(instance: Any = None, **_: Any) -> None:
+    """The broker options that depend on the queues this worker consumes
+    (:func:`eros.tasks.broker.consumer_transport_options`), applied after ``--queues`` and
+    before the consumer connects (the connection reads them when it is made, and again on a
+    reconnect)."""
+    app = getattr(instance, "app", None)
+    if app is None:
+        return
+    consumed = app.amqp.queues.consume_from or {}
+    options = consumer_transport_options(_settings(instance), consumed)
+    if not options:
+        return
+    app.conf.broker_transport_options = {**app.conf.broker_transport_options, **options}
+    log.info("classify queue only: no unacked bookkeeping in Redis (a lost message's session "
+             "is re-claimed when its claim goes stale)")
 
 
 @signals.worker_ready.connect

@@ -23,6 +23,7 @@ instead, which needs topic exchanges — the eros queues use topic exchanges on 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from typing import Any
 
 from kombu.entity import Exchange, Queue
@@ -79,6 +80,27 @@ def broker_config(settings: Settings) -> dict[str, Any]:
     return {**common,
             "broker_transport_options": {**redis_transport,
                                          "max_connections": BROKER_MAX_CONNECTIONS}}
+
+
+def consumer_transport_options(settings: Settings, consumed: Collection[str]) -> dict[str, Any]:
+    """What a worker that consumes ``consumed`` changes in the broker's transport options:
+    on Redis, a worker that consumes the classify queue alone keeps no unacked bookkeeping
+    in the broker (kombu's ``ack_emulation`` off).
+
+    Why: kombu's Redis ack emulation copies every message it hands out into a hash and a
+    sorted set (one MULTI/EXEC round trip on delivery) and removes it on the ack (another),
+    so that a message whose worker vanished is handed out again once EROS_VISIBILITY_TIMEOUT_SECS
+    has passed. A classify message needs neither: its session is claimed in PostgreSQL, and a
+    claim not finished within DREAMING_CLAIM_STALE_SECS (less than half the visibility timeout,
+    Settings checks it) is re-claimed and sent again by the claim tick — the rescue that always
+    came first. The two round trips were ~7% of a gevent classify worker's CPU in a drain
+    (bench/RESULTS.md, issue 34). A warm shutdown still hands the prefetched messages back (kombu
+    puts them on the queue again when the channel closes); a killed worker's wait for the
+    stale-claim rescue, as before. Any other queue (claim, erasure, recall, consolidation) keeps
+    the broker's redelivery; RabbitMQ is unchanged."""
+    if settings.broker_is_amqp or set(consumed) != {settings.eros_classify_queue}:
+        return {}
+    return {"ack_emulation": False}
 
 
 def broker_countdown(settings: Settings, countdown: float | None) -> float | None:
