@@ -9,7 +9,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,8 +23,9 @@ from eros.core.names import CLASSIFY_TASK
 from eros.settings import load_settings
 from eros.tasks.app import create_app
 from testkit.data import add_session, mem_line
+from testkit.fakes import FakeLLMServer
 from testkit.fakes.llm_server import echo_memories_responder
-from testkit.workers import WorkerProcess, wait_until
+from testkit.workers import BeatProcess, WorkerProcess, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -137,13 +138,13 @@ def _waiting_on(engine: Engine, holder_pid: int) -> int:
 @contextmanager
 def _green_worker_on_held_rows(engine: Engine, env: dict[str, str], sids: list[uuid.UUID], *,
                                name: str, concurrency: int,
-                               log_dir: Path
+                               log_dir: Path, queues: str | None = None
                                ) -> Iterator[tuple[RootTransaction, int, WorkerProcess]]:
-    """A gevent worker of ``concurrency`` started, the sessions' rows locked by an open
-    transaction, and one classify message sent for each: (that transaction, its pid, the
-    worker)."""
+    """A gevent worker of ``concurrency`` started (on ``queues``, else every queue), the
+    sessions' rows locked by an open transaction, and one classify message sent for each:
+    (that transaction, its pid, the worker)."""
     worker = WorkerProcess(env, name=name, pool="gevent", concurrency=concurrency,
-                           log_dir=log_dir)
+                           log_dir=log_dir, queues=queues)
     holder = engine.connect()
     try:
         worker.wait_ready()
@@ -260,12 +261,17 @@ def test_a_full_green_pool_holds_its_prefetch_and_starts_each_as_a_slot_frees(
     assert pool.memories() == pool.expected
 
 
+@pytest.mark.parametrize("classify_only", [False, True], ids=["every-queue", "classify-only"])
 def test_a_warm_shutdown_gives_the_waiting_messages_back_and_loses_none(
-        engine: Engine, stack_env: dict[str, str], tmp_path: Path) -> None:
+        engine: Engine, stack_env: dict[str, str], tmp_path: Path, classify_only: bool) -> None:
     """The messages waiting in eros's gevent pool are prefetched, not started: on a warm
     shutdown (SIGTERM) the running tasks finish, the waiting ones are never started and go
-    back to the queue unacknowledged, and the next worker classifies each exactly once."""
-    with _full_green_pool(engine, stack_env, tmp_path, "handed back") as pool:
+    back to the queue unacknowledged, and the next worker classifies each exactly once — on a
+    worker of every queue (kombu's unacked copies in Redis) and on a classify-only one, which
+    keeps none (kombu puts its prefetched messages back as its channel closes)."""
+    with _full_green_pool(engine, stack_env, tmp_path, "handed back",
+                          classify_only=classify_only) as pool:
+        assert _unacked_copies(pool.broker, pool.sids) == (0 if classify_only else 2 * N)
         worker = pool.worker
         worker.proc.send_signal(signal.SIGTERM)  # warm shutdown, three tasks running
         wait_until(lambda: "warm shutdown" in worker.log().lower(), timeout=10,
@@ -284,6 +290,69 @@ def test_a_warm_shutdown_gives_the_waiting_messages_back_and_loses_none(
         finally:
             second.stop()
     assert pool.memories() == pool.expected
+
+
+def test_a_killed_classify_only_worker_loses_no_session_and_duplicates_none(
+        engine: Engine, stack_env: dict[str, str], tmp_path: Path, llm: FakeLLMServer) -> None:
+    """A classify-only worker keeps no unacked copy of its messages in Redis (kombu's ack
+    emulation off, eros/tasks/broker.py): SIGKILLed with tasks running and messages
+    prefetched, those messages are gone from the broker, and the stale-claim rescue (beat's
+    claim tick on a claim worker) sends each session again — every session classified once,
+    its memories written once."""
+    with engine.begin() as conn:
+        expected = {add_session(conn, [mem_line("fact", 0.5, f"killed {i}")]): f"killed {i}"
+                    for i in range(12)}
+    queues = load_settings(redis_url=stack_env["REDIS_URL"],
+                           database_url=stack_env["DATABASE_URL"])
+    broker = redis.Redis.from_url(stack_env["REDIS_URL"])
+    llm.set_latency(2.0)
+    started: list[WorkerProcess | BeatProcess] = []
+    try:
+        claimer = WorkerProcess(stack_env, name="claimer", pool="solo", concurrency=1,
+                                log_dir=tmp_path, queues=queues.eros_claim_queue)
+        victim = WorkerProcess(stack_env, name="green-victim", pool="gevent", concurrency=4,
+                               log_dir=tmp_path, queues=queues.eros_classify_queue)
+        started += [claimer, victim]
+        claimer.wait_ready()
+        victim.wait_ready()
+        assert "no unacked bookkeeping" in victim.log()
+        started.append(BeatProcess(stack_env, log_dir=tmp_path, name="beat-killed"))
+        wait_until(lambda: llm.request_count >= 4, timeout=60, message="tasks in flight")
+        assert _unacked_copies(broker, list(expected)) == 0
+        victim.kill()
+        assert _unfinished(engine, expected) > 0
+        llm.set_latency(0.0)
+        rescuer = WorkerProcess(stack_env, name="green-rescuer", pool="gevent",
+                                concurrency=4, log_dir=tmp_path,
+                                queues=queues.eros_classify_queue)
+        started.append(rescuer)
+        rescuer.wait_ready()
+        wait_until(lambda: _unfinished(engine, expected) == 0, timeout=120,
+                   message="the killed worker's sessions re-claimed when stale and classified")
+    finally:
+        for process in reversed(started):
+            process.stop()
+        broker.close()
+    for sid, text_ in expected.items():
+        assert _memories(engine, sid) == [text_], sid
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM engine.chat_sessions"
+                                 " WHERE claim_token IS NOT NULL")).scalar_one() == 0
+
+
+def _unfinished(engine: Engine, sids: Iterable[uuid.UUID]) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(text(
+            "SELECT count(*) FROM engine.chat_sessions WHERE id = ANY(:ids)"
+            " AND classified_at IS NULL"), {"ids": list(sids)}).scalar_one())
+
+
+def _unacked_copies(broker: redis.Redis, sids: list[uuid.UUID]) -> int:
+    """Messages for these sessions that kombu's ack emulation holds in Redis's ``unacked``
+    hash (handed to a worker, not acknowledged)."""
+    wanted = [str(s) for s in sids]
+    return sum(1 for raw in broker.hvals("unacked")
+               if any(s in raw.decode(errors="replace") for s in wanted))
 
 
 #: the full pool's slots; it is sent twice as many messages
@@ -308,7 +377,7 @@ class FullPool:
 
 @contextmanager
 def _full_green_pool(engine: Engine, stack_env: dict[str, str], tmp_path: Path,
-                     label: str) -> Iterator[FullPool]:
+                     label: str, *, classify_only: bool = False) -> Iterator[FullPool]:
     """A gevent worker of N slots sent 2 × N messages for sessions whose rows are held: N
     running (each waiting on its row), the other N fetched from the queue and waiting in the
     pool."""
@@ -320,7 +389,9 @@ def _full_green_pool(engine: Engine, stack_env: dict[str, str], tmp_path: Path,
     queue = _queue(env)
     try:
         with _green_worker_on_held_rows(engine, env, sids, name=f"green-{label.split()[0]}",
-                                        concurrency=N, log_dir=tmp_path) as (tx, pid, worker):
+                                        concurrency=N, log_dir=tmp_path,
+                                        queues=queue if classify_only else None
+                                        ) as (tx, pid, worker):
             wait_until(lambda: _waiting_on(engine, pid) == N, timeout=15, interval=0.1,
                        message=f"{N} tasks filling the pool, each waiting on the held rows")
             wait_until(lambda: broker.llen(queue) == 0, timeout=10, interval=0.1,

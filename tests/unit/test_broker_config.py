@@ -7,7 +7,11 @@ import pytest
 from eros.errors import ConfigError
 from eros.settings import load_settings
 from eros.tasks.app import create_app
-from eros.tasks.broker import BROKER_MAX_CONNECTIONS, broker_countdown
+from eros.tasks.broker import (
+    BROKER_MAX_CONNECTIONS,
+    broker_countdown,
+    consumer_transport_options,
+)
 
 REDIS = "redis://127.0.0.1:6399/0"
 AMQP = "amqp://guest:guest@127.0.0.1:5672/eros"
@@ -68,3 +72,17 @@ def test_countdowns_are_whole_seconds_on_rabbitmq(given: float | None, on_rabbit
     redis = load_settings(redis_url=REDIS, broker_url=None)
     assert broker_countdown(rabbit, given) == on_rabbit
     assert broker_countdown(redis, given) == on_redis
+
+
+def test_only_a_classify_only_consumer_on_redis_drops_the_unacked_bookkeeping() -> None:
+    """The classify queue's messages are backed by claims in PostgreSQL (a lost one is
+    re-claimed when its claim goes stale); every other queue keeps the broker's redelivery,
+    and RabbitMQ is left as it is."""
+    redis_settings = load_settings(redis_url=REDIS, broker_url=None)
+    classify = redis_settings.eros_classify_queue
+    assert consumer_transport_options(redis_settings, {classify}) == {"ack_emulation": False}
+    for consumed in ({classify, redis_settings.eros_claim_queue},
+                     {redis_settings.eros_recall_queue}, set()):
+        assert consumer_transport_options(redis_settings, consumed) == {}, consumed
+    rabbit = load_settings(redis_url=REDIS, broker_url=AMQP)
+    assert consumer_transport_options(rabbit, {rabbit.eros_classify_queue}) == {}
