@@ -138,13 +138,15 @@ def _valid_pairs(pairs: Iterable[Pair], by_id: dict[uuid.UUID, Memory]) -> Itera
             yield a, b
 
 
-def near_dup_share(memories: Sequence[Memory], pairs: Iterable[Pair]) -> Share:
-    """How many memories have a near twin (similar pair or exact copy), of how many."""
+def near_dup_share(memories: Sequence[Memory], pairs: Iterable[Pair],
+                   groups: Sequence[ExactGroup] | None = None) -> Share:
+    """How many memories have a near twin (similar pair or exact copy), of how many;
+    ``groups``: the memories' :func:`exact_groups`, when the caller has them already."""
     by_id = {m.id: m for m in memories}
     near: set[uuid.UUID] = set()
     for a, b in _valid_pairs(pairs, by_id):
         near.update((a, b))
-    for group in exact_groups(memories):
+    for group in exact_groups(memories) if groups is None else groups:
         near.add(group.keep.id)
         near.update(m.id for m in group.merged)
     return Share(len(by_id), len(near))
@@ -194,7 +196,7 @@ def cluster(memories: Sequence[Memory], pairs: Iterable[Pair], *,
         clusters.append(Cluster(first.instance_id, first.category, tuple(kept), new,
                                 tuple(overflow)))
     clusters.sort(key=lambda c: (c.category, newest_first_key(c.members[-1])))
-    return Clustering(tuple(groups), tuple(clusters), near_dup_share(memories, pairs))
+    return Clustering(tuple(groups), tuple(clusters), near_dup_share(memories, pairs, groups))
 
 
 @dataclass(frozen=True)

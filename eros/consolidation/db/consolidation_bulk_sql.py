@@ -130,12 +130,21 @@ def _copy_vectors(conn: Connection, where: str, dim: int) -> Vectors:
             " AND embedding IS NOT NULL) TO STDOUT (FORMAT BINARY)") as copy:
         for chunk in copy:
             buf += chunk
-    body = bytes(buf[_COPY_HEADER:len(buf) - 2]) if len(buf) > _COPY_HEADER else b""
-    rows = np.frombuffer(body, dtype=_row_type(dim))
+    row = _row_type(dim)
+    count = max(0, len(buf) - _COPY_HEADER - 2) // row.itemsize
+    if not count:
+        return Vectors([], np.zeros((0, dim), dtype=np.float32))
+    # read in place (no copy of the body), the vectors cut out as one contiguous block of
+    # big-endian floats then byte-swapped: ~3x faster than converting the records' unaligned
+    # field (a 50k user's 100 MB)
+    rows = np.frombuffer(buf, dtype=row, count=count, offset=_COPY_HEADER)
     if len(rows) and int(rows["dim"][0]) != dim:
         raise ValueError(f"stored vectors have {int(rows['dim'][0])} dimensions, expected {dim}")
-    return Vectors([uuid.UUID(bytes=bytes(b)) for b in rows["id"]],
-                   rows["vec"].astype(np.float32))
+    start = row.fields["vec"][1]
+    raw = np.frombuffer(buf, dtype=np.uint8, count=count * row.itemsize,
+                        offset=_COPY_HEADER).reshape(count, row.itemsize)
+    vectors = raw[:, start:start + 4 * dim].copy().view(">f4").astype(np.float32)
+    return Vectors([uuid.UUID(bytes=b) for b in rows["id"].tolist()], vectors)
 
 
 def current_vectors(conn: Connection, user_id: uuid.UUID, dim: int) -> Vectors:
