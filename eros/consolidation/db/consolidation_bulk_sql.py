@@ -140,7 +140,9 @@ def _copy_vectors(conn: Connection, where: str, dim: int) -> Vectors:
     rows = np.frombuffer(buf, dtype=row, count=count, offset=_COPY_HEADER)
     if len(rows) and int(rows["dim"][0]) != dim:
         raise ValueError(f"stored vectors have {int(rows['dim'][0])} dimensions, expected {dim}")
-    start = row.fields["vec"][1]
+    fields = row.fields
+    assert fields is not None
+    start = int(fields["vec"][1])
     raw = np.frombuffer(buf, dtype=np.uint8, count=count * row.itemsize,
                         offset=_COPY_HEADER).reshape(count, row.itemsize)
     vectors = raw[:, start:start + 4 * dim].copy().view(">f4").astype(np.float32)
