@@ -83,7 +83,9 @@ GROUPS = {"main+1-3": (("main", "held-out-1", "held-out-2", "held-out-3"),
           # the independent set 19, spent in the fifteenth round
           "tuned-19": (("tuned-19",), ("heldout19.toml",)),
           # the independent set 20, spent in the seventeenth round
-          "tuned-20": (("tuned-20",), ("heldout20.toml",))}
+          "tuned-20": (("tuned-20",), ("heldout20.toml",)),
+          # the independent set 21, spent in the eighteenth round
+          "tuned-21": (("tuned-21",), ("heldout21.toml",))}
 
 
 #: Unicode script-name prefixes by family: a threshold per family is what ``--per-script`` tries
