@@ -45,6 +45,8 @@ _ID_NAMES = (
     r"steuernummer\w*|sofi-?nummer\w*|bsn-nummer|cpr-nr|numéro insee|carte vitale|"
     r"seguridad social|número de identificación fiscal|cartão de cidadão|tckn|t\.c\. kimlik|"
     r"kimlik no|teudat zehut|aadhar|identity number|identification number|personal code|"
+    # the eighteenth round: the Turkish "TC no", the Hebrew "identity number"
+    r"tc no|מספר (?:ה)?זהות|"
     r"personal (?:id|identity|identification) (?:number|code)|citizen service number|"
     r"tax (?:id|identification number)|id (?:no|nr)|căn cước(?: công dân)?|"
     r"chứng minh nhân dân|nomor induk kependudukan|ktp|личный код|"
@@ -88,6 +90,9 @@ _PIN_LOAN = r"(?:ਪਿੰਨ|ਪਿਨ|ପିନ|పిన్|ಪಿನ್|പ�
 CODE_WORD = re.compile(
     r"\b(?:otp|one[- ]time|verification|security|auth(?:entication)?|login|2fa|sms) ?(?:code|pin)"
     r"|\b(?:code|pin\d?|otp|pin-?code|pin-?kod\w*|pin-?koodi?\w*|pinkode|пин(?:-код)?\w*)\b|"
+    # the eighteenth round: a second factor's spare codes, and a bank's transaction number (the
+    # German TAN, in capitals: "tan" is a colour)
+    r"\b(?:backup|recovery|spare|2fa|two-factor) codes?\b|(?-i:\b(?:m|push|sms|i)?TAN\b)|"
     r"पिन|পিন|ፒን|验证码|驗證碼|动态码|認証コード|確認コード|ワンタイム|인증번호|인증 ?코드|"
     r"código|code de (?:vérification|confirmation)|bestätigungscode|verifizierungscode|"
     r"код (?:подтверждения|из смс)|رمز التحقق|ओटीपी|codice (?:di verifica|otp)|"
