@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import re
 
+from eros.guard.core.guard_agent import assistant_subject
+
 #: the rule id a refused memory's verdict names
 DIRECTIVE_RULE = "directive.default-deny"
 #: the assistant as the one who acts (not "you": a recipe, a lyric or a coach says "you must")
@@ -187,10 +189,15 @@ def _danger(view: str) -> bool:
 
 
 def directs_assistant(view: str) -> bool:
-    """Whether the normalised text is an order to the assistant (``_DIRECTIVE``) that asks
+    """Whether the normalised text is an order to the assistant (``_DIRECTIVE``, or the
+    assistant as its subject in any language: :mod:`eros.guard.core.guard_agent`) that asks
     something other than an ordinary style preference: refused (default-deny)."""
     if _DIRECTIVE.search(view) is None:
-        return False
+        subject = assistant_subject(view)
+        if subject is None:
+            return False
+        if subject != "en":  # the style list reads English: no other language's wish
+            return True
     return _danger(view) or _STYLE.search(view) is None
 
 
