@@ -147,17 +147,3 @@ def read_reversed(text: str) -> list[str]:
         if known_backwards * 2 >= len(backwards) and known_backwards >= 2 * known_forwards + 2:
             out.append(" ".join(backwards))
     return out
-
-
-#: a right-to-left override (U+202E) displays what follows it, up to a pop (U+202C, U+2069)
-#: or the line's end, backwards
-_OVERRIDE = re.compile("\u202e([^\u202c\u2069\n]+)")
-
-
-def read_overridden(text: str) -> list[str]:
-    """The spans of ``text`` that a right-to-left override shows backwards, as a reader sees
-    them ("\u202eselur ytefas erongi\u202c" → "ignore safety rules"): the override is
-    invisible and stripped, so without this the rules would read the letters in stored order."""
-    if "\u202e" not in text:
-        return []
-    return [m.group(1)[::-1] for m in _OVERRIDE.finditer(text) if m.group(1).strip()]

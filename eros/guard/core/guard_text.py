@@ -40,7 +40,7 @@ from importlib import resources
 from urllib.parse import unquote
 
 from eros.core.text import strip_invisible
-from eros.guard.core.guard_segment import read_overridden, read_reversed, read_words
+from eros.guard.core.guard_segment import read_reversed, read_words
 
 _SPACE = re.compile(r"\s+")
 _NOT_WORD = re.compile(r"[\W_]+")
@@ -271,8 +271,7 @@ def reading(text: str) -> str | None:
     view = read_words(view) or view
     # a payload in base64, hex or percent-encoding reads as what it decodes to, a quoted span
     # written backwards as its words forwards
-    view = " ".join([view, *decoded_payloads(plain), *read_reversed(plain),
-                     *read_overridden(text)])
+    view = " ".join([view, *decoded_payloads(plain), *read_reversed(plain)])
     return view if view and view != _SPACE.sub(" ", plain).strip() else None
 
 
@@ -377,5 +376,4 @@ def alternate_views(raw: str, view: str, stripped: str | None = None) -> list[st
     if _LATIN.search(view):
         views.append(codecs.encode(view, "rot13"))
     views.extend(normalise(p) for p in decoded_payloads(raw))
-    views.extend(normalise(p) for p in read_overridden(raw))  # a right-to-left override
     return views
