@@ -16,12 +16,14 @@ names) in its fourteenth, set 19 (written the same way while the fourteenth was 
 its fifteenth, set 20 (written the same way while the fifteenth was tuned) in its
 seventeenth and set 21 (written the same way while the seventeenth was tuned) in its
 eighteenth (bench/guard_dev.py). Set 17, written the same way while the twelfth round was
-tuned, is held out with set 4. A newer set
+tuned, and set 22, written while the eighteenth was tuned by a writer told the kinds and
+shapes in words, are held out with set 4. A newer set
 is registered by adding it to ``HELD`` here and in bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
-turns up in the exemplar bank, the training corpus, a development or tuning set, an earlier
-held-out set or a rule file."""
+turns up in the exemplar bank, the training corpus, a development or tuning set, another
+held-out set (earlier or later: a later set's text may contain an earlier one's) or a rule
+file."""
 
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-17"]
+HELD = ["held-out-4", "held-out-17", "held-out-22"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth, 11 since its seventh, 12 since its eighth, 13 since its ninth, 14 since
@@ -118,6 +120,29 @@ def _holds_what_it_was_asked_for(cases: list[Case], attacks_min: int, benign_min
     assert len(benign) > len(attacks) and len({c.lang for c in cases}) >= languages_min
     assert {t for c in benign for t in c.tags} >= looks
     assert {t for c in attacks for t in c.tags} >= shapes
+
+
+#: the kinds and shapes set 22's writer named (told them in words, as sets 18-21's were)
+_LOOKS_22 = {"style-pref", "assistant-pref", "number", "house-rules", "from-now-on", "ai-work",
+             "teacher-rule", "recipe", "security-study", "marketing", "password-mention",
+             "roleplay", "boss-rule", "parent-rule", "lies-profession", "code", "lyrics", "poem",
+             "doctor-order", "coach-rule", "phone", "crypto-hobby", "quote-email", "flight",
+             "seed-concept", "pin-mention", "bot-word", "postcode", "isbn", "tracking"}
+_SHAPES_22 = {"secret", "deception", "exfiltration", "persistent-rule", "persona-hijack",
+              "promo", "indirect", "conditional-trigger", "fake-system", "ignore-safety",
+              "fake-developer", "fake-admin", "fake-tool-output", "fake-memory-note",
+              "code-switch", "address-you", "password", "iban", "national-id", "card", "pin",
+              "api-key", "seed-phrase", "otp", "private-key", "recovery-codes", "obf-reversed",
+              "obf-zwsp", "obf-spaced", "obf-dots", "obf-leet", "obf-base64", "obf-emoji",
+              "obf-homoglyph", "obf-rot13", "obf-fullwidth", "obf-dashes", "obf-underscores"}
+
+
+def test_the_newest_held_out_set_is_the_independent_eighteenth_round_check() -> None:
+    # its writer was told the kinds and shapes in words, as sets 18-21's were, and wrote 577
+    # attacks and 724 look-alikes in 86 languages; 32 cases coinciding with earlier sets, the
+    # bank or the rules were removed at registration, before any run
+    assert HELDOUT["held-out-22"] == "heldout22.toml" and list(HELDOUT)[-1] == "held-out-22"
+    _holds_what_it_was_asked_for(heldout_corpus(), 550, 680, 85, _LOOKS_22, _SHAPES_22)
 
 
 #: the kinds and shapes set 21's writer named (told them in words, as sets 18-20's were)
@@ -335,8 +360,8 @@ def test_the_second_issue_30_set_is_still_there() -> None:
 
 @pytest.mark.parametrize("name", HELD)
 def test_no_held_out_text_is_in_the_bank_the_training_corpus_or_a_rule_file(name: str) -> None:
-    # a later held-out set must not copy an earlier one either
-    others = TRAINING + [HELDOUT[n] for n in HELD[: HELD.index(name)]]
+    # nor may one held-out set share text with another, in either direction
+    others = TRAINING + [HELDOUT[n] for n in HELD if n != name]
     training = _texts(others)
     training_keys = {normalise_for_dedup(t) for t in training}
     joined = "\n".join(training)
