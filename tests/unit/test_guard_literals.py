@@ -38,6 +38,15 @@ def test_required_strings(pattern: str, expected: set[str]) -> None:
         assert found == expected
 
 
+def test_a_requirement_within_the_limit_is_preferred() -> None:
+    """A run of 70 verbs is longer than "@" but more strings than a rule's screen holds: the
+    one "@" is taken (issue 34: "send … to an address" was searched on every text)."""
+    verbs = "|".join(f"{chr(97 + i % 26)}{chr(97 + i // 26)}erb" for i in range(70))
+    assert required_strings(re.compile(rf"\b({verbs})\b.{{0,80}}\w+@\w+")) == {"@"}
+    address = next(r for r in load_guard().rules if r.id == "en.send-to-address")
+    assert address.strings == {"@"}
+
+
 @pytest.mark.parametrize("pattern", [
     r"(?i)ignore", r"[a-z]+", r"\bx?\b", r"a|[bc]", r"(?i:abc)d?", r"(a)?\1", r".*", r"x*",
 ])

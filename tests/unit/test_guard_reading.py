@@ -3,9 +3,12 @@ text is far from the instruction it spells, so the layer scores its reading besi
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
-from eros.guard.core.guard_text import reading
+from eros.guard.core.guard_text import _LEET, _leet, reading
 
 B, F = "\u2800", "\u3164"
 
@@ -60,3 +63,24 @@ def test_a_quoted_span_written_backwards_is_read_forwards(text: str, words: str)
 ])
 def test_a_quoted_span_that_reads_forwards_is_left_alone(text: str) -> None:
     assert reading(text) is None
+
+
+def _leet_by_word(view: str) -> str | None:
+    """The leetspeak view by its definition, word by word: a word of letters, digits and
+    @$!| that holds a letter and something else is read as letters."""
+    words = re.split(r"([a-z0-9@$!|]+)", view)
+    read = [w.translate(_LEET) if i % 2 and re.search("[a-z]", w) and not w.isalpha() else w
+            for i, w in enumerate(words)]
+    return "".join(read) if read != words else None
+
+
+def test_the_leet_view_is_its_word_by_word_definition() -> None:
+    """One search decides whether any word mixes letters with digits or symbols (issue 34);
+    the view is the same as the word-by-word reading, on texts drawn from those characters."""
+    rng = random.Random(34)
+    alphabet = "abez0134579@$!| .-_é中\n"
+    for _ in range(20_000):
+        view = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        assert _leet(view) == _leet_by_word(view), view
+    assert _leet("th3 4ss1st4nt") == "the assistant"
+    assert _leet("covid 19 and 42 cats") is None

@@ -99,3 +99,17 @@ def test_identity_numbers_announced_by_a_common_name(text: str, kind: str) -> No
 def test_a_common_name_with_a_number_that_fails_its_check_is_no_identity_number() -> None:
     assert find_secret("Pedido 242995372 sin gastos de envío.") is None
     assert find_secret("my number is 2079 4392 5865, call after six") is None
+
+
+def test_a_phrase_is_found_at_any_offset_of_a_long_run() -> None:
+    """The window is a running count over the run (issue 34): a phrase after, between and
+    before other words is found, a window one list word short is not."""
+    filler = "the user said that and then of it"
+    assert seed_phrase(f"{filler} {_TWELVE} {filler}")
+    assert seed_phrase(f"{filler}, {_TWELVE}")
+    # _TWELVE's one word off the list ("quartz") is the miss a phrase may have; a second
+    # one in every twelve consecutive words is one too many
+    assert not seed_phrase(f"{filler} {_TWELVE.replace('zebra', 'zebrax')} {filler}")
+    assert seed_phrase(f"{filler} {_TWELVE.replace('quartz', 'quarter')} zebrax {filler}")
+    # the same twelve words, each separated by a word no gap may hold: no run is long enough
+    assert not seed_phrase(" é ".join(_TWELVE.split()))

@@ -40,7 +40,7 @@ def required_strings(pattern: re.Pattern[str], *, case_free: bool = False,
         tree = _parser.parse(pattern.pattern, pattern.flags)
     except (re.error, TypeError, ValueError):  # never in practice: it compiled
         return None
-    found = _sequence(list(tree), case_free)
+    found = _sequence(list(tree), case_free, limit)
     if not found or "" in found or len(found) > limit:
         return None
     return frozenset(found)
@@ -123,7 +123,8 @@ def _or(masks: Iterable[int]) -> int:
     return out
 
 
-def _sequence(items: list[tuple[Any, Any]], case_free: bool = False) -> set[str] | None:
+def _sequence(items: list[tuple[Any, Any]], case_free: bool = False,
+              limit: int = MAX_STRINGS) -> set[str] | None:
     """A sequence's best single requirement: a run of literal characters, or the set of
     one required item (each of the sequence's items must match, so any one's set holds)."""
     best: set[str] | None = None
@@ -132,43 +133,46 @@ def _sequence(items: list[tuple[Any, Any]], case_free: bool = False) -> set[str]
         if op is sre.LITERAL:
             run += chr(arg)
             continue
-        best = _better(best, {run} if run else None)
+        best = _better(best, {run} if run else None, limit)
         run = ""
-        best = _better(best, _item(op, arg, case_free))
-    return _better(best, {run} if run else None)
+        best = _better(best, _item(op, arg, case_free, limit), limit)
+    return _better(best, {run} if run else None, limit)
 
 
-def _item(op: Any, arg: Any, case_free: bool) -> set[str] | None:
+def _item(op: Any, arg: Any, case_free: bool, limit: int) -> set[str] | None:
     if op is sre.SUBPATTERN:
         _group, add_flags, del_flags, body = arg
         if add_flags & re.VERBOSE or (not case_free and (add_flags & re.IGNORECASE
                                                           or del_flags)):
             return None
-        return _sequence(list(body), case_free)
+        return _sequence(list(body), case_free, limit)
     if op is sre.BRANCH:
         union: set[str] = set()
         for branch in arg[1]:
-            strings = _sequence(list(branch), case_free)
+            strings = _sequence(list(branch), case_free, limit)
             if not strings:
                 return None  # a branch without a requirement: the whole has none
             union |= strings
         return union
     if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
         low, _high, body = arg
-        return _sequence(list(body), case_free) if low >= 1 else None
+        return _sequence(list(body), case_free, limit) if low >= 1 else None
     if op is sre.ATOMIC_GROUP:
-        return _sequence(list(arg), case_free)
+        return _sequence(list(arg), case_free, limit)
     return None  # classes, any, anchors, lookarounds, back-references: no requirement
 
 
-def _better(a: set[str] | None, b: set[str] | None) -> set[str] | None:
-    """The more selective of two requirements: its shortest string is longer, then it has
+def _better(a: set[str] | None, b: set[str] | None, limit: int = MAX_STRINGS) -> set[str] | None:
+    """The more selective of two requirements: one within ``limit`` strings (a larger set is
+    dropped by :func:`required_strings`, and its rule searched on every text: "send … to an
+    address" has ~240 verbs and one "@"), then its shortest string is longer, then it has
     fewer strings."""
     if not a or "" in a:
         return b if b and "" not in b else None
     if not b or "" in b:
         return a
-    return a if (min(map(len, a)), -len(a)) >= (min(map(len, b)), -len(b)) else b
+    return a if (len(a) <= limit, min(map(len, a)), -len(a)) >= (
+        len(b) <= limit, min(map(len, b)), -len(b)) else b
 
 
 def _case_classes() -> dict[int, str]:

@@ -19,12 +19,14 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from eros.guard.core.guard_literals import CaseFreeStrings
+
 #: the kind :func:`seed_phrase` reports
 SEED_RULE = "secret.seed-phrase"
 _WORD = re.compile(r"[A-Za-z]+")
 # what may stand between two words of one phrase: blanks, commas, quotes, brackets, a list's
 # numbering ("1. galaxy 2. tattoo"), dashes — never another word
-_GAP = re.compile(r"[\s,;:\"'“”«»()\[\]{}/|\d.\-–—]*")
+_GAP_CHARS = r"[\s,;:\"'“”«»()\[\]{}/|\d.\-–—]"
 _SEED_WORD = re.compile(
     r"seed|mnemonic|recovery (phrase|words?|sentence)|backup (phrase|words)|secret phrase|"
     r"wallet|сид|мнемон|фраз\w* восстановлен|кошел[её]к|гаманц|復元フレーズ|シード|ウォレット|"
@@ -32,8 +34,16 @@ _SEED_WORD = re.compile(
     r"phrase de (récupération|recuperation)|wiederherstellung|cartera|carteira|portefeuille|"
     r"portafoglio|portfel|cüzdan|ví",
     re.IGNORECASE)
+#: its words found without the engine (an IGNORECASE alternation is searched at every position;
+#: most texts hold none of its words: eros/guard/core/guard_literals.py)
+_SEED_WORDS = CaseFreeStrings(_SEED_WORD)
 #: a phrase announced or not; one announced by a seed word
 _LONG, _SHORT = 12, 6
+#: a run of consecutive words (two words with nothing but gap characters between them are one
+#: run): found by the engine in one pass, not by a Python step per word
+_RUN = re.compile(rf"[A-Za-z]+(?:{_GAP_CHARS}+[A-Za-z]+)*")
+#: some run of :data:`_SHORT` words or more: most texts hold none, and no phrase then
+_SHORT_RUN = re.compile(rf"[A-Za-z]+(?:{_GAP_CHARS}+[A-Za-z]+){{{_SHORT - 1}}}")
 
 
 @lru_cache(maxsize=1)
@@ -45,31 +55,34 @@ def _wordlist() -> frozenset[str]:
 
 def _runs(raw: str) -> list[list[str]]:
     """The text's runs of consecutive Latin words (lower case), split wherever anything but a
-    gap (:data:`_GAP`) stands between two words."""
-    runs: list[list[str]] = []
-    end = -1
-    for match in _WORD.finditer(raw):
-        if end >= 0 and _GAP.fullmatch(raw, end, match.start()):
-            runs[-1].append(match.group(0).lower())
-        else:
-            runs.append([match.group(0).lower()])
-        end = match.end()
-    return runs
+    gap (:data:`_GAP_CHARS`) stands between two words."""
+    return [_WORD.findall(match.group(0).lower()) for match in _RUN.finditer(raw)]
 
 
 def _window(run: list[str], words: frozenset[str], size: int, misses: int) -> bool:
-    """Whether some ``size`` consecutive words of ``run`` are on the list but ``misses``."""
+    """Whether some ``size`` consecutive words of ``run`` are on the list but ``misses``
+    (a running count over the run: one step a word, not a sum a window)."""
     on = [w in words for w in run]
-    return any(size - sum(on[i:i + size]) <= misses for i in range(len(run) - size + 1))
+    need = size - misses
+    if len(on) < size or sum(on) < need:
+        return False
+    count = sum(on[:size])
+    for i in range(size, len(on) + 1):
+        if count >= need:
+            return True
+        if i < len(on):
+            count += on[i] - on[i - size]
+    return False
 
 
 def seed_phrase(raw: str) -> bool:
     """Whether ``raw`` holds a BIP39 recovery phrase (see the module's docstring)."""
-    letters = sum(c.isascii() and c.isalpha() for c in raw)
-    if letters < 3 * _SHORT:
+    # the ASCII letters (a phrase's words are 3 letters or more), counted in C; then whether
+    # any run is long enough to hold a phrase at all, before its words are looked up
+    if sum(map(len, _WORD.findall(raw))) < 3 * _SHORT or _SHORT_RUN.search(raw) is None:
         return False
     words = _wordlist()
-    announced = _SEED_WORD.search(raw) is not None
+    announced = _SEED_WORDS.may_match(raw) and _SEED_WORD.search(raw) is not None
     for run in _runs(raw):
         if len(run) < (_SHORT if announced else _LONG):
             continue

@@ -382,6 +382,10 @@ def _find_words(raw: str) -> str | None:
             return "secret.password"
         if _numeric_password(window):
             return "secret.password"
+    # both checks below need an upper-case letter, which a text all in lower case (every
+    # normalised view: case-folded) has none of (``str.islower`` is false wherever one is)
+    if raw.islower():
+        return None
     if strong_password(raw):  # a strong password's shape, announced in any language or none
         return "secret.password"
     for match in _ENTROPY_TOKEN.finditer(raw):
