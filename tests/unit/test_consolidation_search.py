@@ -16,6 +16,7 @@ from eros.consolidation.core.consolidation_search import (
     few_pairs,
     near_pairs,
     nearest_cells,
+    probe_band,
     unit,
 )
 
@@ -118,3 +119,27 @@ def test_a_tie_at_the_probe_cut_is_reported_uncertain_not_guessed() -> None:
     chosen, uncertain = nearest_cells(Rows.of(vectors[2:], *(np.zeros(48, np.int64),) * 3),
                                       centroids, 6)  # every cell: no cut
     assert len(uncertain) == 0 and chosen.shape == (48, 6)
+
+
+def test_a_ties_few_undecided_cells_ranked_exactly_give_the_probes_of_ranking_them_all() -> None:
+    """probe_band: for memories whose probe cut is a near-tie, the sure cells plus the best
+    ``slots`` undecided cells by another arithmetic's distances (float64 here, pgvector's in
+    the pass) are exactly that arithmetic's nearest ``probes`` cells, and only a few cells
+    of each are left to measure."""
+    rng = np.random.default_rng(8)
+    centroids = rng.standard_normal((40, DIM)).astype(np.float32)
+    near = rng.integers(0, 40, 300)  # twin centroids: a tie at every odd cut
+    centroids[20:] = centroids[:20] + 1e-6 * rng.standard_normal((20, DIM)).astype(np.float32)
+    vectors = centroids[near] + 0.6 * rng.standard_normal((300, DIM)).astype(np.float32)
+    rows = Rows.of(vectors, *(np.zeros(300, np.int64),) * 3)
+    for probes_n in (1, 3, 7):
+        _, uncertain = nearest_cells(rows, centroids, probes_n)
+        assert len(uncertain) > 20
+        band = probe_band(rows, centroids, uncertain, probes_n)
+        exact = 1.0 - unit(vectors.astype(np.float64)) @ unit(centroids.astype(np.float64)).T
+        for r, sure, undecided, slots in zip(band.rows, band.sure, band.band,
+                                             band.slots.tolist(), strict=True):
+            best = undecided[np.argsort(exact[r, undecided], kind="stable")[:slots]]
+            want = set(np.argsort(exact[r], kind="stable")[:probes_n].tolist())
+            assert set(sure.tolist()) | set(best.tolist()) == want
+            assert len(undecided) < 10

@@ -121,6 +121,47 @@ def nearest_cells(rows: Rows, centroids: Floats, probes: int) -> tuple[Ints, Int
 
 
 @dataclass
+class Band:
+    """What pgvector must still rank for the memories :func:`nearest_cells` left uncertain:
+    per memory (``rows``, positions), the cells surely among its probes (``sure``: fewer than
+    ``probes`` others are within MARGIN below them) and the cells that may or may not be
+    (``band``), with how many of those it takes (``slots``). Only a tie's few cells are
+    measured again, not all √n of them: the one-by-one ranking of every centroid grew as
+    n² (uncertain memories ∝ n·√n, √n cells each)."""
+
+    rows: Ints
+    sure: list[Ints]
+    band: list[Ints]
+    slots: Ints
+
+
+def probe_band(rows: Rows, centroids: Floats, uncertain: Ints, probes: int) -> Band:
+    """The uncertain memories' sure and undecided cells (positions): a cell is sure when
+    fewer than ``probes`` cells are within MARGIN below it (none can pass it in pgvector's
+    arithmetic), out when ``probes`` cells are more than MARGIN below it, undecided
+    otherwise; pgvector's distances then take the best ``slots`` of the undecided."""
+    if len(uncertain) == 0:
+        empty = np.zeros(0, np.int64)
+        return Band(empty, [], [], empty)
+    distance = 1.0 - rows.unit[uncertain] @ unit(centroids).T
+    order = np.argsort(distance, axis=1, kind="stable")
+    ranked = np.take_along_axis(distance, order, axis=1)
+    sure: list[Ints] = []
+    band: list[Ints] = []
+    slots = np.empty(len(uncertain), dtype=np.int64)
+    for n in range(len(uncertain)):
+        line = ranked[n]
+        below_up = np.searchsorted(line, line + MARGIN, side="left")  # cells < d + MARGIN
+        below_down = np.searchsorted(line, line - MARGIN, side="left")  # cells < d − MARGIN
+        is_sure = below_up <= probes  # itself and at most probes − 1 others
+        is_out = below_down >= probes
+        sure.append(order[n][is_sure])
+        band.append(order[n][~is_sure & ~is_out])
+        slots[n] = probes - int(is_sure.sum())
+    return Band(uncertain, sure, band, slots)
+
+
+@dataclass
 class Probers:
     """Which searched rows read each cell (every one reads the rows in NO_CELL); ``scoped``
     keeps, per (cell, scope), those of one scope — worked out once a run, as a pass's few

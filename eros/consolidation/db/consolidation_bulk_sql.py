@@ -5,6 +5,7 @@ pgvector checks of what the matrix products leave uncertain — the predicate of
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, text
 
+from eros.consolidation.core.consolidation_search import Band
 from eros.db.schema import SCHEMA
 
 _SKETCHES = f"{SCHEMA}.memory_sketches"
@@ -48,6 +50,15 @@ PROBES = text(f"""
 SELECT a.id, ARRAY(SELECT mc.cell FROM {_CELLS} mc WHERE mc.user_id = a.user_id
                     ORDER BY mc.centroid <=> a.embedding LIMIT :probes) AS cells
   FROM {_MEMORIES} a WHERE a.id = ANY(CAST(:ids AS uuid[]))
+""")
+
+# pgvector's distances of given (memory, cell) pairs: the few cells a tie at a memory's probe
+# cut leaves undecided (consolidation_search.probe_band), with PROBES' operands.
+BAND_DISTANCES = text(f"""
+SELECT x.id, x.cell, mc.centroid <=> a.embedding AS distance
+  FROM unnest(CAST(:ids AS uuid[]), CAST(:cells AS integer[])) AS x(id, cell)
+  JOIN {_MEMORIES} a ON a.id = x.id
+  JOIN {_CELLS} mc ON mc.user_id = a.user_id AND mc.cell = x.cell
 """)
 
 # The exact check of CELL_PAIRS on given candidate pairs.
@@ -190,6 +201,35 @@ def probes_of(conn: Connection, ids: Sequence[uuid.UUID], probes: int
         return {}
     return {r.id: list(r.cells) for r in conn.execute(PROBES, {"ids": list(ids),
                                                                "probes": max(probes, 1)})}
+
+
+def probes_by_band(conn: Connection, ids: Sequence[uuid.UUID], band: Band,
+                   cells: Sequence[int], probes: int) -> dict[uuid.UUID, list[int]]:
+    """:func:`probes_of` for the memories of ``band`` (``ids`` by position, ``cells`` the
+    cell of each centroid position): their sure cells and the best ``slots`` of their
+    undecided ones by pgvector, which measures only those; a memory whose choice is still an
+    exact tie (or not a number) is ranked whole by :data:`PROBES`, as before."""
+    pairs = [(ids[int(r)], int(cells[int(c)])) for r, got in zip(band.rows, band.band,
+                                                                 strict=True) for c in got]
+    measured: dict[uuid.UUID, list[tuple[float, int]]] = {}
+    for start in range(0, len(pairs), CHECK_BATCH):
+        part = pairs[start:start + CHECK_BATCH]
+        for r in conn.execute(BAND_DISTANCES, {"ids": [i for i, _ in part],
+                                               "cells": [c for _, c in part]}):
+            measured.setdefault(r.id, []).append((float(r.distance), r.cell))
+    out: dict[uuid.UUID, list[int]] = {}
+    whole: list[uuid.UUID] = []
+    for r, sure, got, slots in zip(band.rows, band.sure, band.band, band.slots.tolist(),
+                                   strict=True):
+        memory = ids[int(r)]
+        found = sorted(measured.get(memory, []))
+        if len(found) != len(got) or any(math.isnan(d) for d, _ in found) or (
+                0 < slots < len(found) and found[slots - 1][0] == found[slots][0]):
+            whole.append(memory)
+            continue
+        out[memory] = [int(cells[int(c)]) for c in sure] + [c for _, c in found[:max(slots, 0)]]
+    out.update(probes_of(conn, whole, probes))
+    return out
 
 
 def check_pairs(conn: Connection, a: Sequence[uuid.UUID], b: Sequence[uuid.UUID], *,

@@ -40,8 +40,10 @@ from eros.consolidation.core.consolidation import Memory, Pair, components
 from eros.consolidation.core.consolidation_search import (
     Probers,
     Rows,
+    lengths,
     near_pairs,
     nearest_cells,
+    probe_band,
 )
 from eros.consolidation.db import consolidation_bulk_sql as bulk_sql
 from eros.consolidation.db import consolidation_sql as sql
@@ -166,10 +168,16 @@ def search(sql_step: Sql, s: Settings, snap: _Snapshot) -> Neighbours:
     matrix products with no transaction open, what rounding leaves uncertain decided by
     pgvector in ``sql_step`` (:mod:`eros.consolidation.core.consolidation_search`)."""
     ids, rows, cell_pos = snap.ids, snap.rows, snap.cell_pos
-    probes, uncertain = nearest_cells(rows, snap.centroids, s.consolidation_cell_probes)
+    k = s.consolidation_cell_probes
+    probes, uncertain = nearest_cells(rows, snap.centroids, k)
     if len(uncertain):  # ties within rounding: ranked by pgvector, as today's search does
-        ranked = sql_step(lambda conn: bulk_sql.probes_of(
-            conn, [ids[n] for n in uncertain], s.consolidation_cell_probes))
+        # only the tie's cells are measured again (a zero row is ranked whole, as before)
+        zero = lengths(rows.head[uncertain]) < 0.5
+        band = probe_band(rows, snap.centroids, uncertain[~zero], k)
+        cells = sorted(cell_pos, key=cell_pos.__getitem__)
+        ranked = sql_step(lambda conn: {
+            **bulk_sql.probes_by_band(conn, ids, band, cells, k),
+            **bulk_sql.probes_of(conn, [ids[n] for n in uncertain[zero]], k)})
         width = max(probes.shape[1], s.consolidation_cell_probes)
         probes = np.pad(probes, ((0, 0), (0, width - probes.shape[1])), constant_values=-2)
         for n in uncertain:
