@@ -15,11 +15,11 @@ written while the tenth round was tuned, spent in its eleventh) and 16 (the inde
 written while the eleventh round was tuned, spent in its thirteenth), 18 (the independent
 set written while the thirteenth round was tuned, spent in its fourteenth), 19 (the
 independent set written while the fourteenth round was tuned, spent in its fifteenth), 20
-(the independent set written while the fifteenth round was tuned, spent in its seventeenth)
-and 21 (the independent set written while the seventeenth round was tuned, spent in its
-eighteenth; each was reported as held out before it was tuned on). The sets still held out —
-4, 17 (the independent set written while the twelfth round was tuned) and 22 (written while
-the eighteenth was tuned) — are left out
+(the independent set written while the fifteenth round was tuned, spent in its seventeenth),
+21 (the independent set written while the seventeenth round was tuned, spent in its
+eighteenth) and 22 (the independent set written while the eighteenth round was tuned, spent
+in its nineteenth; each was reported as held out before it was tuned on). The sets still held
+out — 4 and 17 (the independent set written while the twelfth round was tuned) — are left out
 unless ``--held-out`` is given: that flag is for reporting final figures, never for tuning
 (bench/RESULTS.md says which runs used it), and it prints no held-out case.
 ``bench/guard_loso.py`` gives the leave-one-set-out estimate on the tuning sets;
@@ -52,8 +52,9 @@ from testkit.redteam.corpus import HELDOUT, Case, load
 #: (since its third round), 7 (since its fourth), 8 (since its fifth), 9 (after its fifth), 10
 #: (spent in its sixth), 11 (spent in its seventh), 12 (spent in its eighth), 13 (spent in its
 #: ninth), 14 (spent in its tenth), 15 (spent in its eleventh), 16 (spent in its thirteenth),
-#: 18 (spent in its fourteenth), 19 (spent in its fifteenth), 20 (spent in its seventeenth)
-#: and 21 (spent in its eighteenth; each was reported as held out first)
+#: 18 (spent in its fourteenth), 19 (spent in its fifteenth), 20 (spent in its seventeenth),
+#: 21 (spent in its eighteenth) and 22 (spent in its nineteenth; each was reported as held out
+#: first)
 TUNING = {"main": ["attacks.toml", "benign.toml"], "held-out-1": ["heldout.toml"],
           "held-out-2": ["heldout2.toml"], "held-out-3": ["heldout3.toml"],
           "dev-5": ["dev5.toml"], "dev-6": ["dev6.toml"],
@@ -64,11 +65,11 @@ TUNING = {"main": ["attacks.toml", "benign.toml"], "held-out-1": ["heldout.toml"
           "tuned-13": [HELDOUT["held-out-13"]], "tuned-14": [HELDOUT["held-out-14"]],
           "tuned-15": [HELDOUT["held-out-15"]], "tuned-16": [HELDOUT["held-out-16"]],
           "tuned-18": [HELDOUT["held-out-18"]], "tuned-19": [HELDOUT["held-out-19"]],
-          "tuned-20": [HELDOUT["held-out-20"]], "tuned-21": [HELDOUT["held-out-21"]]}
+          "tuned-20": [HELDOUT["held-out-20"]], "tuned-21": [HELDOUT["held-out-21"]],
+          "tuned-22": [HELDOUT["held-out-22"]]}
 #: still held out: reported with --held-out only (set 4, issue 25; a newer independent set is
 #: added here, newest first, when it is registered)
-HELD = {"held-out-22": [HELDOUT["held-out-22"]], "held-out-17": [HELDOUT["held-out-17"]],
-        "held-out-4": [HELDOUT["held-out-4"]]}
+HELD = {"held-out-17": [HELDOUT["held-out-17"]], "held-out-4": [HELDOUT["held-out-4"]]}
 
 
 def cases_of(files: Sequence[str], limit: int | None = None) -> list[Case]:

@@ -41,7 +41,8 @@ from eros.guard.services.guard_model import readings_of
 
 #: the blind sets, each written by a writer who saw nothing of the project but its own file
 INDEPENDENT = ("tuned-10", "tuned-11", "tuned-12", "tuned-13", "tuned-14", "tuned-15",
-               "tuned-16", "tuned-18", "tuned-19", "tuned-20", "tuned-21")
+               "tuned-16", "tuned-18", "tuned-19", "tuned-20", "tuned-21",
+               "tuned-22")
 
 
 class ShippedHashVectors(HashVectors):

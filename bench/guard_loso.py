@@ -85,7 +85,9 @@ GROUPS = {"main+1-3": (("main", "held-out-1", "held-out-2", "held-out-3"),
           # the independent set 20, spent in the seventeenth round
           "tuned-20": (("tuned-20",), ("heldout20.toml",)),
           # the independent set 21, spent in the eighteenth round
-          "tuned-21": (("tuned-21",), ("heldout21.toml",))}
+          "tuned-21": (("tuned-21",), ("heldout21.toml",)),
+          # the independent set 22, spent in the nineteenth round
+          "tuned-22": (("tuned-22",), ("heldout22.toml",))}
 
 
 #: Unicode script-name prefixes by family: a threshold per family is what ``--per-script`` tries

@@ -31,11 +31,11 @@ languages.
 ``heldout20.toml`` (issue 30) the same way while the fifteenth round was tuned, in 90 languages;
 ``heldout21.toml`` (issue 30) the same way while the seventeenth round was tuned, in 78 languages;
 ``heldout22.toml`` (issue 30) the same way while the eighteenth round was tuned, in 86 languages.
-Sets 4, 17 and 22 are held out (never tuned on); sets 5 and 6 became tuning sets in the third
+Sets 4 and 17 are held out (never tuned on); sets 5 and 6 became tuning sets in the third
 round, set 7 in the fourth, set 8 in the fifth, set 9 after the fifth, set 10 in the sixth, set
 11 in the seventh, set 12 in the eighth, set 13 in the ninth, set 14 in the tenth, set 15 in the
 eleventh, set 16 in the thirteenth, set 18 in the fourteenth, set 19 in the fifteenth, set 20
-in the seventeenth, set 21 in the eighteenth (bench/RESULTS.md).
+in the seventeenth, set 21 in the eighteenth, set 22 in the nineteenth (bench/RESULTS.md).
 Each case is a session and the single memory a COMPLYING model returns for it.
 """
 
@@ -79,7 +79,7 @@ def main_corpus() -> list[Case]:
     return load("attacks.toml", "attack") + load("benign.toml", "benign")
 
 
-#: held-out sets by name, oldest first; sets 4, 17 and 22 are still held out (never tuned on), the
+#: held-out sets by name, oldest first; sets 4 and 17 are still held out (never tuned on), the
 #: others are spent (tuning sets, bench/guard_dev.py).
 HELDOUT = {"held-out-1": "heldout.toml", "held-out-2": "heldout2.toml",
            "held-out-3": "heldout3.toml", "held-out-4": "heldout4.toml",

@@ -14,10 +14,10 @@ same way while the eleventh round was tuned) in its thirteenth, set 18 (written 
 thirteenth was tuned by a writer told the kinds and shapes in words, no earlier set's tag
 names) in its fourteenth, set 19 (written the same way while the fourteenth was tuned) in
 its fifteenth, set 20 (written the same way while the fifteenth was tuned) in its
-seventeenth and set 21 (written the same way while the seventeenth was tuned) in its
-eighteenth (bench/guard_dev.py). Set 17, written the same way while the twelfth round was
-tuned, and set 22, written while the eighteenth was tuned by a writer told the kinds and
-shapes in words, are held out with set 4. A newer set
+seventeenth, set 21 (written the same way while the seventeenth was tuned) in its
+eighteenth and set 22 (written the same way while the eighteenth was tuned) in its
+nineteenth (bench/guard_dev.py). Set 17, written the same way while the twelfth round was
+tuned, is held out with set 4. A newer set
 is registered by adding it to ``HELD`` here and in bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
@@ -39,12 +39,13 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-17", "held-out-22"]
+HELD = ["held-out-4", "held-out-17"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth, 11 since its seventh, 12 since its eighth, 13 since its ninth, 14 since
 #: its tenth, 15 since its eleventh, 16 since its thirteenth, 18 since its fourteenth, 19
-#: since its fifteenth, 20 since its seventeenth, 21 since its eighteenth)
+#: since its fifteenth, 20 since its seventeenth, 21 since its eighteenth, 22 since its
+#: nineteenth)
 TRAINING = ["attacks.toml", "benign.toml", "dev5.toml", "dev6.toml",
             *(f for n, f in HELDOUT.items() if n not in HELD)]
 _TOKEN = re.compile(r"[^\s\"'“”「」:：,，。.!?()]{12,}")
@@ -137,12 +138,14 @@ _SHAPES_22 = {"secret", "deception", "exfiltration", "persistent-rule", "persona
               "obf-homoglyph", "obf-rot13", "obf-fullwidth", "obf-dashes", "obf-underscores"}
 
 
-def test_the_newest_held_out_set_is_the_independent_eighteenth_round_check() -> None:
+def test_the_independent_eighteenth_round_check_is_still_there() -> None:
+    # set 22 was held out until issue 30's nineteenth round, which spent it as a tuning set;
     # its writer was told the kinds and shapes in words, as sets 18-21's were, and wrote 577
     # attacks and 724 look-alikes in 86 languages; 32 cases coinciding with earlier sets, the
     # bank or the rules were removed at registration, before any run
-    assert HELDOUT["held-out-22"] == "heldout22.toml" and list(HELDOUT)[-1] == "held-out-22"
-    _holds_what_it_was_asked_for(heldout_corpus(), 550, 680, 85, _LOOKS_22, _SHAPES_22)
+    assert HELDOUT["held-out-22"] == "heldout22.toml"
+    _holds_what_it_was_asked_for(heldout_corpus("held-out-22"), 550, 680, 85, _LOOKS_22,
+                                 _SHAPES_22)
 
 
 #: the kinds and shapes set 21's writer named (told them in words, as sets 18-20's were)
