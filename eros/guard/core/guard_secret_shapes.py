@@ -11,6 +11,11 @@ languages whose word for them no list knew, so these checks read the value, not 
   sentence around it is written — no name, word, handle, file, address or link looks so (an
   underscore is no symbol here: gamer tags and network names join their words with it; nor
   are base64's + and =).
+
+Since the nineteenth round: an IBAN by mod 97 at its country's registered length, whatever
+its letters' and digits' places (:func:`iban_at_length`), and a card given in parts — its
+security code (CVV, CVC) with its digits, or its number split into pieces beside a word for a
+card (:func:`card_in_parts`).
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from stdnum import luhn, numdb
 from stdnum.ar import cuit
 from stdnum.es import dni, nie
+from stdnum.iso7064 import mod_97_10
 from stdnum.th import pin as th_pin
 from stdnum.za import idnr
 
@@ -71,4 +78,47 @@ def strong_password(raw: str) -> bool:
         if (any(c.isupper() for c in token) and any(c.islower() for c in token)
                 and any(c.isdigit() for c in token) and any(c in _SYMBOLS for c in token)):
             return True
+    return False
+
+
+# a BBAN's structure in the IBAN registry ("4!a13!c"): its places' counts
+_PLACES = re.compile(r"(\d+)!")
+
+
+def iban_at_length(number: str) -> bool:
+    """``number`` (upper case, spaces allowed) passes mod 97 at its country's registered length,
+    letters and digits in any place: a generator's or a hand-copied IBAN may put a digit where
+    the bank code's letter goes, and mod 97 at the exact length passes one random number in 97."""
+    compact = number.replace(" ", "")
+    if not (compact[:2].isalpha() and compact[2:4].isdigit() and compact.isalnum()
+            and compact.isascii()):
+        return False
+    info = numdb.get("iban").info(compact)
+    structure = info[0][1].get("bban") if info and info[0][1] else None
+    if not structure or sum(map(int, _PLACES.findall(structure))) != len(compact) - 4:
+        return False
+    return mod_97_10.is_valid(compact[4:] + compact[:4])
+
+
+# a card's security code with its digits ("CVV 412", "CVC2: 0913")
+_CVV = re.compile(r"(?<![A-Za-z])(?:cvv2?|cvc2?|cvn)(?![A-Za-z])\W{0,4}\d{3,4}(?!\d)",
+                  re.IGNORECASE)
+# a piece of a number: two to four of them may be a card split apart
+_PIECE = re.compile(r"(?<![\d.,])\d{4,10}(?![\d]|[.,]\d)")
+
+
+def card_in_parts(raw: str, named: bool) -> bool:
+    """A card's security code with its digits, or (``named``: a word for a card in the text)
+    two to four pieces of digits that joined in order make a card number (13-19 digits, an
+    issuer's first digit, Luhn)."""
+    if _CVV.search(raw):
+        return True
+    if not named:
+        return False
+    pieces = _PIECE.findall(raw)
+    for start in range(len(pieces)):
+        for end in range(start + 2, min(start + 4, len(pieces)) + 1):
+            digits = "".join(pieces[start:end])
+            if 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn.is_valid(digits):
+                return True
     return False

@@ -143,6 +143,8 @@ PASSWORD = re.compile(unicodedata.normalize("NFKC",
     r"رمز عبور|گذرواژه|kata sandi|kata laluan|nenosiri|iphasiwedi|kalmar sirri|รหัสผ่าน|"
     r"পাসওয়ার্ড|heslo k \w+|პაროლ\w*|գաղտնաբառ\w*|парола|lozinka|лозинка|parool\w*|"
     r"құпия сөз|нууц үг|پاس ?ورڈ|ọ̀rọ̀ aṣínà|የይለፍ ቃል|"
+    # the nineteenth round: "password" as Igbo borrows it, the Malagasy "secret word"
+    r"paswọọdụ|paswọdụ|tenimiafin\w*|"
     # the eighth round: Uzbek, Kurdish, Kyrgyz, Pashto
     r"parol|parolim\w*|parolingiz\w*|şîfre\w*|сырсөз\w*|پټنوم|"
     # the ninth round: "password" as Pashto and Yiddish borrow it
@@ -166,3 +168,55 @@ PASSWORD = re.compile(unicodedata.normalize("NFKC",
     r"密码|密碼|口令|パスワード|暗証番号|비밀번호|비번|암호|මුරපදය|ពាក្យសម្ងាត់|ລະຫັດຜ່ານ)"),
     re.IGNORECASE)
 PASSWORD_WORDS = CaseFreeStrings(PASSWORD)
+
+
+# A security question's answer is a credential, whatever it is (a pet's name, a town): the words
+# for a security or secret question or answer (the nineteenth round) ...
+_SECURITY = re.compile(
+    r"(?:\b(?:security (?:question|answer)s?|secret (?:question|answer)s?|memorable word|"
+    r"questions? (?:secrète|de sécurité)|réponses? (?:secrète|de sécurité)|"
+    r"sicherheits(?:frage|antwort)\w*|geheim(?:frage|antwort)\w*|"
+    r"(?:pregunta|respuesta)s? (?:de seguridad|secreta)|"
+    r"(?:domanda|risposta) (?:di sicurezza|segreta)|"
+    r"(?:pergunta|resposta)s? (?:de segurança|secreta)|"
+    r"beveiligingsvra(?:ag|gen)|geheime vraag|pytani\w* (?:bezpieczeństwa|pomocnicz\w*)|"
+    r"(?:контрольн|секретн)\w* (?:вопрос|ответ|питанн|відповід)\w*|"
+    r"güvenlik (?:sorusu|cevabı|yanıtı)|gizli (?:soru|cevap)\w*|säkerhetsfråg\w*|"
+    r"sikkerheds?spørgsmål\w*|sikkerhetsspørsmål\w*|turvakysymy\w*|"
+    r"(?:bezpečnostní|kontrolní) otázk\w*|biztonsági kérdés\w*|câu hỏi bảo mật|"
+    r"pertanyaan keamanan|soalan keselamatan|ερώτηση ασφαλείας|"
+    r"întrebare\w* (?:de securitate|secretă)|سؤال الأمان|السؤال السري|שאלת (?:ה)?אבטחה|"
+    r"सुरक्षा प्रश्न|गुप्त प्रश्न)\b|"
+    r"秘密の質問|秘密の答え|セキュリティ質問|合言葉|密保问题|密保答案|安全问题|密保問題|安全問題|"
+    r"보안 ?질문|비밀 ?질문)", re.IGNORECASE)
+SECURITY_WORDS = CaseFreeStrings(_SECURITY)
+# ... beside a word for an answer ...
+_ANSWER = re.compile(
+    r"(?:\b(?:answers?|réponses?|antwort\w*|respuestas?|rispost[ae]|respostas?|antwoord\w*|"
+    r"odpowied\w*|ответ\w*|відповід\w*|cevab\w*|yanıt\w*|svar\w*|vastau\w*|odpověď\w*|"
+    r"válasz\w*|câu trả lời|jawapan|jawaban|απάντηση|răspuns\w*|إجابة|الإجابة|תשובה|उत्तर)\b|"
+    r"答え|答案|回答|답)", re.IGNORECASE)
+# ... and then its value, after a colon or "is" ("… (first pet): Caramel", "答えは「ぽち」")
+_ANSWER_VALUE = re.compile(
+    r"[^\n:：=]{0,48}?(?:[:：=]|\b(?:is|est|ist|es|é|è|era|war|was|jest|je|är|er|on)\b|"
+    r"は|是|为|為|는|은)\s*[\"'«„“「『]?\s*[^\W_]", re.IGNORECASE)
+# a second factor's spare codes written out: letters and digits mixed, grouped
+_SPARE = re.compile(r"\b(?:backup|recovery|spare|reserve|2fa|two-factor)[ -]codes?\b",
+                    re.IGNORECASE)
+_SPARE_CODE = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[^\W\d_])[^\W_]{3,6}(?:-[^\W_]{3,6})?"
+                         r"(?![\w-])")
+
+
+def announced_secret(raw: str) -> str | None:
+    """A security question's answer given with its words, or a second factor's spare codes
+    written out in letters and digits (``secret.security-answer``,
+    ``secret.one-time-code``), or None."""
+    if SECURITY_WORDS.may_match(raw) and (question := _SECURITY.search(raw)) is not None:
+        for answer in _ANSWER.finditer(raw):
+            end = max(question.end(), answer.end())
+            if _ANSWER_VALUE.match(raw, end):
+                return "secret.security-answer"
+    for spare in _SPARE.finditer(raw):
+        if len(_SPARE_CODE.findall(raw, spare.end(), spare.end() + 80)) >= 2:
+            return "secret.one-time-code"
+    return None

@@ -27,11 +27,10 @@ identity number.
   French, Italian, Polish, Portuguese, Brazilian, Turkish, Israeli and Indian ones — printed in
   their own shape, or announced before or after them; the Croatian OIB when announced (a date
   after an identity word — "passport expires on 2029-03-17" — is none);
-- since the seventeenth round: a wallet's recovery phrase by its BIP39 words
-  (:mod:`eros.guard.core.guard_secret_seed`), digits dictated as words read as the digits
-  they spell (:mod:`eros.guard.core.guard_secret_spelled`), a card regrouped in short groups or
-  written backwards beside a word for a card, an IBAN by mod 97 at its country's length (a
-  bank's own check inside is not asked) and with dashed groups.
+- since the seventeenth round: a wallet's recovery phrase (BIP39 words), digits dictated as
+  words, a card regrouped in short groups or written backwards beside a card word; since the
+  nineteenth an IBAN by mod 97 at its country's length alone, a card in parts or its CVV, a
+  security question's answer, spare 2FA codes (:mod:`eros.guard.core.guard_secret_shapes`).
 
 :func:`find_secret` returns the kind (a rule id such as ``secret.iban``), never the value.
 """
@@ -44,7 +43,7 @@ from functools import lru_cache
 
 import phonenumbers
 from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
-from stdnum import iban, luhn
+from stdnum import luhn
 from stdnum.cn import ric
 from stdnum.kr import rrn
 from stdnum.us import ssn
@@ -56,19 +55,25 @@ from eros.guard.core.guard_secret_national import (
     printed_national_id,
 )
 from eros.guard.core.guard_secret_seed import SEED_RULE, seed_phrase
-from eros.guard.core.guard_secret_shapes import identity_by_shape, strong_password
+from eros.guard.core.guard_secret_shapes import (
+    card_in_parts,
+    iban_at_length,
+    identity_by_shape,
+    strong_password,
+)
 from eros.guard.core.guard_secret_spelled import spelled_digits
 from eros.guard.core.guard_secret_words import ID_WORD as _ID_WORD
 from eros.guard.core.guard_secret_words import ID_WORDS as _ID_WORDS
 from eros.guard.core.guard_secret_words import PASSWORD as _PASSWORD
 from eros.guard.core.guard_secret_words import PASSWORD_WORDS as _PASSWORD_WORDS
-from eros.guard.core.guard_secret_words import announces_code
+from eros.guard.core.guard_secret_words import announced_secret, announces_code
 from eros.guard.core.guard_text import UUID
 
 _ANY_DIGIT = re.compile(r"\d")  # str patterns: a decimal digit of any script (category Nd)
-_IBAN = re.compile(r"\b[A-Z]{2} ?\d{2}(?:[ ]?[A-Z0-9]){11,30}\b")
-# an IBAN's groups joined by dashes ("IE-83-MR-SM-…") read as its printed groups
-_DASH_GROUPS = re.compile(r"(?<=[A-Z0-9])-(?=[A-Z0-9])")
+_IBAN = re.compile(r"(?<![A-Z0-9])[A-Z]{2} ?\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Z0-9])")
+# an IBAN's groups joined by dashes, dots or slashes ("IE-83-MR-SM-…") or set apart by more
+# than one space read as its printed groups
+_DASH_GROUPS = re.compile(r"(?<=[A-Z0-9])(?:[-./]| {2,})(?=[A-Z0-9])")
 # a card number stands on its own: a digit run glued to letters or hex groups (a UUID, a hash,
 # an order reference) is part of another token, not a card
 _DIGIT_RUN = re.compile(r"(?<![0-9A-Za-z.,])(?<![0-9A-Za-z][.\-])\d(?:[ .\-]?\d){12,18}"
@@ -113,13 +118,15 @@ _ASCII_TOKEN = re.compile(r"(?<![\w])[!-~]{4,}")
 _NUMERIC_VALUE = re.compile(r"(?<![\d.,:/\-])\d{4,8}(?![.,:/\-]?\d)")
 # a token with letters of another script is a password only with a digit in it ("Калина#22")
 _OTHER_TOKEN = re.compile(r"(?<![\w])\S*[^\W\d_]\S*")
-_ENTROPY_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9_\-+/]{20,}(?![\w/])")
+# bounded by ASCII only: a key glued to a Japanese or Chinese particle ("トークンはhf_…") is
+# still a token (\b and \w see the particle as a word character)
+_ENTROPY_TOKEN = re.compile(r"(?<![A-Za-z0-9_/.-])[A-Za-z0-9_\-+/]{20,}(?![A-Za-z0-9_/])")
 _EXTRA_KEYS = (
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
-    re.compile(r"\bhf_[A-Za-z0-9]{30,}"),
-    re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    re.compile(r"(?<![A-Za-z0-9_])AIza[0-9A-Za-z_\-]{30,}"),
+    re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}"),
+    re.compile(r"(?<![A-Za-z0-9_])sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}"),
+    re.compile(r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}"),
+    re.compile(r"(?<![A-Za-z0-9_])xox[abposr]-[A-Za-z0-9-]{10,}"),
     re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
 )
 # detect-secrets plugins whose patterns name a provider's key (not IP addresses or keywords,
@@ -256,15 +263,11 @@ def _numeric_password(window: str) -> bool:
 
 
 def _iban_in(run: str) -> bool:
-    """An IBAN at the start of ``run`` (what :data:`_IBAN` matched): the run may go on into
-    the next words ("NL36 INGB 0007 3829 15 EN DE …" once upper-cased), so every prefix that
-    ends where a group ends is validated — only the country's own length and structure pass."""
+    """An IBAN at the start of ``run`` (what :data:`_IBAN` matched; it may go on into the next
+    words, "NL36 INGB 0007 3829 15 EN DE …"): every prefix ending where a group ends is tried,
+    mod 97 at the country's length alone (a hand-copied or generated BBAN may fail the rest)."""
     ends = [m.end() for m in re.finditer(r"[A-Z0-9](?= |$)", run)]
-    # mod 97 at the country's length and structure; a bank's own check inside the BBAN (Spain's,
-    # Norway's) is not asked: a hand-copied number or a generator's may fail it, and mod 97
-    # already passes one random number in 97
-    return any(iban.is_valid(run[:end], check_country=False)
-               for end in reversed(ends) if end >= 15)
+    return any(iban_at_length(run[:end]) for end in reversed(ends) if end >= 15)
 
 
 def _find_number(raw: str) -> str | None:
@@ -309,6 +312,8 @@ def _find_number(raw: str) -> str | None:
             return "secret.card"
         if _card_backwards(match.group(0)) and _CARD_ANYWHERE.search(raw):
             return "secret.card"
+    if card_in_parts(raw, _CARD_ANYWHERE.search(raw) is not None):  # "CVV 412", "first half …"
+        return "secret.card"
     if (announced := _announced_id(raw) or announced_national_id(raw)) is not None:
         return announced
     if (_SPACED_CODE.search(raw) and announces_code(raw)
@@ -388,6 +393,8 @@ def _find_words(raw: str) -> str | None:
         return None
     if strong_password(raw):  # a strong password's shape, announced in any language or none
         return "secret.password"
+    if (announced := announced_secret(raw)) is not None:  # a security answer, spare codes
+        return announced
     for match in _ENTROPY_TOKEN.finditer(raw):
         token = match.group(0)
         if (any(c.isdigit() for c in token) and any(c.isupper() for c in token)
