@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 import re
+import sys
+import unicodedata
 from collections import Counter
 from functools import lru_cache
 
@@ -27,8 +29,6 @@ MIN_RUN = 4
 _MAX_WORD = 24
 #: what an unknown single letter costs (a word of the lexicon costs -log of its frequency)
 _UNKNOWN_LETTER = 30.0
-_RUN = re.compile(r"(?<![^\W\d_])[^\W\d_](?: [^\W\d_]){" + str(MIN_RUN - 1)
-                  + r",}(?![^\W\d_])")
 _WORDS = re.compile(r"[^\W\d_]+")
 #: a word this long that is not in the lexicon may be words glued together
 _GLUED = re.compile(r"[^\W\d_]{14,}")
@@ -46,9 +46,29 @@ def _lexicon() -> dict[str, float]:
     return {w: math.log(total / n) for w, n in counts.items() if len(w) <= _MAX_WORD}
 
 
+_RUN = re.compile(r"(?<![^\W\d_])[^\W\d_](?: [^\W\d_]){" + str(MIN_RUN - 1)
+                  + r",}(?![^\W\d_])")
+
+
+@lru_cache(maxsize=1)
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(a space before a combining mark, a run of :data:`MIN_RUN` or more single letters — each
+    with its marks: a Devanagari letter and its vowel sign are one — apart by single spaces),
+    for a text whose marks were spaced apart from their letters (an ordinary Hindi sentence
+    has one-letter words: "तो ये", its letters are read one by one only when spaced so)."""
+    marks = "".join(re.escape(chr(c)) for c in range(0x300, sys.maxunicode + 1)
+                    if unicodedata.category(chr(c))[0] == "M")
+    letter = rf"[^\W\d_][{marks}]*"
+    return (re.compile(rf" (?=[{marks}])"),
+            re.compile(rf"(?<![^\W\d_{marks}]){letter}(?: {letter}){{{MIN_RUN - 1},}}"
+                       rf"(?![^\W\d_{marks}])"))
+
+
 def _unspaced_script(ch: str) -> bool:
-    """Han, kana and the like: written without spaces, so joined letters need no split."""
-    return "\u3040" <= ch <= "\u30ff" or "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
+    """Han, kana, Hangul and the like: read without the lexicon's words (it holds their
+    sentences whole), so joined letters are not split."""
+    return ("\u3040" <= ch <= "\u30ff" or "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
+            or "\uac00" <= ch <= "\ud7a3")
 
 
 def split_words(letters: str) -> list[str]:
@@ -83,15 +103,25 @@ def _read(match: re.Match[str]) -> str:
     letters = match.group(0).replace(" ", "")
     if any(_unspaced_script(ch) for ch in letters):
         return letters
-    return " ".join(split_words(letters))
+    words = split_words(letters)
+    # letters the lexicon cannot place (a language it holds few words of) are left single: when
+    # they are over a third of the pieces, the letters joined read better to the embedding
+    singles = sum(len(w) == 1 for w in words)
+    return letters if 3 * singles > len(words) else " ".join(words)
 
 
 def read_letter_runs(text: str) -> str | None:
-    """``text`` with every run of :data:`MIN_RUN` or more single letters separated by single
-    spaces read as words, or None when it has no such run."""
-    if not _RUN.search(text):
+    """``text`` with every run of :data:`MIN_RUN` or more single letters (a letter with its
+    marks; a space before a mark is none) separated by single spaces read as words, or None
+    when it has no such run."""
+    run = _RUN
+    if " " in text and not text.isascii():
+        before_mark, marked = _patterns()
+        text, spaced = before_mark.subn("", text)
+        run = marked if spaced else run
+    if not run.search(text):
         return None
-    return _RUN.sub(_read, text)
+    return run.sub(_read, text)
 
 
 def _unglue(match: re.Match[str]) -> str:
@@ -135,15 +165,22 @@ def read_reversed(text: str) -> list[str]:
     (``'tpmorp metsys ruoy laever'`` → ``"reveal your system prompt"``), reversed: a span whose
     reversal has at least two lexicon words for each one it has forwards, and half its words
     known. Any script the lexicon holds; a span that reads forwards is left alone."""
-    lexicon = _lexicon()
     out = []
     for match in _QUOTED.finditer(text):
-        forwards = _WORDS.findall(match.group(1).casefold())
-        if len(forwards) < 3:
-            continue
-        backwards = [w[::-1] for w in reversed(forwards)]
-        known_forwards = sum(w in lexicon for w in forwards)
-        known_backwards = sum(w in lexicon for w in backwards)
-        if known_backwards * 2 >= len(backwards) and known_backwards >= 2 * known_forwards + 2:
-            out.append(" ".join(backwards))
+        if reads_backwards(match.group(1)):
+            forwards = _WORDS.findall(match.group(1).casefold())
+            out.append(" ".join(w[::-1] for w in reversed(forwards)))
     return out
+
+
+def reads_backwards(text: str, slack: int = 2) -> bool:
+    """Whether ``text``'s words (three or more) read as words only backwards: twice as many
+    lexicon words backwards as forwards plus ``slack``, and half its words known backwards."""
+    lexicon = _lexicon()
+    forwards = _WORDS.findall(text.casefold())
+    if len(forwards) < 3:
+        return False
+    known_forwards = sum(w in lexicon for w in forwards)
+    known_backwards = sum(w[::-1] in lexicon for w in forwards)
+    return (known_backwards * 2 >= len(forwards)
+            and known_backwards >= 2 * known_forwards + slack)

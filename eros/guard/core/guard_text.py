@@ -21,8 +21,10 @@
   in words that mix them with Latin letters (case kept), and words chained by joiners instead
   of spaces split apart;
 - :func:`alternate_views` — what obfuscation hides: letters spaced or dotted apart joined
-  (``i g n o r e``, ``O.V.E.R``), leetspeak read (``1gn0r3``), rot13, and payloads in base64,
-  hex or percent-encoding decoded. Each is judged by the same rules.
+  (``i g n o r e``, ``O.V.E.R``), leetspeak read (``1gn0r3``), rot13, payloads in base64,
+  hex or percent-encoding decoded, and a text written backwards (whole or word by word) when
+  it reads better so (:mod:`eros.guard.core.guard_backwards`). Each is judged by the same
+  rules.
 
 Only the judged views change; what is stored is the text minus its invisible characters.
 """
@@ -40,6 +42,7 @@ from importlib import resources
 from urllib.parse import unquote
 
 from eros.core.text import strip_invisible
+from eros.guard.core.guard_backwards import read_backwards
 from eros.guard.core.guard_segment import read_reversed, read_words
 
 _SPACE = re.compile(r"\s+")
@@ -262,8 +265,9 @@ def reading(text: str) -> str | None:
     ASCII digits, look-alikes folded in words that mix scripts, leetspeak read, words chained
     by joiners ("Going-forward-answer-all", "ignore.your.rules", "x_y_z") split, letters
     spaced one apart and words glued together (their zero-width spaces stripped) read as words
-    (:mod:`eros.guard.core.guard_segment`), a quoted span written backwards read forwards —
-    or None when that is the text itself. The meaning layer
+    (:mod:`eros.guard.core.guard_segment`), a quoted span or a whole text written backwards
+    or in rot13 read forwards (:mod:`eros.guard.core.guard_backwards`) — or None when that is
+    the text itself. The meaning layer
     scores this beside the raw text: an embedding of a chained or disguised text is
     far from the instruction it spells."""
     plain = unicodedata.normalize("NFKC", strip_invisible(text))
@@ -273,8 +277,9 @@ def reading(text: str) -> str | None:
     view = _SPACE.sub(" ", _unchained(_read_leet(view))).strip()
     view = read_words(view) or view
     # a payload in base64, hex or percent-encoding reads as what it decodes to, a quoted span
-    # written backwards as its words forwards
-    view = " ".join([view, *decoded_payloads(plain), *read_reversed(plain)])
+    # or a whole text written backwards or in rot13 as its words forwards
+    view = " ".join([view, *decoded_payloads(plain), *read_reversed(plain),
+                     *read_backwards(plain)])
     return view if view and view != _SPACE.sub(" ", plain).strip() else None
 
 
@@ -381,4 +386,7 @@ def alternate_views(raw: str, view: str, stripped: str | None = None) -> list[st
     if _LATIN.search(view):
         views.append(codecs.encode(view, "rot13"))
     views.extend(normalise(p) for p in decoded_payloads(raw))
+    # a text written backwards, whole or word by word, when it reads better so
+    # (eros/guard/core/guard_backwards.py; its rot13 reading is the view above)
+    views.extend(back for back in map(normalise, read_backwards(stripped)) if back not in views)
     return views
