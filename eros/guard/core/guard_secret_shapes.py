@@ -100,9 +100,9 @@ def iban_at_length(number: str) -> bool:
     return mod_97_10.is_valid(compact[4:] + compact[:4])
 
 
-# a card's security code with its digits ("CVV 412", "CVC2: 0913")
-_CVV = re.compile(r"(?<![A-Za-z])(?:cvv2?|cvc2?|cvn)(?![A-Za-z])\W{0,4}\d{3,4}(?!\d)",
-                  re.IGNORECASE)
+# a card's security code with its digits ("CVV 412", "CVC2: 0913", "CVV is 318")
+_CVV = re.compile(r"(?<![A-Za-z])(?:cvv2?|cvc2?|cvn)(?![A-Za-z])(?:\W+(?:is|est|ist|es)\b)?"
+                  r"\W{0,4}\d{3,4}(?!\d)", re.IGNORECASE)
 # a piece of a number: two to four of them may be a card split apart
 _PIECE = re.compile(r"(?<![\d.,])\d{4,10}(?![\d]|[.,]\d)")
 

@@ -286,8 +286,8 @@ def _find_number(raw: str) -> str | None:
         for match in _IBAN.finditer(_DASH_GROUPS.sub(" ", raw.upper())):
             if _iban_in(match.group(0)):
                 return "secret.iban"
-    if digits < 4:
-        return _announced_id(raw)
+    if digits < 4:  # a CVV has three
+        return _announced_id(raw) or ("secret.card" if card_in_parts(raw, False) else None)
     for match in _NINO.finditer(raw):
         if (match.group(1) or match.group(2)) not in _NINO_NOT_ISSUED:
             return "secret.gb-nino"
