@@ -278,8 +278,8 @@ def reading(text: str) -> str | None:
     view = read_words(view) or view
     # a payload in base64, hex or percent-encoding reads as what it decodes to, a quoted span
     # or a whole text written backwards or in rot13 as its words forwards
-    view = " ".join([view, *decoded_payloads(plain), *read_reversed(plain),
-                     *read_backwards(plain)])
+    view = " ".join([view, *decoded_payloads(plain), *read_backwards(plain),
+                     *read_reversed(plain)])
     return view if view and view != _SPACE.sub(" ", plain).strip() else None
 
 
