@@ -103,11 +103,7 @@ def _read(match: re.Match[str]) -> str:
     letters = match.group(0).replace(" ", "")
     if any(_unspaced_script(ch) for ch in letters):
         return letters
-    words = split_words(letters)
-    # letters the lexicon cannot place (a language it holds few words of) are left single: when
-    # they are over a third of the pieces, the letters joined read better to the embedding
-    singles = sum(len(w) == 1 for w in words)
-    return letters if 3 * singles > len(words) else " ".join(words)
+    return " ".join(split_words(letters))
 
 
 def read_letter_runs(text: str) -> str | None:
