@@ -21,6 +21,8 @@ FOUND = [
     ("Réponse à sa question secrète : Biscotte", "secret.security-answer"),
     ("Die Antwort auf seine Sicherheitsfrage lautet: Bremen", "secret.security-answer"),
     ("彼の秘密の質問の答えは「たま」", "secret.security-answer"),
+    # all in lower case (every normalised view is): no upper-case letter is needed
+    ("antwort auf seine sicherheitsfrage: bremen", "secret.security-answer"),
     ("Her two-factor recovery codes: k2p9-x7qa 4mzt-81bw", "secret.one-time-code"),
     ("彼のトークンはhf_Q4zLm8Rt2Vx9Kp3Wn7Yb5Cd1Fg6Hj0Ls", "secret.provider-key"),
     ("Paswọọdụ ya bụ Obi_2219kk", "secret.password"),

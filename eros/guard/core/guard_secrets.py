@@ -11,10 +11,8 @@ identity number.
   to letters or inside a UUID (an identifier, masked before numbers and words are looked for);
 - a one-time code: a 4–8 digit number next to a phone number (``phonenumbers``) or next to a
   word for "code", "PIN" or "OTP" in one of the supported languages;
-- provider keys: ``detect-secrets``' own provider patterns (AWS, GitHub, GitLab, OpenAI,
-  Slack, Stripe, …) plus Google ``AIza…``, Hugging Face ``hf_…`` and Anthropic ``sk-ant-…``;
-  high-entropy tokens (20+ characters mixing cases and digits, Shannon entropy ≥ 4.0 bits by
-  ``detect-secrets``' calculator);
+- provider keys (``detect-secrets``' patterns, Google, Hugging Face, Anthropic); high-entropy
+  tokens (20+ characters mixing cases and digits, Shannon entropy ≥ 4.0 bits);
 - a password announced in any of about 50 languages followed, within 60 characters, by a
   token that has a digit or a symbol (a token in another script: letters and a digit,
   "Ромашка_1987"; a hyphen or dot between letters alone makes no value: "M-Pesa", a domain) or
@@ -27,10 +25,8 @@ identity number.
   French, Italian, Polish, Portuguese, Brazilian, Turkish, Israeli and Indian ones — printed in
   their own shape, or announced before or after them; the Croatian OIB when announced (a date
   after an identity word — "passport expires on 2029-03-17" — is none);
-- since the seventeenth round: a wallet's recovery phrase (BIP39 words), digits dictated as
-  words, a card regrouped in short groups or written backwards beside a card word; since the
-  nineteenth an IBAN by mod 97 at its country's length alone, a card in parts or its CVV, a
-  security question's answer, spare 2FA codes (:mod:`eros.guard.core.guard_secret_shapes`).
+- later rounds: a recovery phrase (BIP39), spelled digits, a card regrouped or backwards; an
+  IBAN at its country's length, a card in parts or its CVV, a security answer, spare codes.
 
 :func:`find_secret` returns the kind (a rule id such as ``secret.iban``), never the value.
 """
@@ -387,14 +383,14 @@ def _find_words(raw: str) -> str | None:
             return "secret.password"
         if _numeric_password(window):
             return "secret.password"
+    if (announced := announced_secret(raw)) is not None:  # a security answer, spare codes
+        return announced
     # both checks below need an upper-case letter, which a text all in lower case (every
     # normalised view: case-folded) has none of (``str.islower`` is false wherever one is)
     if raw.islower():
         return None
     if strong_password(raw):  # a strong password's shape, announced in any language or none
         return "secret.password"
-    if (announced := announced_secret(raw)) is not None:  # a security answer, spare codes
-        return announced
     for match in _ENTROPY_TOKEN.finditer(raw):
         token = match.group(0)
         if (any(c.isdigit() for c in token) and any(c.isupper() for c in token)
