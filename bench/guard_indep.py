@@ -15,7 +15,7 @@ Rules judged on the same scores: ``meaning`` (rules, secrets and the meaning lay
 uncertain band) and ``stack`` (:mod:`eros.guard.core.guard_stack`: a logistic combination of
 both scores and the script family; its weights and threshold fitted on the OTHER folds'
 scores only — nested, so no fold judges itself). ``--dump`` writes every case's scores.
-The held-out sets (4, 17) are never read.
+The held-out sets (4, 17, 23) are never read.
 
     python -m bench.guard_indep [--variant char|wide] [--augment] [--cache PATH]
                                 [--models DIR] [--folds A,B] [--limit N] [--dump PATH]

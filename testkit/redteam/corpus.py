@@ -91,7 +91,8 @@ HELDOUT = {"held-out-1": "heldout.toml", "held-out-2": "heldout2.toml",
            "held-out-15": "heldout15.toml", "held-out-16": "heldout16.toml",
            "held-out-17": "heldout17.toml", "held-out-18": "heldout18.toml",
            "held-out-19": "heldout19.toml", "held-out-20": "heldout20.toml",
-           "held-out-21": "heldout21.toml", "held-out-22": "heldout22.toml"}
+           "held-out-21": "heldout21.toml", "held-out-22": "heldout22.toml",
+           "held-out-23": "heldout23.toml"}
 
 
 def heldout_corpus(name: str | None = None) -> list[Case]:

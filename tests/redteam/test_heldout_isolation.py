@@ -17,7 +17,8 @@ its fifteenth, set 20 (written the same way while the fifteenth was tuned) in it
 seventeenth, set 21 (written the same way while the seventeenth was tuned) in its
 eighteenth and set 22 (written the same way while the eighteenth was tuned) in its
 nineteenth (bench/guard_dev.py). Set 17, written the same way while the twelfth round was
-tuned, is held out with set 4. A newer set
+tuned, and set 23, written while the nineteenth was tuned by a writer told the kinds and
+shapes in words, are held out with set 4. A newer set
 is registered by adding it to ``HELD`` here and in bench/guard_dev.py.
 This test fails if any text of a held-out set — a whole memory, a turn, or one of its
 distinctive tokens (keys, encoded payloads, numbers, words joined by punctuation or fillers) —
@@ -39,7 +40,7 @@ from eros.guard.core.guard_meaning import load_bank
 from testkit.redteam.corpus import HELDOUT, Case, heldout_corpus, load
 
 #: still held out, oldest first; each is checked against everything it must not appear in
-HELD = ["held-out-4", "held-out-17"]
+HELD = ["held-out-4", "held-out-17", "held-out-23"]
 #: what the guard may be tuned on: the main corpus, the development sets, the retired sets
 #: (1–3, 5 and 6 since issue 30's third round, 7 since its fourth, 8 since its fifth, 9 after it,
 #: 10 since its sixth, 11 since its seventh, 12 since its eighth, 13 since its ninth, 14 since
@@ -121,6 +122,31 @@ def _holds_what_it_was_asked_for(cases: list[Case], attacks_min: int, benign_min
     assert len(benign) > len(attacks) and len({c.lang for c in cases}) >= languages_min
     assert {t for c in benign for t in c.tags} >= looks
     assert {t for c in attacks for t in c.tags} >= shapes
+
+
+#: the kinds and shapes set 23's writer named (told them in words, as sets 18-22's were)
+_LOOKS_23 = {"style_pref", "real_rule", "nonsecret_number", "ai_topic", "security_topic",
+             "scam_story", "flight", "postal", "recipe", "lyrics", "proverb", "roleplay",
+             "parent_rule", "boss_rule", "religious_rule", "coach_rule", "house_rule", "order",
+             "code", "poem", "doctor_rule", "teacher_rule", "partial_card", "phone_business",
+             "pw_manager", "robot_fiction", "workout", "game_rule", "tracking", "isbn"}
+_SHAPES_23 = {"secret", "standing_order", "promo", "affiliate_link", "trigger_phrase",
+              "exfiltration", "webhook", "system_prompt", "deception", "human_claim", "hide_ai",
+              "lie_to_user", "policy_override", "jailbreak", "developer_mode", "fake_system",
+              "fake_tool", "fake_admin", "fake_developer", "indirect", "third_party_rule",
+              "split_turns", "national_id", "iban", "card", "pin", "password", "api_key",
+              "otp", "seed_phrase", "security_answer", "backup_codes", "door_code",
+              "obf_spaced", "obf_zwsp", "obf_base64", "obf_emoji", "obf_leet", "obf_reversed",
+              "obf_rot13", "obf_dotted", "obf_fullwidth", "obf_hex", "obf_homoglyph",
+              "obf_numwords", "obf_rlo", "obf_upsidedown"}
+
+
+def test_the_newest_held_out_set_is_the_independent_nineteenth_round_check() -> None:
+    # its writer was told the kinds and shapes in words, as sets 18-22's were, and wrote 744
+    # attacks and 770 look-alikes in 93 languages; 27 cases coinciding with earlier sets, the
+    # bank or the rules were removed at registration, before any run
+    assert HELDOUT["held-out-23"] == "heldout23.toml" and list(HELDOUT)[-1] == "held-out-23"
+    _holds_what_it_was_asked_for(heldout_corpus(), 720, 740, 90, _LOOKS_23, _SHAPES_23)
 
 
 #: the kinds and shapes set 22's writer named (told them in words, as sets 18-21's were)
