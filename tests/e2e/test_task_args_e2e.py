@@ -15,6 +15,7 @@ results seconds, and the user's forget purges them.
 
 from __future__ import annotations
 
+import socket
 import urllib.request
 import uuid
 from collections import Counter
@@ -153,7 +154,9 @@ def test_malformed_messages_are_refused_dead_lettered_and_change_nothing(
     worker = start_worker("w1", concurrency=2, EROS_METRICS_PORT=str(port))
     client = Celery(broker=redis_url, backend=redis_url)
     # "a test sends each task": every task the real worker registered is among the messages
-    registered = client.control.inspect(timeout=10).registered() or {}
+    # (its one reply ends the wait: without a limit, inspect waits out its whole timeout)
+    registered = client.control.inspect(destination=[f"w1@{socket.gethostname()}"], limit=1,
+                                        timeout=10).registered() or {}
     eros_tasks = {t.split(" ")[0] for names in registered.values() for t in names
                   if t.startswith("eros.")}
     assert len(eros_tasks) >= 15, registered
