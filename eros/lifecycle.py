@@ -126,29 +126,21 @@ def _consumer_options(instance: Any = None, **_: Any) -> None:
 
 
 @signals.worker_before_create_process.connect
-def _freeze_before_fork(**_: Any) -> None:
-    """Collect once and freeze what the parent holds before the prefork pool forks a child.
-
-    Why: Celery runs a full ``gc.collect()`` before every fork (its issue 2927); with the
-    start-up objects (~240k) unfrozen each of those walks all of them again — a 4-process
-    pool's start spent about a fifth of its CPU there. Frozen, the later collections walk
-    only what was made since, and the children share the frozen objects' pages (the
-    ``gc.freeze()``-before-fork that Python's documentation recommends)."""
-    gc.collect()
-    gc.freeze()
-
-
 @signals.worker_ready.connect
 def _freeze_start_up_objects(**_: Any) -> None:
     """Move what the worker built to start (imports, settings, the app, the pipeline, the
-    guard's rules and models: ~240k objects) out of the cyclic collector's generations.
+    guard's rules and models: ~240k objects) out of the cyclic collector's generations, before
+    the prefork pool forks a child and once the worker is ready.
 
     Why: the tasks' own objects reach the oldest generation too (a gevent worker keeps 128
     tasks alive for seconds), and every time they add up to a quarter of it Python walks
     every object in it again — the start-up ones each time, though they never become
     garbage. A drain's full collections were a large part of a gevent worker's CPU (bench/
-    RESULTS.md, issue 34). Frozen objects are still freed by reference counting; only a
-    start-up object left in a garbage cycle later would stay allocated."""
+    RESULTS.md, issue 34). Celery also collects fully before every fork (its issue 2927): a
+    4-process pool's start spent about a fifth of its CPU walking them, and frozen, the
+    children share their pages (the ``gc.freeze()``-before-fork Python's documentation
+    recommends). Frozen objects are still freed by reference counting; only a start-up object
+    left in a garbage cycle later would stay allocated."""
     gc.collect()
     gc.freeze()
 

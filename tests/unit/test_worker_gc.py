@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from celery import signals
+from celery.utils.dispatch import Signal
 
 import eros.lifecycle  # noqa: F401 - connects the handlers
 
@@ -20,9 +21,12 @@ def _unfrozen() -> Iterator[None]:
     gc.unfreeze()
 
 
-def test_a_ready_worker_freezes_what_it_built_to_start() -> None:
+@pytest.mark.parametrize("signal", [signals.worker_ready, signals.worker_before_create_process],
+                         ids=["ready", "before-fork"])
+def test_the_worker_freezes_what_it_built_to_start(signal: Signal) -> None:
+    # once ready, and before the prefork pool forks a child (Celery collects fully each time)
     before = len(gc.get_objects())
-    signals.worker_ready.send(sender=None)
+    signal.send(sender=None)
     assert gc.get_freeze_count() >= before // 2
     # what the tasks make afterwards is collected as before
     cycle: list[object] = []
@@ -34,15 +38,3 @@ def test_a_ready_worker_freezes_what_it_built_to_start() -> None:
 def test_a_forked_pool_process_freezes_what_it_inherited() -> None:
     signals.worker_process_init.send(sender=None)
     assert gc.get_freeze_count() > 0
-
-
-def test_the_parent_freezes_before_the_pool_forks_a_child() -> None:
-    """Celery collects fully before each fork: frozen, those collections skip what the
-    worker built to start."""
-    before = len(gc.get_objects())
-    signals.worker_before_create_process.send(sender=None)
-    assert gc.get_freeze_count() >= before // 2
-    cycle: list[object] = []
-    cycle.append(cycle)
-    del cycle
-    assert gc.collect() >= 1
